@@ -1,0 +1,157 @@
+"""The snoop agent of one node: caches data, frees on new ACKs, answers dupacks from the cache.
+
+It sees packets through a narrow, backend-neutral view (flow key, sequence
+numbers, header fields) and stores the packet object it is given as an opaque
+value, so the same agent runs on the UDP overlay (a routing.wire.Packet), on
+kernel TCP through NFQUEUE (raw IP bytes) and in virtual time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aspan.cache import FlowCache, unwrap
+from aspan.fields import AspanFields
+from aspan.policy import SnoopConfig, update_effort, wants_cache
+
+FlowKey = tuple[str, int, str, int]  # data direction: (src, sport, dst, dport)
+Emit = Callable[..., None]
+
+
+def _no_emit(now: float, ev: str, **fields: Any) -> None:
+    return None
+
+
+def flow_name(flow: FlowKey) -> str:
+    return f"{flow[0]}:{flow[1]}>{flow[2]}:{flow[3]}"
+
+
+@dataclass(slots=True)
+class AckVerdict:
+    """What to do with an ACK: pass it on or hold it back, and what to resend from the cache."""
+
+    forward: bool = True
+    retransmit: list[Any] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _FlowState:
+    name: str
+    cache: FlowCache = field(default_factory=FlowCache)
+    last_ack: int | None = None     # unwrapped; the last cumulative ACK seen (paper: "last ACK")
+    high_end: int | None = None     # unwrapped end of the highest data segment seen here
+    rtx_seq: int | None = None      # dupack discipline "once": the loss being recovered locally
+    expected_dupacks: int = 0       # "once": dupacks still expected for it (held back)
+
+    def ref(self) -> int | None:
+        return self.last_ack if self.last_ack is not None else self.high_end
+
+
+class SnoopAgent:
+    """A-SPAN snoop agent (paper, Design and Implementation).
+
+    ``on_data`` runs for every data segment this node transmits (its own, at the
+    sender's forwarding layer, or forwarded); ``on_ack`` for every pure ACK of a
+    flow it has seen data of.
+    """
+
+    def __init__(self, node: str, config: SnoopConfig, emit: Emit | None = None) -> None:
+        self.node = node
+        self.config = config
+        self._emit = emit or _no_emit
+        self._flows: dict[FlowKey, _FlowState] = {}
+        self.cache_bytes = 0
+        self.cache_segments = 0
+        self.stats = {"cached": 0, "cache_full": 0, "hits": 0, "local_retransmissions": 0,
+                      "suppressed": 0, "freed": 0}
+
+    # ---- data path -------------------------------------------------------
+    def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
+                p_next: float, hop_index: int, now: float, packet: Any) -> bool:
+        """Rewrite ``fields`` for the next hop and cache ``packet`` if the policy says so.
+
+        ``packet`` is stored as given and returned unchanged for local
+        retransmission: the caller must not mutate it afterwards.
+        """
+        st = self._flows.get(flow)
+        if st is None:
+            st = self._flows[flow] = _FlowState(flow_name(flow))
+        ref = st.ref()
+        useq = seq if ref is None else unwrap(ref, seq)
+        end = useq + length
+        if st.high_end is None or end > st.high_end:
+            st.high_end = end
+        if st.last_ack is not None and end <= st.last_ack:
+            update_effort(fields, p_next, cached=False)  # already acknowledged: nothing to protect
+            return False
+        cache = wants_cache(self.config, fields, p_next, hop_index)
+        if cache and self.cache_bytes + length > self.config.cache_bytes:
+            self.stats["cache_full"] += 1
+            self._emit(now, "cache_full", flow=st.name, seq=seq)
+            cache = False
+        update_effort(fields, p_next, cached=cache)
+        if cache:
+            if st.cache.add(useq, length, packet):
+                self.cache_bytes += length
+                self.cache_segments += 1
+                self.stats["cached"] += 1
+                self._emit(now, "cache", segments=self.cache_segments, bytes=self.cache_bytes)
+        return cache
+
+    # ---- ACK path --------------------------------------------------------
+    def on_ack(self, flow: FlowKey, ack: int, now: float) -> AckVerdict:
+        """Handle a pure ACK of data flow ``flow`` (paper, Design: "Routing Nodes on Receiving Ack Packets")."""
+        st = self._flows.get(flow)
+        if st is None:
+            return AckVerdict()
+        ref = st.ref()
+        uack = ack if ref is None else unwrap(ref, ack)
+        if st.last_ack is None or uack > st.last_ack:
+            self._new_ack(st, uack, now)
+            return AckVerdict()
+        if uack < st.last_ack:
+            return AckVerdict()  # an old ACK overtaken by a newer one: pass it on untouched
+        return self._dupack(st, uack, now)
+
+    def _new_ack(self, st: _FlowState, uack: int, now: float) -> None:
+        """Rule 1: a higher cumulative ACK frees the cache up to it."""
+        st.last_ack = uack
+        st.rtx_seq = None
+        st.expected_dupacks = 0
+        n, freed = st.cache.free_below(uack)
+        if n:
+            self.cache_segments -= n
+            self.cache_bytes -= freed
+            self.stats["freed"] += n
+            self._emit(now, "cache", segments=self.cache_segments, bytes=self.cache_bytes)
+
+    def _dupack(self, st: _FlowState, uack: int, now: float) -> AckVerdict:
+        """Rule 2: a duplicate ACK whose missing segment is cached is answered here and not forwarded."""
+        entry = st.cache.get(uack)
+        if entry is None:
+            return AckVerdict()
+        length, packet = entry
+        seq32 = uack % (1 << 32)
+        self.stats["hits"] += 1
+        self._emit(now, "hit", flow=st.name, seq=seq32)
+        self.stats["suppressed"] += 1
+        if self.config.dupack == "every" or st.rtx_seq != uack or st.expected_dupacks <= 0:
+            # "every": the paper's behaviour, one local retransmission per dupack (Evaluation, Figure 6).
+            # "once": the first dupack of a loss retransmits; the dupacks already in flight behind it
+            # (one per segment sent after the lost one) are held back; if more arrive than expected,
+            # the local retransmission is presumed lost and is sent again.
+            if self.config.dupack == "once":
+                in_flight_after = max(0, ((st.high_end or uack) - uack - length) // max(length, 1))
+                st.rtx_seq = uack
+                st.expected_dupacks = in_flight_after - 1
+            self.stats["local_retransmissions"] += 1
+            return AckVerdict(forward=False, retransmit=[packet])
+        st.expected_dupacks -= 1
+        return AckVerdict(forward=False)
+
+    # ---- timers (A-SPAN has none; classic Snoop variants override) -------
+    def next_timer(self) -> float | None:
+        return None
+
+    def on_timer(self, now: float) -> list[Any]:
+        return []

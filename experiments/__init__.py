@@ -1,0 +1,1 @@
+"""Experiments: YAML files for every figure, the schema, the runner and the backends."""

@@ -1,0 +1,365 @@
+"""The experiment YAML: schema, defaults, validation, variants and sweeps.
+
+Every field is declared once in ``SCHEMA`` with its type, default and check.
+A wrong file is rejected before anything starts with an ``ExperimentError``
+naming the file, the field path and what was expected.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import ipaddress
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+BACKENDS = ("sim", "local", "netns", "pi")
+
+
+class ExperimentError(ValueError):
+    """An experiment file is invalid.  The message names file, field and expectation."""
+
+    def __init__(self, source: str, path: str, message: str) -> None:
+        self.source, self.path, self.message = source, path, message
+        super().__init__(f"{source}: {path or '<top>'}: {message}")
+
+
+# ---- field declarations ---------------------------------------------------
+@dataclass(frozen=True)
+class F:
+    """One scalar field: Python type(s), default, and an optional check returning an error text or None."""
+
+    types: tuple[type, ...]
+    default: Any
+    check: Callable[[Any], str | None] | None = None
+    doc: str = ""
+
+
+def _range(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            return f"expected a value {'>' if lo_open else '>='} {lo}, got {v}"
+        if hi is not None and v > hi:
+            return f"expected a value <= {hi}, got {v}"
+        return None
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if v in choices else f"expected one of {', '.join(choices)}, got {v!r}"
+    return check
+
+
+INT = (int,)
+NUM = (int, float)
+STR = (str,)
+BOOL = (bool,)
+
+LOSS_SPEC = {  # checked in depth by routing.loss.build_loss_model; declared here for docs and paths
+    "model": F(STR, "none", _one_of("none", "bernoulli", "gilbert-elliott"), "loss model"),
+    "rate": F(NUM, 0.0, _range(0, 1), "bernoulli: drop probability per packet heard"),
+    "good_mean_s": F(NUM, 6.0, _range(0, lo_open=True), "gilbert-elliott: mean time in the good state"),
+    "bad_mean_s": F(NUM, 0.2, _range(0, lo_open=True), "gilbert-elliott: mean time in the bad state"),
+    "loss_good": F(NUM, 0.0, _range(0, 1), "gilbert-elliott: loss probability in the good state"),
+    "loss_bad": F(NUM, 0.5, _range(0, 1), "gilbert-elliott: loss probability in the bad state"),
+    "down": F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) where the node hears nothing"),
+}
+
+SCHEMA: dict[str, Any] = {
+    "name": F(STR, None, None, "experiment name (default: file name)"),
+    "description": F(STR, "", None, "free text"),
+    "backend": F(STR, "local", _one_of(*BACKENDS), "where it runs"),
+    "seed": F(INT, 1, _range(0), "base seed; repetition k uses seed + k"),
+    "repetitions": F(INT, 1, _range(1), "runs per variant"),
+    "out": F(STR, "runs", None, "output directory"),
+    "topology": {
+        "chain": F((list,), ["A", "B", "C", "D"], None, "node names in path order (shorthand)"),
+        "addresses": F((dict,), {}, None, "node -> mesh address (default 10.2.1.1, 10.2.1.2, ...)"),
+        "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; default: chain routes"),
+    },
+    "loss": {
+        "default": LOSS_SPEC,
+        "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
+    },
+    "link": {
+        "rate_mbps": F(NUM, 10.0, _range(0, lo_open=True), "sim: link rate"),
+        "delay_ms": F(NUM, 2.0, _range(0), "sim: one-way propagation delay"),
+        "queue_packets": F(INT, 50, _range(1), "sim: drop-tail queue per link"),
+    },
+    "etx": {
+        "window": F(INT, 1000, _range(1), "probes in the delivery-ratio window (paper: 1000)"),
+        "interval_s": F(NUM, 0.1, _range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
+        "mode": F(STR, "forward", _one_of("forward", "etx"), "forward: the paper's one-way ratio; etx: df x dr"),
+        "before_full": F(STR, "partial", _one_of("partial", "optimistic", "pessimistic"), "estimate before the window fills"),
+        "initial": F(NUM, 1.0, _range(0, 1), "forward ratio assumed before the neighbour reports one"),
+        "settle_s": F(NUM, 5.0, _range(0), "probing time before the flows start"),
+        "warmup_interval_s": F(NUM, 0.005, _range(0, lo_open=True), "probe interval while settling (fills the window fast)"),
+        "log_interval_s": F(NUM, 1.0, _range(0, lo_open=True), "how often each node logs its ETX values"),
+    },
+    "tcp": {
+        "variant": F(STR, "reno", _one_of("reno", "sack"), "user-space TCP variant"),
+        "init_cwnd": F(INT, 2, _range(1), "initial cwnd in segments"),
+        "rcv_buffer_segments": F(INT, 64, _range(1), "receiver buffer in segments"),
+        "min_rto_s": F(NUM, 0.2, _range(0, lo_open=True), "minimum RTO"),
+        "initial_rto_s": F(NUM, 1.0, _range(0, lo_open=True), "RTO before the first RTT sample"),
+        "max_rto_s": F(NUM, 60.0, _range(0, lo_open=True), "RTO cap"),
+    },
+    "snoop": {
+        "policy": F(STR, "none", _one_of("none", "fixed", "adaptive", "every", "perfect"), "where to cache"),
+        "pkt_qos": F(NUM, 1.0, _range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
+        "snoop_after": F(INT, 0, _range(0, 255), "header: the first N forwarding nodes never cache"),
+        "snoop_limit": F(INT, 0, _range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
+        "fixed_hop": F(INT, 1, _range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
+        "dupack": F(STR, "every", _one_of("every", "once"), "every: retransmit on each dupack (paper); once: classic Snoop"),
+        "cache_bytes": F(INT, 4_000_000, _range(0), "cache bound per node"),
+    },
+    "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
+    "limits": {
+        "max_duration_s": F(NUM, 600.0, _range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
+    },
+    "variants": F((list,), [], None, "list of {name, ...overrides}"),
+    "sweep": F((dict,), {}, None, "{field: dotted.path, values: [...]}: one variant per value (per variant)"),
+}
+
+FLOW_SPEC = {
+    "sender": F(STR, "A", None, "sending node"),
+    "receiver": F(STR, "D", None, "receiving node"),
+    "segments": F(INT, 16000, _range(1), "segments to send"),
+    "segment_size": F(INT, 1000, _range(1, 60000), "payload bytes per segment (MSS)"),
+    "start_s": F(NUM, 0.0, _range(0), "start, relative to the end of ETX settling"),
+}
+
+
+# ---- validation -----------------------------------------------------------
+def _type_name(types: tuple[type, ...]) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
+    if types == NUM:
+        return "a number"
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def _check_value(src: str, path: str, spec: F, v: Any) -> Any:
+    if isinstance(v, bool) and bool not in spec.types:
+        raise ExperimentError(src, path, f"expected {_type_name(spec.types)}, got {v!r}")
+    if not isinstance(v, spec.types):
+        raise ExperimentError(src, path, f"expected {_type_name(spec.types)}, got {type(v).__name__} {v!r}")
+    if spec.check:
+        err = spec.check(v)
+        if err:
+            raise ExperimentError(src, path, err)
+    return v
+
+
+def _unknown(src: str, path: str, key: str, known: list[str]) -> ExperimentError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ExperimentError(src, f"{path}.{key}" if path else key,
+                           f"unknown field{hint}; expected one of {', '.join(known)}")
+
+
+def _fill(src: str, path: str, schema: dict[str, Any], data: Any) -> dict[str, Any]:
+    """Validate ``data`` against ``schema`` and return it with defaults filled in."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ExperimentError(src, path, f"expected a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in schema:
+            raise _unknown(src, path, str(key), list(schema))
+    out: dict[str, Any] = {}
+    for key, spec in schema.items():
+        sub = f"{path}.{key}" if path else key
+        if isinstance(spec, dict):
+            out[key] = _fill(src, sub, spec, data.get(key))
+        elif key in data:
+            out[key] = _check_value(src, sub, spec, data[key])
+        else:
+            out[key] = copy.deepcopy(spec.default)
+    return out
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and k not in ("addresses", "routes", "nodes"):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _check_loss(src: str, path: str, spec: Any) -> dict[str, Any]:
+    full = _fill(src, path, LOSS_SPEC, spec)
+    for i, iv in enumerate(full["down"]):
+        if not (isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in iv)
+                and 0 <= iv[0] < iv[1]):
+            raise ExperimentError(src, f"{path}.down[{i}]", f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}")
+    return full
+
+
+def _check_semantics(src: str, cfg: dict[str, Any]) -> None:
+    """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible."""
+    topo = cfg["topology"]
+    nodes = topo["chain"]
+    if len(nodes) < 2 or not all(isinstance(n, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", n) for n in nodes):
+        raise ExperimentError(src, "topology.chain", f"expected at least two node names (letters, digits, _ -), got {nodes!r}")
+    if len(set(nodes)) != len(nodes):
+        raise ExperimentError(src, "topology.chain", f"node names repeat: {nodes!r}")
+    addrs = topo["addresses"]
+    for n, a in addrs.items():
+        if n not in nodes:
+            raise ExperimentError(src, f"topology.addresses.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+        try:
+            ipaddress.IPv4Address(a)
+        except (ValueError, TypeError):
+            raise ExperimentError(src, f"topology.addresses.{n}", f"expected an IPv4 address, got {a!r}") from None
+    full_addrs = {n: addrs.get(n, f"10.2.1.{i + 1}") for i, n in enumerate(nodes)}
+    if len(set(full_addrs.values())) != len(nodes):
+        raise ExperimentError(src, "topology.addresses", f"addresses repeat: {full_addrs}")
+    topo["addresses"] = full_addrs
+    for n, table in topo["routes"].items():
+        if n not in nodes:
+            raise ExperimentError(src, f"topology.routes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+        if not isinstance(table, dict):
+            raise ExperimentError(src, f"topology.routes.{n}", "expected a mapping destination -> next hop")
+        for dst, via in table.items():
+            if dst not in nodes or via not in nodes:
+                raise ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}")
+    cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"])
+    for n, spec in list(cfg["loss"]["nodes"].items()):
+        if n not in nodes:
+            raise ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", _deep_merge(cfg["loss"]["default"], spec or {}))
+    if not cfg["flows"]:
+        raise ExperimentError(src, "flows", "expected at least one flow")
+    flows = []
+    for i, fl in enumerate(cfg["flows"]):
+        f = _fill(src, f"flows[{i}]", FLOW_SPEC, fl)
+        for role in ("sender", "receiver"):
+            if f[role] not in nodes:
+                raise ExperimentError(src, f"flows[{i}].{role}", f"unknown node {f[role]!r}; expected one of {', '.join(nodes)}")
+        if f["sender"] == f["receiver"]:
+            raise ExperimentError(src, f"flows[{i}]", "sender and receiver are the same node")
+        flows.append(f)
+    cfg["flows"] = flows
+    if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
+        raise ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s")
+
+
+@dataclass
+class Variant:
+    """One fully resolved configuration to run ``repetitions`` times."""
+
+    name: str
+    config: dict[str, Any]
+    sweep_value: Any = None
+
+
+@dataclass
+class Experiment:
+    source: str
+    name: str
+    base: dict[str, Any]
+    variants: list[Variant]
+
+    def resolved(self) -> dict[str, Any]:
+        """The experiment as run: the base plus every variant's full configuration."""
+        return {"name": self.name, "source": self.source, "base": self.base,
+                "variants": [{"name": v.name, "sweep_value": v.sweep_value, "config": v.config} for v in self.variants]}
+
+
+def _get_path(cfg: dict[str, Any], dotted: str) -> Any:
+    node: Any = SCHEMA
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _set_path(cfg: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    parts = dotted.split(".")
+    over: dict[str, Any] = {}
+    cur = over
+    for p in parts[:-1]:
+        cur = cur.setdefault(p, {})
+    cur[parts[-1]] = value
+    return over
+
+
+def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml") -> Experiment:
+    """Validate a parsed YAML document and expand variants and sweep."""
+    if not isinstance(data, dict):
+        raise ExperimentError(source, "", "expected a YAML mapping at the top level")
+    base = _fill(source, "", SCHEMA, data)
+    name = base["name"] or Path(source).stem
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ExperimentError(source, "name", f"expected letters, digits, '.', '_' or '-', got {name!r}")
+    base["name"] = name
+    raw_variants = base.pop("variants")
+    sweep = base.pop("sweep")
+    bare = {k: v for k, v in data.items() if k not in ("variants", "sweep")}
+    specs: list[tuple[str, dict[str, Any]]] = []
+    for i, v in enumerate(raw_variants or [{"name": "default"}]):
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", v["name"]):
+            raise ExperimentError(source, f"variants[{i}].name", "expected a name of letters, digits, '.', '_' or '-'")
+        over = {k: val for k, val in v.items() if k != "name"}
+        for key in over:
+            if key in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend"):
+                raise ExperimentError(source, f"variants[{i}].{key}", "cannot be set per variant")
+        specs.append((v["name"], over))
+    if len({n for n, _ in specs}) != len(specs):
+        raise ExperimentError(source, "variants", "variant names repeat")
+    expanded: list[tuple[str, dict[str, Any], Any]] = []
+    if sweep:
+        for key in sweep:
+            if key not in ("field", "values"):
+                raise _unknown(source, "sweep", key, ["field", "values"])
+        field = sweep.get("field")
+        values = sweep.get("values")
+        if not isinstance(field, str) or not isinstance(_get_path(SCHEMA, field), F):
+            raise ExperimentError(source, "sweep.field", f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}")
+        if not isinstance(values, list) or not values:
+            raise ExperimentError(source, "sweep.values", "expected a non-empty list")
+        for vname, over in specs:
+            for val in values:
+                expanded.append((f"{vname}-{val}" if raw_variants else f"{field.split('.')[-1]}-{val}",
+                                 _deep_merge(over, _set_path({}, field, val)), val))
+    else:
+        expanded = [(n, o, None) for n, o in specs]
+    variants: list[Variant] = []
+    for vname, over, sval in expanded:
+        where = f"variants[{vname}]"
+        merged = _deep_merge(bare, over)
+        try:
+            cfg = _fill(source, "", SCHEMA, merged)
+        except ExperimentError as e:
+            raise ExperimentError(source, f"{where}.{e.path}", e.message) from None
+        cfg.pop("variants")
+        cfg.pop("sweep")
+        cfg["name"] = name
+        try:
+            _check_semantics(source, cfg)
+        except ExperimentError as e:
+            raise ExperimentError(source, f"{where}.{e.path}" if raw_variants or sweep else e.path, e.message) from None
+        variants.append(Variant(vname, cfg, sval))
+    _check_semantics(source, base)
+    return Experiment(source, name, base, variants)
+
+
+def load_file(path: str | Path) -> Experiment:
+    """Read and validate an experiment YAML file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ExperimentError(str(p), "", f"cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ExperimentError(str(p), "", f"not valid YAML: {e}") from None
+    return load_experiment(data, str(p))

@@ -1,0 +1,285 @@
+"""Packet loss models applied where a node hears a packet (probes included).
+
+Every model is deterministic given its ``random.Random``: no clock, no global RNG.  Time is the
+``now`` argument (seconds); models that depend on time require non-decreasing ``now``.
+
+* :class:`NoLoss`
+* :class:`Bernoulli`: independent losses, e.g. the A-SPAN paper's 0.5 % per node.
+* :class:`GilbertElliott`: the bursty two-state model of the SNACK paper (Section IV: good state
+  6 s, bad state 0.2 s, 50 % loss in the bad state), with exponential sojourn times.
+* :class:`LinkDown`: everything lost inside given time intervals.
+* :class:`Composite`: drops if any of its models drops.
+
+:func:`build_loss_model` builds one from an experiment spec; :func:`node_rng` derives a
+per-node, per-purpose RNG that is the same in every run and every Python process.
+"""
+from __future__ import annotations
+
+import math
+import random
+import zlib
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+
+__all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "Composite",
+           "build_loss_model", "node_rng", "MODELS"]
+
+
+@runtime_checkable
+class LossModel(Protocol):
+    def drop(self, now: float) -> bool:
+        """Called once for every packet the node hears; True: the packet is lost."""
+        ...
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _probability(name: str, x: Any) -> float:
+    if not _is_number(x) or not 0.0 <= x <= 1.0:   # also rejects NaN
+        raise ValueError(f"{name} must be a probability in [0, 1], got {x!r}")
+    return float(x)
+
+
+def _positive(name: str, x: Any) -> float:
+    if not _is_number(x) or not 0.0 < x < math.inf:
+        raise ValueError(f"{name} must be a finite number > 0, got {x!r}")
+    return float(x)
+
+
+class NoLoss:
+    """Never drops."""
+
+    def drop(self, now: float) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NoLoss()"
+
+
+class Bernoulli:
+    """Drops each packet independently with probability ``rate``.
+
+    Exactly one ``rng.random()`` per call (even for rate 0 or 1), so the k-th packet's fate
+    depends only on the seed and k.
+    """
+
+    def __init__(self, rate: float, rng: random.Random) -> None:
+        self.rate = _probability("rate", rate)
+        self.rng = rng
+
+    def drop(self, now: float) -> bool:
+        return self.rng.random() < self.rate
+
+    def __repr__(self) -> str:
+        return f"Bernoulli(rate={self.rate})"
+
+
+class GilbertElliott:
+    """Two-state (good/bad) time-based Markov loss model (SNACK paper, Section IV).
+
+    The channel stays in a state for an exponentially distributed time (mean ``good_mean_s``
+    or ``bad_mean_s``) and then switches.  A packet heard in a state is lost with probability
+    ``loss_good`` or ``loss_bad``.  Long-run fraction of time in the bad state:
+    ``bad_mean_s / (good_mean_s + bad_mean_s)`` (0.2 / 6.2 = 3.2 % for the defaults), so the
+    mean loss rate is ``loss_good * (1 - that) + loss_bad * that`` (1.6 % for the defaults).
+
+    The state is advanced lazily to each call's ``now``; ``now`` must not decrease
+    (ValueError).  The first call fixes the time origin: the first sojourn starts then
+    (``now`` may be virtual seconds from 0 or epoch seconds).
+
+    Two RNG streams are split off ``rng`` at construction: one draws sojourn times, the other
+    the per-packet losses.  The state trajectory therefore depends only on the seed and the
+    time origin, not on how many packets are heard, so runs with different traffic see the
+    same channel.
+    """
+
+    def __init__(self, rng: random.Random, good_mean_s: float = 6.0, bad_mean_s: float = 0.2,
+                 loss_good: float = 0.0, loss_bad: float = 0.5, start_good: bool = True) -> None:
+        self.good_mean_s = _positive("good_mean_s", good_mean_s)
+        self.bad_mean_s = _positive("bad_mean_s", bad_mean_s)
+        self.loss_good = _probability("loss_good", loss_good)
+        self.loss_bad = _probability("loss_bad", loss_bad)
+        if not isinstance(start_good, bool):
+            raise ValueError(f"start_good must be a bool, got {start_good!r}")
+        self._state_rng = random.Random(rng.getrandbits(64))
+        self._loss_rng = random.Random(rng.getrandbits(64))
+        self._good = start_good
+        self._now: float | None = None      # time the state is known for
+        self._switch_at = math.inf          # end of the current sojourn (set at the first call)
+
+    @property
+    def state(self) -> str:
+        """"good" or "bad", as of the latest ``now`` seen (the start state before any call)."""
+        return "good" if self._good else "bad"
+
+    @property
+    def bad_fraction(self) -> float:
+        """Stationary fraction of time in the bad state."""
+        return self.bad_mean_s / (self.good_mean_s + self.bad_mean_s)
+
+    @property
+    def mean_loss(self) -> float:
+        """Stationary (long-run) loss probability of a packet."""
+        b = self.bad_fraction
+        return self.loss_good * (1.0 - b) + self.loss_bad * b
+
+    def _sojourn(self) -> float:
+        return self._state_rng.expovariate(1.0 / (self.good_mean_s if self._good else self.bad_mean_s))
+
+    def advance(self, now: float) -> str:
+        """Move the state forward to ``now`` and return it (does not draw a loss)."""
+        if not _is_number(now) or math.isnan(now):
+            raise ValueError(f"now must be a number, got {now!r}")
+        if self._now is None:
+            self._switch_at = now + self._sojourn()
+        elif now < self._now:
+            raise ValueError(f"now went backwards: {now!r} < {self._now!r}")
+        # Sojourn i ends at _switch_at; a packet at exactly that time sees the next state.
+        while now >= self._switch_at:
+            self._good = not self._good
+            self._switch_at += self._sojourn()
+        self._now = now
+        return self.state
+
+    def drop(self, now: float) -> bool:
+        self.advance(now)
+        # Always one draw per packet, whatever the state, to keep the stream aligned.
+        u = self._loss_rng.random()
+        return u < (self.loss_good if self._good else self.loss_bad)
+
+    def __repr__(self) -> str:
+        return (f"GilbertElliott(good_mean_s={self.good_mean_s}, bad_mean_s={self.bad_mean_s}, "
+                f"loss_good={self.loss_good}, loss_bad={self.loss_bad}, state={self.state!r})")
+
+
+class LinkDown:
+    """Drops everything heard in any interval ``[start, end)`` (``end`` may be ``inf``)."""
+
+    def __init__(self, intervals: Sequence[Sequence[float]]) -> None:
+        parsed: list[tuple[float, float]] = []
+        for i, iv in enumerate(intervals):
+            if isinstance(iv, (str, bytes)) or not isinstance(iv, Sequence) or len(iv) != 2:
+                raise ValueError(f"down[{i}] must be a [start, end] pair, got {iv!r}")
+            start, end = iv
+            if not (_is_number(start) and _is_number(end)) or math.isnan(start) or math.isnan(end) \
+                    or not start < end:
+                raise ValueError(f"down[{i}] must be numbers with start < end, got {iv!r}")
+            parsed.append((float(start), float(end)))
+        self.intervals = sorted(parsed)
+
+    def drop(self, now: float) -> bool:
+        for start, end in self.intervals:
+            if now < start:
+                return False        # sorted by start: no later interval can contain now
+            if now < end:
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"LinkDown({self.intervals})"
+
+
+class Composite:
+    """Drops if any model drops.
+
+    Every model is consulted on every call (no short-circuit), so each model's RNG stream
+    advances the same way whatever the others decide.
+    """
+
+    def __init__(self, models: Sequence[LossModel]) -> None:
+        self.models = list(models)
+
+    def drop(self, now: float) -> bool:
+        dropped = False
+        for m in self.models:
+            dropped = m.drop(now) or dropped
+        return dropped
+
+    def __repr__(self) -> str:
+        return f"Composite({self.models})"
+
+
+# model name -> accepted keys besides "model" and "down"
+MODELS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "bernoulli": ("rate",),
+    "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "start_good"),
+}
+
+
+def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> LossModel:
+    """Build a loss model from an experiment spec.
+
+    ``None`` or ``{"model": "none"}``: no loss.  ``{"model": "bernoulli", "rate": 0.005}``
+    (rate required).  ``{"model": "gilbert-elliott", "good_mean_s": 6, "bad_mean_s": 0.2,
+    "loss_good": 0, "loss_bad": 0.5, "start_good": true}`` (all optional, SNACK-paper defaults).
+    Any model may add ``"down": [[start, end], ...]``: a :class:`LinkDown` combined with it.
+    A missing ``"model"`` means ``"none"``.  Unknown models, unknown keys and bad values raise
+    ValueError naming the key and what was expected.
+    """
+    if spec is None:
+        return NoLoss()
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"loss spec must be a mapping or None, got {type(spec).__name__}")
+    name = spec.get("model", "none")
+    if name not in MODELS:
+        raise ValueError(f"loss spec key 'model' must be one of {sorted(MODELS)}, got {name!r}")
+    allowed = MODELS[name]
+    unknown = sorted(str(k) for k in spec if k not in allowed and k not in ("model", "down"))
+    if unknown:
+        raise ValueError(f"loss spec key(s) {unknown} not valid for model {name!r}; "
+                         f"expected some of {list(allowed) + ['down']}")
+    params = {k: spec[k] for k in allowed if k in spec}
+
+    def keyed(key: str, f, *args):
+        # Re-raise a validation error with the spec key in front.
+        try:
+            return f(key, *args)
+        except ValueError as e:
+            raise ValueError(f"loss spec key {key!r}: {e}") from None
+
+    model: LossModel
+    if name == "none":
+        model = NoLoss()
+    elif name == "bernoulli":
+        if "rate" not in params:
+            raise ValueError("loss spec key 'rate' is required for model 'bernoulli' (a probability in [0, 1])")
+        model = Bernoulli(keyed("rate", _probability, params["rate"]), rng)
+    else:
+        for k in ("good_mean_s", "bad_mean_s"):
+            if k in params:
+                keyed(k, _positive, params[k])
+        for k in ("loss_good", "loss_bad"):
+            if k in params:
+                keyed(k, _probability, params[k])
+        if "start_good" in params and not isinstance(params["start_good"], bool):
+            raise ValueError(f"loss spec key 'start_good' must be true or false, got {params['start_good']!r}")
+        model = GilbertElliott(rng, **params)
+
+    if "down" in spec:
+        down = spec["down"]
+        if isinstance(down, (str, bytes)) or not isinstance(down, Sequence):
+            raise ValueError(f"loss spec key 'down' must be a list of [start, end] pairs, got {down!r}")
+        try:
+            link_down = LinkDown(down)
+        except ValueError as e:
+            raise ValueError(f"loss spec key 'down': {e}") from None
+        if isinstance(model, NoLoss):
+            return link_down
+        return Composite([model, link_down])
+    return model
+
+
+def node_rng(seed: int, node: str, stream: str = "loss") -> random.Random:
+    """An RNG for (experiment seed, node name, purpose), identical across runs and processes.
+
+    Derived with ``zlib.crc32`` of the node and stream names (``hash()`` of a str is salted
+    per process).  The seed is folded in losslessly (zig-zag encoded so that negative seeds
+    do not collide with positive ones): ``Random((zigzag(seed) << 32) | crc32(node NUL stream))``.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    z = seed * 2 if seed >= 0 else -seed * 2 - 1
+    crc = zlib.crc32(f"{node}\x00{stream}".encode("utf-8"))
+    return random.Random((z << 32) | crc)

@@ -1,0 +1,194 @@
+"""Binary wire format of the UDP overlay (version 1).
+
+Layout, network byte order::
+
+    header  (27 bytes)  magic 0xA5 | version | type | src ip(4) sport(2) | dst ip(4) dport(2)
+                        | hops | snoop_after | snoop_limit | snoop_count | pkt_effort f32 | pkt_qos f32
+    body                type DATA:    seq u32 | ack u32 | flags u8 | nsack u8 | nsnack u8 | window u32
+                                      | paylen u16 | nsack x (left u32, right u32) | nsnack x u32 | payload
+                        type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
+                        type CONTROL: len u16 | bytes
+    trailer (4 bytes)   CRC-32 of everything before it
+
+The encoding is canonical: a byte string decodes only if re-encoding the
+result gives the same bytes, so a bit flip anywhere is caught (by the CRC,
+the magic, a range check or a length check).  Decoding raises
+:class:`WireError` and nothing else for any input that is not a valid packet.
+"""
+from __future__ import annotations
+
+import math
+import socket
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from aspan.fields import AspanFields
+from tcp_user.segment import KNOWN_FLAGS, MAX_SACK_BLOCKS, MAX_SNACK, Segment
+
+MAGIC = 0xA5
+VERSION = 1
+
+DATA = 1     # carries a TCP segment
+PROBE = 2    # ETX probe
+CONTROL = 3  # opaque control message (runner <-> node)
+TYPE_NAMES = {DATA: "data", PROBE: "probe", CONTROL: "control"}
+
+_HEADER = struct.Struct("!BBB4sH4sHBBBBff")
+_DATA = struct.Struct("!IIBBBIH")
+_PROBE = struct.Struct("!If")
+_CONTROL = struct.Struct("!H")
+_CRC = struct.Struct("!I")
+_U32 = struct.Struct("!I")
+_SACK = struct.Struct("!II")
+HEADER_LEN = _HEADER.size
+MAX_DATAGRAM = 65507
+
+
+class WireError(ValueError):
+    """A byte string is not a valid overlay packet (the only error decode() raises)."""
+
+
+@dataclass(slots=True)
+class Probe:
+    seq: int
+    ratio: float = -1.0  # delivery ratio the sender measured for the probe's receiver; -1: unknown
+
+
+@dataclass(slots=True)
+class Packet:
+    """One overlay packet.  Addresses are dotted IPv4 strings (the nodes' mesh addresses)."""
+
+    ptype: int
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    hops: int = 0
+    fields: AspanFields = field(default_factory=AspanFields)
+    segment: Segment | None = None
+    probe: Probe | None = None
+    control: bytes = b""
+
+    def copy(self) -> "Packet":
+        """A copy whose header fields can be changed without touching this one (payload shared)."""
+        return Packet(self.ptype, self.src, self.sport, self.dst, self.dport, self.hops,
+                      self.fields.copy(), self.segment, self.probe, self.control)
+
+    def flow(self) -> tuple[str, int, str, int]:
+        return (self.src, self.sport, self.dst, self.dport)
+
+
+def _f32_ok(x: float) -> bool:
+    return not math.isnan(x) and 0.0 <= x <= 1.0
+
+
+def encode(pkt: Packet) -> bytes:
+    """Packet -> bytes.  Raises WireError if a field does not fit the format."""
+    f = pkt.fields
+    try:
+        if not (_f32_ok(f.pkt_effort) and _f32_ok(f.pkt_qos)):
+            raise WireError(f"pkt_effort/pkt_qos out of [0,1]: {f.pkt_effort}, {f.pkt_qos}")
+        head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, socket.inet_aton(pkt.src), pkt.sport,
+                            socket.inet_aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
+                            f.snoop_limit, f.snoop_count, f.pkt_effort, f.pkt_qos)
+        if pkt.ptype == DATA:
+            s = pkt.segment
+            if s is None:
+                raise WireError("DATA packet without a segment")
+            if len(s.sack) > MAX_SACK_BLOCKS or len(s.snack) > MAX_SNACK:
+                raise WireError("too many SACK blocks or SNACK entries")
+            if s.flags & ~KNOWN_FLAGS:
+                raise WireError(f"unknown TCP flags {s.flags:#x}")
+            parts = [head, _DATA.pack(s.seq, s.ack, s.flags, len(s.sack), len(s.snack),
+                                      s.window, len(s.payload))]
+            parts.extend(_SACK.pack(a, b) for a, b in s.sack)
+            parts.extend(_U32.pack(x) for x in s.snack)
+            parts.append(s.payload)
+            body = b"".join(parts)
+        elif pkt.ptype == PROBE:
+            p = pkt.probe
+            if p is None:
+                raise WireError("PROBE packet without a probe")
+            if not (p.ratio == -1.0 or _f32_ok(p.ratio)):
+                raise WireError(f"probe ratio out of range: {p.ratio}")
+            body = head + _PROBE.pack(p.seq, p.ratio)
+        elif pkt.ptype == CONTROL:
+            body = head + _CONTROL.pack(len(pkt.control)) + pkt.control
+        else:
+            raise WireError(f"unknown packet type {pkt.ptype}")
+    except (struct.error, OSError, TypeError, OverflowError) as e:
+        raise WireError(f"cannot encode packet: {e}") from None
+    if len(body) + _CRC.size > MAX_DATAGRAM:
+        raise WireError("packet larger than a UDP datagram")
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def decode(data: bytes) -> Packet:
+    """bytes -> Packet.  Raises WireError (and nothing else) for anything that is not a valid packet."""
+    n = len(data)
+    if n < HEADER_LEN + _CRC.size:
+        raise WireError(f"datagram too short ({n} bytes)")
+    body_end = n - _CRC.size
+    (crc,) = _CRC.unpack_from(data, body_end)
+    if zlib.crc32(memoryview(data)[:body_end]) != crc:
+        raise WireError("CRC mismatch")
+    (magic, version, ptype, src, sport, dst, dport, hops, s_after, s_limit, s_count,
+     effort, qos) = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        raise WireError(f"bad magic {magic:#x}")
+    if version != VERSION:
+        raise WireError(f"unsupported version {version}")
+    if not (_f32_ok(effort) and _f32_ok(qos)):
+        raise WireError("pkt_effort/pkt_qos out of [0,1]")
+    fields = AspanFields(effort, qos, s_after, s_limit, s_count)
+    pkt = Packet(ptype, socket.inet_ntoa(src), sport, socket.inet_ntoa(dst), dport, hops, fields)
+    off = HEADER_LEN
+    if ptype == DATA:
+        if off + _DATA.size > body_end:
+            raise WireError("truncated DATA body")
+        seq, ack, flags, nsack, nsnack, window, paylen = _DATA.unpack_from(data, off)
+        off += _DATA.size
+        if flags & ~KNOWN_FLAGS:
+            raise WireError(f"unknown TCP flags {flags:#x}")
+        if nsack > MAX_SACK_BLOCKS or nsnack > MAX_SNACK:
+            raise WireError("too many SACK blocks or SNACK entries")
+        if off + nsack * 8 + nsnack * 4 + paylen != body_end:
+            raise WireError("DATA length fields disagree with datagram size")
+        sack = tuple(_SACK.unpack_from(data, off + 8 * i) for i in range(nsack))
+        off += 8 * nsack
+        snack = tuple(_U32.unpack_from(data, off + 4 * i)[0] for i in range(nsnack))
+        off += 4 * nsnack
+        pkt.segment = Segment(seq, ack, flags, window, sack, bytes(data[off:body_end]), snack)
+    elif ptype == PROBE:
+        if off + _PROBE.size != body_end:
+            raise WireError("PROBE body has the wrong size")
+        seq, ratio = _PROBE.unpack_from(data, off)
+        if not (ratio == -1.0 or _f32_ok(ratio)):
+            raise WireError("probe ratio out of range")
+        pkt.probe = Probe(seq, ratio)
+    elif ptype == CONTROL:
+        if off + _CONTROL.size > body_end:
+            raise WireError("truncated CONTROL body")
+        (clen,) = _CONTROL.unpack_from(data, off)
+        off += _CONTROL.size
+        if off + clen != body_end:
+            raise WireError("CONTROL length disagrees with datagram size")
+        pkt.control = bytes(data[off:body_end])
+    else:
+        raise WireError(f"unknown packet type {ptype}")
+    return pkt
+
+
+IP_UDP_OVERHEAD = 28
+
+
+def wire_size(pkt: Packet) -> int:
+    """Bytes the packet occupies on the link (overlay encoding plus IPv4 and UDP headers), without encoding it."""
+    size = HEADER_LEN + _CRC.size + IP_UDP_OVERHEAD
+    if pkt.ptype == DATA and pkt.segment is not None:
+        s = pkt.segment
+        return size + _DATA.size + 8 * len(s.sack) + 4 * len(s.snack) + len(s.payload)
+    if pkt.ptype == PROBE:
+        return size + _PROBE.size
+    return size + _CONTROL.size + len(pkt.control)

@@ -1,0 +1,47 @@
+"""The TCP segment as the testbed carries it (no ports: those live in the overlay header)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FIN = 0x01
+SYN = 0x02
+RST = 0x04
+ACK = 0x10
+KNOWN_FLAGS = FIN | SYN | RST | ACK
+
+MAX_SACK_BLOCKS = 4  # RFC 2018 allows 4 without timestamps
+MAX_SNACK = 6        # paper 002: a SNACK option carries up to 6 lost sequence numbers
+
+SEQ_MOD = 1 << 32
+
+
+@dataclass(slots=True)
+class Segment:
+    """One TCP segment.
+
+    ``seq`` and ``ack`` are 32-bit byte sequence numbers.  ``sack`` holds up to
+    four (left, right) blocks, right edge exclusive (RFC 2018).  ``snack`` holds
+    up to six sequence numbers the receiver reports lost (paper 002).
+    ``window`` is the receiver window in bytes (no scaling: the field is 32 bits).
+    """
+
+    seq: int
+    ack: int = 0
+    flags: int = 0
+    window: int = 0
+    sack: tuple[tuple[int, int], ...] = ()
+    payload: bytes = b""
+    snack: tuple[int, ...] = ()
+
+    @property
+    def length(self) -> int:
+        """Sequence space consumed: payload bytes, plus one each for SYN and FIN."""
+        return len(self.payload) + (1 if self.flags & SYN else 0) + (1 if self.flags & FIN else 0)
+
+    @property
+    def is_pure_ack(self) -> bool:
+        return self.flags == ACK and not self.payload
+
+    def flag_names(self) -> str:
+        names = [(SYN, "S"), (ACK, "A"), (FIN, "F"), (RST, "R")]
+        return "".join(n for bit, n in names if self.flags & bit) or "-"

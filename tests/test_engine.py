@@ -1,0 +1,111 @@
+"""The forwarding engine: one packet + now -> actions, driven with scripted losses."""
+from aspan.agent import SnoopAgent
+from aspan.fields import AspanFields
+from aspan.policy import SnoopConfig
+from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
+from routing.routes import RouteTable, chain_routes
+from routing.wire import DATA, PROBE, Packet, Probe, encode
+from tcp_user.segment import ACK, Segment
+
+A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
+
+
+class Scripted:
+    """Loss model that drops the packets whose call numbers are listed."""
+
+    def __init__(self, drops=()):
+        self.drops, self.n = set(drops), 0
+
+    def drop(self, now):
+        self.n += 1
+        return self.n in self.drops
+
+
+def engine(addr=C, policy="adaptive", loss=None, p=0.995):
+    events = []
+    emit = lambda now, ev, **f: events.append((ev, f))
+    agent = SnoopAgent(addr, SnoopConfig(policy=policy), emit)
+    tables = chain_routes([A, B, C, D])
+    return ForwardingEngine(addr, tables[addr], loss or Scripted(), agent, lambda n: p, emit), events
+
+
+def data(seq, hops=2, effort=0.990025, qos=0.99):
+    return Packet(DATA, A, 5000, D, 6000, hops, AspanFields(effort, qos), Segment(seq, 0, ACK, 0, (), b"x" * 1000))
+
+
+def ack(n):
+    return Packet(DATA, D, 6000, A, 5000, 1, AspanFields(), Segment(0, n, ACK, 64000))
+
+
+def test_forward_caches_at_c_and_rewrites_effort():
+    eng, events = engine()
+    [act] = eng.on_packet(data(0), 1.0)
+    assert isinstance(act, Transmit) and act.next_hop == D
+    assert act.packet.hops == 3
+    assert abs(act.packet.fields.pkt_effort - 0.995) < 1e-12 and act.packet.fields.snoop_count == 1
+    assert eng.agent.cache_segments == 1
+    assert ("tx", {"flow": f"{A}:5000>{D}:6000", "seq": 0, "len": 1000, "kind": "fwd", "hop": 2}) in events
+
+
+def test_dupack_answered_from_cache_and_not_forwarded():
+    eng, events = engine()
+    for s in range(4):
+        eng.on_packet(data(s * 1000), 1.0)
+    assert isinstance(eng.on_packet(ack(1000), 1.1)[0], Transmit)   # new ack goes on to B
+    acts = eng.on_packet(ack(1000), 1.2)                             # dupack: segment 1000 cached
+    assert [type(a) for a in acts] == [Transmit, Drop]
+    assert acts[0].next_hop == D and acts[0].packet.segment.seq == 1000
+    assert acts[1].reason == "suppressed"
+    assert ("tx", {"flow": f"{A}:5000>{D}:6000", "seq": 1000, "len": 1000, "kind": "local", "hop": 2}) in events
+
+
+def test_loss_model_applies_to_every_packet_heard_including_probes():
+    eng, events = engine(loss=Scripted(drops={1, 3}))
+    probe = Packet(PROBE, B, 0, C, 0, probe=Probe(1, -1.0))
+    assert isinstance(eng.on_packet(probe, 0.0)[0], Drop)
+    assert isinstance(eng.on_packet(probe, 0.0)[0], Deliver)
+    assert eng.on_packet(data(0), 0.0)[0].reason == "loss"
+    assert eng.drops["loss"] == 2
+
+
+def test_malformed_datagrams_are_counted_not_raised():
+    eng, events = engine()
+    for junk in (b"", b"\x00" * 50, encode(data(0))[:-3]):
+        [act] = eng.on_datagram(junk, 0.0)
+        assert isinstance(act, Drop) and act.reason == "malformed"
+    assert eng.drops["malformed"] == 3
+    assert isinstance(eng.on_datagram(encode(data(0)), 0.0)[0], Transmit)
+
+
+def test_no_route_is_a_counted_drop():
+    eng, _ = engine()
+    pkt = data(0)
+    pkt.dst = "10.9.9.9"
+    assert eng.on_packet(pkt, 0.0)[0].reason == "no_route"
+    assert eng.drops["no_route"] == 1
+
+
+def test_sender_layer_applies_first_hop_and_perfect_snoop_intercepts_dupacks():
+    eng, _ = engine(addr=A, policy="perfect")
+    pkt = Packet(DATA, A, 5000, D, 6000, 0, AspanFields(1.0, 1.0), Segment(0, 0, ACK, 0, (), b"y" * 1000))
+    [act] = eng.send_local(pkt, 0.0)
+    assert act.next_hop == B and act.packet.fields.snoop_count == 1
+    assert eng.agent.cache_segments == 1
+    ack0 = Packet(DATA, D, 6000, A, 5000, 3, AspanFields(), Segment(0, 0, ACK, 64000))
+    assert isinstance(eng.on_packet(ack0, 0.1)[-1], Deliver)        # first ack for 0: new
+    acts = eng.on_packet(Packet(DATA, D, 6000, A, 5000, 3, AspanFields(), Segment(0, 0, ACK, 64000)), 0.2)
+    assert [type(a) for a in acts] == [Transmit, Drop]               # the dupack never reaches TCP
+
+
+def test_adaptive_sender_never_caches():
+    eng, _ = engine(addr=A, policy="adaptive")
+    pkt = Packet(DATA, A, 5000, D, 6000, 0, AspanFields(1.0, 1.0), Segment(0, 0, ACK, 0, (), b"y" * 10))
+    eng.send_local(pkt, 0.0)
+    assert eng.agent.cache_segments == 0
+    assert abs(pkt.fields.pkt_effort - 0.995) < 1e-12
+
+
+def test_route_table_rejects_non_neighbour_next_hop():
+    import pytest
+    with pytest.raises(ValueError, match="not a neighbour"):
+        RouteTable({D: C}, [B])

@@ -1,0 +1,67 @@
+"""Experiment YAML validation: wrong files are rejected before anything starts, naming file and field."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.schema import ExperimentError, load_experiment, load_file
+
+EXP_DIR = Path(__file__).resolve().parent.parent / "experiments"
+
+
+@pytest.mark.parametrize("doc, path, text", [
+    ({"snop": {}}, "snop", "did you mean 'snoop'"),
+    ({"snoop": {"pkt_qos": 1.5}}, "snoop.pkt_qos", "<= 1"),
+    ({"snoop": {"policy": "sometimes"}}, "snoop.policy", "expected one of"),
+    ({"tcp": {"variant": 3}}, "tcp.variant", "expected a string"),
+    ({"repetitions": True}, "repetitions", "expected an integer"),
+    ({"repetitions": 0}, "repetitions", ">= 1"),
+    ({"flows": [{"sender": "A", "receiver": "Z"}]}, "flows[0].receiver", "unknown node"),
+    ({"flows": [{"sender": "A", "receiver": "A"}]}, "flows[0]", "same node"),
+    ({"flows": [{"sender": "A", "receiver": "D", "segmnts": 3}]}, "flows[0].segmnts", "unknown field"),
+    ({"topology": {"chain": ["A"]}}, "topology.chain", "at least two"),
+    ({"topology": {"addresses": {"A": "10.2.1.300"}}}, "topology.addresses.A", "IPv4"),
+    ({"loss": {"default": {"model": "bernoulli", "rate": 2}}}, "loss.default.rate", "<= 1"),
+    ({"loss": {"nodes": {"Q": {"model": "none"}}}}, "loss.nodes.Q", "unknown node"),
+    ({"loss": {"default": {"model": "bernoulli", "down": [[5, 1]]}}}, "loss.default.down[0]", "start < end"),
+    ({"variants": [{"name": "x", "tcp": {"variant": "cubic"}}]}, "variants[x].tcp.variant", "expected one of"),
+    ({"variants": [{"name": "x", "seed": 3}]}, "variants[0].seed", "per variant"),
+    ({"variants": [{"name": "x"}, {"name": "x"}]}, "variants", "repeat"),
+    ({"sweep": {"field": "snoop.qos", "values": [1]}}, "sweep.field", "dotted path"),
+    ({"sweep": {"field": "snoop.pkt_qos", "values": [1.2]}}, "variants[pkt_qos-1.2].snoop.pkt_qos", "<= 1"),
+    ([1, 2], "", "mapping"),
+])
+def test_errors_name_file_and_field(doc, path, text):
+    with pytest.raises(ExperimentError) as e:
+        load_experiment(doc, "bad.yaml")
+    assert e.value.source == "bad.yaml"
+    assert e.value.path == path
+    assert text in str(e.value)
+
+
+def test_defaults_variants_and_sweep():
+    exp = load_experiment({"variants": [{"name": "reno"},
+                                        {"name": "aspan", "tcp": {"variant": "sack"},
+                                         "snoop": {"policy": "adaptive"}}],
+                           "sweep": {"field": "snoop.pkt_qos", "values": [0.9, 1.0]}}, "x.yaml")
+    assert [v.name for v in exp.variants] == ["reno-0.9", "reno-1.0", "aspan-0.9", "aspan-1.0"]
+    a = exp.variants[3].config
+    assert a["snoop"]["pkt_qos"] == 1.0 and a["snoop"]["policy"] == "adaptive" and a["tcp"]["variant"] == "sack"
+    assert a["topology"]["addresses"] == {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
+    assert a["etx"]["window"] == 1000 and a["loss"]["default"]["model"] == "none"
+
+
+def test_unreadable_and_invalid_yaml_files(tmp_path):
+    with pytest.raises(ExperimentError, match="cannot read"):
+        load_file(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("snoop: [unclosed\n")
+    with pytest.raises(ExperimentError, match="not valid YAML"):
+        load_file(bad)
+
+
+@pytest.mark.parametrize("path", sorted(EXP_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_experiment_validates(path):
+    exp = load_file(path)
+    assert exp.variants
+    assert yaml.safe_dump(exp.resolved())

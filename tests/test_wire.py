@@ -1,0 +1,112 @@
+"""Wire format: every valid packet round-trips; anything else raises WireError only."""
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aspan.fields import AspanFields
+from routing.wire import (CONTROL, DATA, PROBE, Packet, Probe, WireError, decode, encode,
+                          wire_size)
+from tcp_user.segment import ACK, FIN, RST, SYN, Segment
+
+u32 = st.integers(0, 2**32 - 1)
+prob = st.floats(0.0, 1.0, width=32, allow_nan=False)
+ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
+port = st.integers(0, 65535)
+byte = st.integers(0, 255)
+
+fields_st = st.builds(AspanFields, prob, prob, byte, byte, byte)
+segment_st = st.builds(
+    Segment, u32, u32,
+    st.sampled_from([0, SYN, ACK, SYN | ACK, FIN | ACK, RST, ACK | RST]),
+    u32,
+    st.lists(st.tuples(u32, u32), max_size=4).map(tuple),
+    st.binary(max_size=1500),
+    st.lists(u32, max_size=6).map(tuple),
+)
+
+
+@st.composite
+def packets(draw):
+    ptype = draw(st.sampled_from([DATA, PROBE, CONTROL]))
+    pkt = Packet(ptype, draw(ipv4), draw(port), draw(ipv4), draw(port), draw(byte), draw(fields_st))
+    if ptype == DATA:
+        pkt.segment = draw(segment_st)
+    elif ptype == PROBE:
+        pkt.probe = Probe(draw(u32), draw(st.one_of(st.just(-1.0), prob)))
+    else:
+        pkt.control = draw(st.binary(max_size=300))
+    return pkt
+
+
+@given(packets())
+@settings(max_examples=400)
+def test_every_valid_packet_round_trips(pkt):
+    data = encode(pkt)
+    assert decode(data) == pkt
+    assert encode(decode(data)) == data
+
+
+@given(packets())
+def test_wire_size_matches_encoding(pkt):
+    assert wire_size(pkt) == len(encode(pkt)) + 28
+
+
+def _decode_or_wire_error(data: bytes) -> None:
+    try:
+        pkt = decode(data)
+    except WireError:
+        return
+    assert encode(pkt) == data  # only canonical encodings decode
+
+
+@given(st.binary(max_size=2000))
+@settings(max_examples=400)
+def test_random_bytes_raise_only_wire_error(data):
+    _decode_or_wire_error(data)
+
+
+@given(packets(), st.data())
+@settings(max_examples=300)
+def test_truncated_valid_packets_are_rejected(pkt, data):
+    raw = encode(pkt)
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    with pytest.raises(WireError):
+        decode(raw[:cut])
+
+
+@given(packets(), st.data())
+@settings(max_examples=300)
+def test_bit_flips_are_rejected(pkt, data):
+    raw = bytearray(encode(pkt))
+    bit = data.draw(st.integers(0, len(raw) * 8 - 1))
+    raw[bit // 8] ^= 1 << (bit % 8)
+    with pytest.raises(WireError):
+        decode(bytes(raw))
+
+
+def test_examples_of_rejections_name_the_problem():
+    good = encode(Packet(DATA, "10.2.1.1", 5000, "10.2.1.4", 6000, segment=Segment(1, 0, SYN)))
+    with pytest.raises(WireError, match="too short"):
+        decode(b"\xa5\x01")
+    with pytest.raises(WireError, match="CRC"):
+        decode(good[:-1] + bytes([good[-1] ^ 1]))
+    with pytest.raises(WireError):
+        encode(Packet(DATA, "10.2.1.1", 1, "10.2.1.4", 2, fields=AspanFields(pkt_effort=1.5),
+                      segment=Segment(0)))
+    with pytest.raises(WireError):
+        encode(Packet(DATA, "10.2.1.1", 1, "10.2.1.4", 2, segment=Segment(0, flags=0x80)))
+    with pytest.raises(WireError):
+        encode(Packet(DATA, "not-an-ip", 1, "10.2.1.4", 2, segment=Segment(0)))
+
+
+def test_seeded_fuzz_never_raises_anything_else():
+    rng = random.Random(7)
+    base = encode(Packet(DATA, "10.2.1.1", 5000, "10.2.1.4", 6000, 2, AspanFields(0.99, 0.99, 0, 0, 1),
+                         Segment(123, 456, ACK, 64000, ((1, 2),), b"x" * 1000)))
+    for _ in range(3000):
+        raw = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            raw[rng.randrange(len(raw))] = rng.randrange(256)
+        _decode_or_wire_error(bytes(raw[: rng.randint(0, len(raw))]))
