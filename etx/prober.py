@@ -20,12 +20,12 @@ class ProberThread(threading.Thread):
         self.neighbour = neighbour
         self._interval = interval
         self._probe = probe
-        self._stop = stop
+        self._halt = stop
         self._on_error = on_error
 
     def run(self) -> None:
         try:
-            while not self._stop.wait(max(0.0, self._interval(time.time()))):
+            while not self._halt.wait(max(0.0, self._interval(time.time()))):
                 self._probe(self.neighbour)
         except BaseException as e:  # reported to the node, which stops and logs it
             self._on_error(e)

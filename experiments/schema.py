@@ -82,7 +82,7 @@ SCHEMA: dict[str, Any] = {
         "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; default: chain routes"),
     },
     "loss": {
-        "default": LOSS_SPEC,
+        "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see LOSS_SPEC)"),
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
     },
     "link": {
@@ -192,8 +192,22 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+LOSS_MODEL_KEYS = {
+    "none": ("down",),
+    "bernoulli": ("rate", "down"),
+    "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "down"),
+}
+
+
 def _check_loss(src: str, path: str, spec: Any) -> dict[str, Any]:
+    """A loss spec with the defaults of its model only; a key of another model is an error."""
     full = _fill(src, path, LOSS_SPEC, spec)
+    allowed = LOSS_MODEL_KEYS[full["model"]]
+    for key in (spec or {}):
+        if key != "model" and key not in allowed:
+            raise ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
+                                  f"expected one of {', '.join(allowed)}")
+    full = {k: v for k, v in full.items() if k == "model" or k in allowed}
     for i, iv in enumerate(full["down"]):
         if not (isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in iv)
                 and 0 <= iv[0] < iv[1]):
@@ -233,7 +247,9 @@ def _check_semantics(src: str, cfg: dict[str, Any]) -> None:
     for n, spec in list(cfg["loss"]["nodes"].items()):
         if n not in nodes:
             raise ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
-        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", _deep_merge(cfg["loss"]["default"], spec or {}))
+        merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
+            else _deep_merge(cfg["loss"]["default"], spec or {})
+        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged)
     if not cfg["flows"]:
         raise ExperimentError(src, "flows", "expected at least one flow")
     flows = []
@@ -273,6 +289,8 @@ class Experiment:
 
 
 def _get_path(cfg: dict[str, Any], dotted: str) -> Any:
+    if dotted.startswith("loss.default."):  # the loss spec is validated as a whole, by model
+        return LOSS_SPEC.get(dotted[len("loss.default."):])
     node: Any = SCHEMA
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:

@@ -1,0 +1,5 @@
+import sys
+
+from aspan.cli import main
+
+sys.exit(main())

@@ -1,0 +1,91 @@
+"""The ``aspan`` command line: run, validate, plot (and the node/deploy commands of the drivers)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from experiments.schema import load_file
+    for f in args.files:
+        exp = load_file(f)
+        reps = exp.base["repetitions"]
+        print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
+              + ", ".join(v.name for v in exp.variants))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from experiments.runner import run_experiment
+    from experiments.schema import load_file
+    exp = load_file(args.experiment)
+    if args.repetitions is not None:
+        exp.base["repetitions"] = args.repetitions
+    run_dir = run_experiment(exp, backend=args.backend, out=Path(args.out) if args.out else None,
+                             jobs=args.jobs, plot=not args.no_plot)
+    print(f"run directory: {run_dir}")
+    print(f"summary:       {run_dir / 'summary.csv'}")
+    if not args.no_plot:
+        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from plots.cli import plot_command
+    return plot_command([Path(p) for p in args.run_dirs], Path(args.out) if args.out else None,
+                        resummarize=args.resummarize)
+
+
+def _cmd_node(args: argparse.Namespace) -> int:
+    from experiments.backends.node_main import main as node_main
+    return node_main(args.config)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("validate", help="check experiment YAML files without running anything")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(func=_cmd_validate)
+
+    r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures")
+    r.add_argument("experiment")
+    r.add_argument("--backend", choices=["sim", "local", "netns", "pi"], default=None,
+                   help="default: the YAML's backend field")
+    r.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")
+    r.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
+    r.add_argument("--jobs", type=int, default=None, help="parallel repetitions (sim backend; default 2)")
+    r.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
+    r.set_defaults(func=_cmd_run)
+
+    pl = sub.add_parser("plot", help="figures and report.md from one or more run directories")
+    pl.add_argument("run_dirs", nargs="+")
+    pl.add_argument("--out", default=None, help="where comparison figures of several runs go")
+    pl.add_argument("--resummarize", action="store_true", help="recompute summary.csv from the logs")
+    pl.set_defaults(func=_cmd_plot)
+    n = sub.add_parser("node", help="run one mesh node (started by the runner; see docs/LOGS.md)")
+    n.add_argument("--config", required=True, help="node configuration written by the runner")
+    n.set_defaults(func=_cmd_node)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from experiments.schema import ExperimentError
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ExperimentError as e:
+        print(f"aspan: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"aspan: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("aspan: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

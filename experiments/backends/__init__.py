@@ -1,0 +1,1 @@
+"""Backends: where an experiment runs (sim, local, netns, pi)."""

@@ -1,0 +1,164 @@
+"""Local backend: one ``aspan node`` process per node on loopback UDP (no root needed).
+
+Node i listens on 127.0.1.(i+1) (standing in for the Pis' 10.2.1.x); the mesh
+addresses in the packets stay those of the YAML.  Every process started here is
+stopped here: at the end, on Ctrl-C and when a node fails.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from experiments.build import base_meta, write_meta
+from experiments.schema import Variant
+
+START_MARGIN_S = 1.5   # time for the processes to start before probing begins
+STOP_GRACE_S = 5.0
+
+
+class NodeFailed(RuntimeError):
+    pass
+
+
+def loopback_address(index: int) -> str:
+    return f"127.0.1.{index + 1}"
+
+
+def free_port(host: str = "127.0.1.1") -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+class Progress:
+    """A one-line progress display: variant, repetition, bytes delivered (from the receiver's log)."""
+
+    def __init__(self, label: str, total_bytes: int, log_path: Path) -> None:
+        self.label = label
+        self.total = total_bytes
+        self.path = log_path
+        self._pos = 0
+        self.delivered = 0
+        self._tty = sys.stderr.isatty()
+        self._last_print = 0.0
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._pos)
+                chunk = f.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        self._pos += end + 1
+        for line in chunk[: end + 1].splitlines():
+            if b'"ev":"deliver"' in line or b'"ev":"flow_end"' in line:
+                try:
+                    self.delivered = max(self.delivered, int(json.loads(line).get("bytes", 0)))
+                except ValueError:
+                    continue
+        now = time.time()
+        if self._tty or now - self._last_print > 10:
+            self._last_print = now
+            frac = self.delivered / self.total if self.total else 0
+            bar = "#" * int(frac * 30)
+            msg = f"{self.label} [{bar:<30}] {self.delivered / 1e6:6.2f}/{self.total / 1e6:.2f} MB"
+            print(("\r" if self._tty else "") + msg, end="" if self._tty else "\n", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self._tty:
+            print(file=sys.stderr, flush=True)
+
+
+def _stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    for p in procs.values():
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.time() + STOP_GRACE_S
+    for p in procs.values():
+        try:
+            p.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def _tail(path: Path, n: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
+    cfg = variant.config
+    seed = cfg["seed"] + repetition
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    meta = base_meta(cfg, variant.name, repetition, seed, "local", variant.sweep_value)
+    names = cfg["topology"]["chain"]
+    addrs = cfg["topology"]["addresses"]
+    port = free_port()
+    udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}
+    t0 = time.time() + START_MARGIN_S
+    settle = cfg["etx"]["settle_s"]
+    max_dur = cfg["limits"]["max_duration_s"]
+    deadline = t0 + settle + max_dur + 30.0
+    endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
+    meta["udp"] = {n: list(a) for n, a in udp.items()}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    progress = Progress(f"{variant.name} rep {repetition}",
+                        sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
+                        rep_dir / f"{cfg['flows'][0]['receiver']}.log")
+    try:
+        for n in names:
+            conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
+                    "log": str(rep_dir / f"{n}.log"), "done_file": str(rep_dir / f"{n}.done"),
+                    "bind": list(udp[n]),
+                    "peers": {addrs[m]: list(udp[m]) for m in names if m != n}}
+            cpath = rep_dir / f"{n}.node.json"
+            cpath.write_text(json.dumps(conf))
+            with open(rep_dir / f"{n}.stderr", "wb") as err:
+                procs[n] = subprocess.Popen([sys.executable, "-m", "aspan", "node", "--config", str(cpath)],
+                                            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        end_by = t0 + settle + max_dur
+        while True:
+            for n, p in procs.items():
+                if p.poll() is not None:
+                    raise NodeFailed(f"node {n} exited with code {p.returncode} before the flows finished: "
+                                     f"{_tail(rep_dir / f'{n}.stderr') or 'no error output'}")
+            progress.poll()
+            if all((rep_dir / f"{n}.done").exists() for n in endpoints):
+                break
+            if time.time() > end_by:
+                meta["status"] = "incomplete"
+                meta["error"] = f"flows not finished after {max_dur} s"
+                break
+            time.sleep(0.2)
+        progress.poll()
+        if meta["status"] == "running":
+            meta["status"] = "ok"
+    except NodeFailed as e:
+        meta["status"] = "failed"
+        meta["error"] = str(e)
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        meta["error"] = "stopped by Ctrl-C"
+        raise
+    finally:
+        progress.finish()
+        _stop_all(procs)
+        meta["exit_codes"] = {n: p.returncode for n, p in procs.items()}
+        write_meta(rep_dir, meta)
+    return meta

@@ -1,0 +1,73 @@
+"""``aspan node --config FILE``: one node process of the local (and Pi) backends.
+
+The config file is written by the runner: the resolved variant configuration,
+this node's name, seed, start time, UDP endpoints and where to log.  The node
+ends by itself: on SIGTERM/SIGINT, at its deadline, or when its parent dies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from experiments.build import JsonlLog, build_node
+from routing.udp import UdpNode
+
+
+def _watch_parent(node: UdpNode, parent: int) -> None:
+    """Stop the node if the runner that started it disappears (no orphans)."""
+    while not node.stop_event.wait(1.0):
+        if os.getppid() != parent:
+            node.stop()
+            return
+
+
+def run_node(conf: dict[str, Any]) -> int:
+    name = conf["node"]
+    log = JsonlLog(Path(conf["log"]), name, flush=True)
+    cfg = conf["experiment"]
+    addr = cfg["topology"]["addresses"][name]
+    exit_code = 0
+    try:
+        log.emit(time.time(), "node_start", address=addr, bind=conf["bind"], pid=os.getpid())
+        core = build_node(cfg, name, conf["seed"], log.emit, conf["t0"], internal_probes=False)
+        apps = core.endpoints()
+        done_file = Path(conf["done_file"])
+
+        def all_done() -> bool:
+            return bool(apps) and all(getattr(a, "done", True) for a in apps)
+
+        def say_done() -> None:
+            status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
+            tmp = done_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(status))
+            tmp.replace(done_file)
+
+        node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
+                       log.emit, deadline=conf.get("deadline"), on_done=say_done, done=all_done)
+        node.install_signal_handlers()
+        threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
+        node.run()
+        log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
+                 cache_segments=core.engine.agent.cache_segments)
+    except Exception as e:
+        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
+        traceback.print_exc()
+        exit_code = 1
+    finally:
+        log.close()
+    return exit_code
+
+
+def main(config_path: str) -> int:
+    try:
+        conf = json.loads(Path(config_path).read_text())
+    except (OSError, ValueError) as e:
+        print(f"aspan node: cannot read config {config_path}: {e}", file=sys.stderr)
+        return 2
+    return run_node(conf)

@@ -1,0 +1,149 @@
+"""Turn one resolved variant configuration into node cores (shared by every backend)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from aspan.agent import SnoopAgent
+from aspan.fields import AspanFields
+from aspan.policy import SnoopConfig
+from etx.estimator import EtxTable
+from routing.engine import ForwardingEngine
+from routing.loss import build_loss_model, node_rng
+from routing.node import NodeCore, ProbeSettings
+from routing.routes import RouteTable, chain_routes
+from tcp_user.bulk import BulkReceiver, BulkSender
+from tcp_user.config import TcpConfig
+
+SENDER_PORT = 5000
+RECEIVER_PORT = 6000
+
+
+class JsonlLog:
+    """A node's event log: one JSON object per line, optionally flushed after every line."""
+
+    def __init__(self, path: Path, node: str, flush: bool = True, clock_offset: float = 0.0) -> None:
+        self.path = path
+        self.node = node
+        self._flush = flush
+        self._offset = clock_offset
+        self._f: TextIO | None = open(path, "a", buffering=1 if flush else 1 << 16)
+        self.lines = 0
+
+    def emit(self, now: float, ev: str, **fields: Any) -> None:
+        if self._f is None:
+            return
+        rec = {"t": round(now + self._offset, 6), "node": self.node, "ev": ev}
+        rec.update(fields)
+        self._f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+@dataclass
+class FlowPlan:
+    index: int
+    sender: str
+    receiver: str
+    segments: int
+    segment_size: int
+    start: float          # absolute, on the backend's clock
+    sport: int
+    dport: int
+    data_seed: int
+
+    def name(self, addrs: dict[str, str]) -> str:
+        return f"{addrs[self.sender]}:{self.sport}>{addrs[self.receiver]}:{self.dport}"
+
+
+def route_tables(cfg: dict[str, Any]) -> dict[str, RouteTable]:
+    """Per node name: its static route table (chain routes unless the YAML gives routes)."""
+    topo = cfg["topology"]
+    names = topo["chain"]
+    addrs = topo["addresses"]
+    by_addr = chain_routes([addrs[n] for n in names])
+    tables = {n: by_addr[addrs[n]] for n in names}
+    for n, table in topo["routes"].items():
+        merged = tables[n].as_dict()
+        merged.update({addrs[d]: addrs[v] for d, v in table.items()})
+        nbrs = list(tables[n].neighbours)
+        routes = {d: v for d, v in merged.items() if d not in nbrs}
+        tables[n] = RouteTable(routes, nbrs)
+    return tables
+
+
+def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]:
+    return [FlowPlan(i, f["sender"], f["receiver"], f["segments"], f["segment_size"],
+                     t_flows + f["start_s"], SENDER_PORT + i, RECEIVER_PORT + i, seed * 1000 + i)
+            for i, f in enumerate(cfg["flows"])]
+
+
+def tcp_config(cfg: dict[str, Any], mss: int) -> TcpConfig:
+    t = cfg["tcp"]
+    return TcpConfig(variant=t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
+                     rcv_buffer=t["rcv_buffer_segments"] * mss, min_rto=t["min_rto_s"],
+                     max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"])
+
+
+def header_fields(cfg: dict[str, Any]) -> AspanFields:
+    s = cfg["snoop"]
+    return AspanFields(1.0, s["pkt_qos"], s["snoop_after"], s["snoop_limit"], 0)
+
+
+def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., None],
+               t0: float, internal_probes: bool = True) -> NodeCore:
+    """The node core of ``name``: engine, snoop agent, ETX table, loss model and its TCP apps.
+
+    ``t0`` is when probing starts on the backend's clock; flows start after
+    ``etx.settle_s``.  Loss ``down`` intervals are relative to the flow start.
+    """
+    addrs = cfg["topology"]["addresses"]
+    table = route_tables(cfg)[name]
+    etx_cfg = cfg["etx"]
+    t_flows = t0 + etx_cfg["settle_s"]
+    loss_spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
+    loss_spec["down"] = [[t_flows + a, t_flows + b] for a, b in loss_spec.get("down", [])]
+    loss = build_loss_model(loss_spec, node_rng(seed, name, "loss"))
+    etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
+                   before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
+    s = cfg["snoop"]
+    agent = SnoopAgent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
+                                         dupack=s["dupack"], cache_bytes=s["cache_bytes"]), emit)
+    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, emit)
+    jrng = node_rng(seed, name, "jitter")
+    probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
+                           etx_cfg["log_interval_s"], t0)
+    node = NodeCore(name, addrs[name], engine, etx, list(table.neighbours), probes, emit,
+                    jitter=lambda: jrng.uniform(-0.1, 0.1), internal_probes=internal_probes)
+    for fp in flow_plans(cfg, seed, t_flows):
+        tcfg = tcp_config(cfg, fp.segment_size)
+        fname = fp.name(addrs)
+        if fp.sender == name:
+            iss = node_rng(seed, f"flow{fp.index}", "iss-sender").getrandbits(32)
+            app = BulkSender(tcfg, fname, fp.segments, fp.data_seed, iss, fp.start, emit)
+            node.bind(app, fp.sport, addrs[fp.receiver], fp.dport, header_fields(cfg))
+        elif fp.receiver == name:
+            iss = node_rng(seed, f"flow{fp.index}", "iss-receiver").getrandbits(32)
+            app = BulkReceiver(tcfg, fname, fp.segments, fp.data_seed, iss, emit)
+            node.bind(app, fp.dport, addrs[fp.sender], fp.sport, AspanFields())
+    return node
+
+
+def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:
+    (rep_dir / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, backend: str,
+              sweep_value: Any = None) -> dict[str, Any]:
+    return {"variant": variant, "repetition": repetition, "seed": seed, "backend": backend,
+            "sweep_value": sweep_value, "nodes": dict(cfg["topology"]["addresses"]),
+            "flows": [{"sender": f["sender"], "receiver": f["receiver"], "segments": f["segments"],
+                       "segment_size": f["segment_size"], "variant": cfg["tcp"]["variant"]}
+                      for f in cfg["flows"]],
+            "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None}

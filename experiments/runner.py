@@ -1,0 +1,86 @@
+"""Run an experiment: every (variant, repetition) on a backend, then summary and figures."""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from experiments.schema import Experiment, ExperimentError, Variant
+
+RepRunner = Callable[[Variant, int, Path], dict[str, Any]]
+
+
+def backend_runner(backend: str) -> RepRunner:
+    """The per-repetition entry point of a backend (imported lazily: netns and pi need extra packages)."""
+    if backend == "sim":
+        from experiments.backends.sim import run_rep
+        return run_rep
+    if backend == "local":
+        from experiments.backends.local import run_rep
+        return run_rep
+    raise ExperimentError("--backend", "backend", f"backend {backend!r} is not available in this version "
+                          "(implemented: sim, local)")
+
+
+def new_run_dir(out: Path, name: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = out / name / stamp
+    n = 1
+    while run_dir.exists():
+        n += 1
+        run_dir = out / name / f"{stamp}-{n}"
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _rep_dir(run_dir: Path, v: Variant, rep: int) -> Path:
+    return run_dir / v.name / f"rep{rep}"
+
+
+def _one(args: tuple[str, Variant, int, str]) -> dict[str, Any]:
+    backend, variant, rep, rep_dir = args
+    return backend_runner(backend)(variant, rep, Path(rep_dir))
+
+
+def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None = None,
+                   jobs: int | None = None, plot: bool = True,
+                   progress: Callable[[str], None] | None = None) -> Path:
+    """Run every (variant, repetition); returns the run directory."""
+    backend = backend or exp.base["backend"]
+    backend_runner(backend)  # fail early on an unavailable backend
+    out = Path(out or exp.base["out"])
+    run_dir = new_run_dir(out, exp.name)
+    resolved = exp.resolved()
+    resolved["backend"] = backend
+    (run_dir / "experiment.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    reps = exp.base["repetitions"]
+    tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r))) for v in exp.variants for r in range(reps)]
+    total = len(tasks)
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, 2) if backend == "sim" else 1
+    say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
+    if jobs > 1 and total > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for i, (task, meta) in enumerate(zip(tasks, pool.map(_one, tasks)), 1):
+                say(_line(i, total, task[1], task[2], meta))
+    else:
+        for i, task in enumerate(tasks, 1):
+            meta = _one(task)
+            say(_line(i, total, task[1], task[2], meta))
+    from plots.summary import write_summary
+    write_summary(run_dir)
+    if plot:
+        from plots.cli import plot_command
+        plot_command([run_dir])
+    return run_dir
+
+
+def _line(i: int, total: int, v: Variant, rep: int, meta: dict[str, Any]) -> str:
+    extra = f" ({meta['error']})" if meta.get("error") else ""
+    return f"[{i}/{total}] {v.name} rep {rep}: {meta.get('status')}{extra}"

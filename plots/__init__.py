@@ -1,0 +1,25 @@
+"""Logs -> pandas -> figures and a report. Reads only run directories (docs/LOGS.md).
+
+Public API (imported lazily, so ``plots.logs``/``plots.summary`` do not load matplotlib):
+``read_node_log, load_rep, iter_reps, RepLogs`` (plots.logs), ``SUMMARY_COLUMNS,
+summarize_rep, write_summary`` (plots.summary), ``write_report`` (plots.report),
+``plot_command`` (plots.cli).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "RepLogs": "plots.logs", "read_node_log": "plots.logs", "load_rep": "plots.logs",
+    "iter_reps": "plots.logs", "SUMMARY_COLUMNS": "plots.summary",
+    "summarize_rep": "plots.summary", "write_summary": "plots.summary",
+    "write_report": "plots.report", "plot_command": "plots.cli",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'plots' has no attribute {name!r}")

@@ -1,0 +1,6 @@
+"""``python -m plots``."""
+import sys
+
+from plots.cli import main
+
+sys.exit(main())

@@ -1,0 +1,219 @@
+"""Read a run directory: per-node JSON-Lines event logs, meta.json, experiment.yaml.
+
+The layout and the event schema are defined in ``docs/LOGS.md``; this module only parses.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+import yaml
+
+__all__ = [
+    "RepLogs",
+    "read_node_log",
+    "load_rep",
+    "iter_reps",
+    "load_experiment",
+    "variant_order",
+    "check_run_dir",
+    "is_run_dir",
+    "aligned_times",
+]
+
+BASE_COLUMNS = ["t", "node", "ev"]
+_REP_RE = re.compile(r"^rep(\d+)$")
+RUN_DIR_EXPECTED = ("a run directory: a directory holding experiment.yaml and/or "
+                    "<variant>/rep<k>/meta.json (see docs/LOGS.md)")
+
+
+@dataclass
+class RepLogs:
+    """One (variant, repetition): its meta.json, every node's events, skipped lines.
+
+    ``events`` has columns ``t, node, ev`` then every field seen (NaN where absent), all nodes
+    concatenated in node-name order, each node's events in file order.
+    """
+
+    meta: dict[str, Any]
+    events: pd.DataFrame
+    bad_lines: int = 0
+    bad_lines_by_node: dict[str, int] = field(default_factory=dict)
+    rep_dir: Path | None = None
+
+
+def _valid_event(obj: Any) -> bool:
+    return isinstance(obj, dict) and "t" in obj and "ev" in obj
+
+
+def _parse_lines(lines: list[str]) -> tuple[list[dict], int]:
+    """Parse JSON lines; fast path parses all at once, slow path line by line."""
+    if not lines:
+        return [], 0
+    try:
+        parsed = json.loads("[" + ",".join(lines) + "]")
+        # The count check catches lines that are not exactly one JSON value each.
+        if len(parsed) == len(lines) and all(_valid_event(o) for o in parsed):
+            return parsed, 0
+    except ValueError:
+        pass
+    events: list[dict] = []
+    bad = 0
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if _valid_event(obj):
+            events.append(obj)
+        else:
+            bad += 1
+    return events, bad
+
+
+def read_node_log(path: Path) -> tuple[list[dict], int]:
+    """Parse one node's JSONL log.
+
+    Returns the events (dicts, file order) and the number of skipped lines: lines that are not
+    a JSON object with ``t`` and ``ev`` (e.g. the truncated last line of a crashed node, or
+    undecodable bytes). Blank lines are ignored and not counted. Events without ``node`` get
+    the file's stem as node name.
+    """
+    path = Path(path)
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        return [], 0
+    # Parse the last line apart so a truncated tail keeps the fast path for the rest.
+    events, bad = _parse_lines(lines[:-1])
+    tail, tail_bad = _parse_lines(lines[-1:])
+    events.extend(tail)
+    bad += tail_bad
+    for e in events:
+        if "node" not in e:
+            e["node"] = path.stem
+    return events, bad
+
+
+def _events_frame(events: list[dict]) -> pd.DataFrame:
+    """Build one DataFrame from event dicts, ``t, node, ev`` first."""
+    if not events:
+        return pd.DataFrame({"t": pd.Series(dtype="float64"),
+                             "node": pd.Series(dtype="object"),
+                             "ev": pd.Series(dtype="object")})
+    df = pd.DataFrame(events)
+    rest = [c for c in df.columns if c not in BASE_COLUMNS]
+    df = df[BASE_COLUMNS + rest]
+    df["t"] = pd.to_numeric(df["t"], errors="coerce")
+    return df
+
+
+def _read_meta(rep_dir: Path) -> dict[str, Any]:
+    meta_path = rep_dir / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{rep_dir}: no meta.json; expected a <variant>/rep<k>/ directory "
+                         "of a run directory") from None
+    except ValueError as exc:
+        raise ValueError(f"{meta_path}: not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{meta_path}: expected a JSON object")
+    return meta
+
+
+def load_rep(rep_dir: Path) -> RepLogs:
+    """Load ``rep_dir/meta.json`` and every ``rep_dir/*.log`` into one :class:`RepLogs`."""
+    rep_dir = Path(rep_dir)
+    meta = _read_meta(rep_dir)
+    all_events: list[dict] = []
+    bad_by_node: dict[str, int] = {}
+    for log in sorted(rep_dir.glob("*.log")):
+        events, bad = read_node_log(log)
+        all_events.extend(events)
+        if bad:
+            bad_by_node[log.stem] = bad
+    return RepLogs(meta=meta, events=_events_frame(all_events),
+                   bad_lines=sum(bad_by_node.values()), bad_lines_by_node=bad_by_node,
+                   rep_dir=rep_dir)
+
+
+def load_experiment(run_dir: Path) -> dict[str, Any]:
+    """The resolved ``experiment.yaml`` of a run as a dict ({} if absent)."""
+    path = Path(run_dir) / "experiment.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def variant_order(experiment: dict[str, Any]) -> list[str]:
+    """Variant names in the order listed in ``experiment['variants']`` (list of dicts with name)."""
+    variants = experiment.get("variants")
+    if not isinstance(variants, list):
+        return []
+    names = [v["name"] for v in variants if isinstance(v, dict) and "name" in v]
+    return [str(n) for n in names]
+
+
+def _rep_dirs(run_dir: Path) -> list[tuple[str, int, Path]]:
+    found = []
+    for meta in run_dir.glob("*/rep*/meta.json"):
+        m = _REP_RE.match(meta.parent.name)
+        if m:
+            found.append((meta.parent.parent.name, int(m.group(1)), meta.parent))
+    return found
+
+
+def is_run_dir(path: Path) -> bool:
+    """True if ``path`` looks like a run directory (experiment.yaml or rep dirs)."""
+    path = Path(path)
+    return path.is_dir() and ((path / "experiment.yaml").is_file() or bool(_rep_dirs(path)))
+
+
+def check_run_dir(path: Path) -> Path:
+    """Return ``path`` if it is a run directory, else raise ValueError saying what was expected."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path}: does not exist; expected {RUN_DIR_EXPECTED}")
+    if not is_run_dir(path):
+        raise ValueError(f"{path}: not a run directory; expected {RUN_DIR_EXPECTED}")
+    return path
+
+
+def iter_reps(run_dir: Path) -> Iterator[tuple[str, int, Path]]:
+    """Yield ``(variant, repetition, rep_dir)`` for every ``<variant>/rep<k>/`` with meta.json.
+
+    Variants follow the order of ``experiment.yaml`` ``variants`` (a list of dicts with
+    ``name``); variants not listed there, or all of them without such a list, come
+    alphabetically after. Repetitions ascend.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"{run_dir}: not a directory; expected {RUN_DIR_EXPECTED}")
+    order = {name: i for i, name in enumerate(variant_order(load_experiment(run_dir)))}
+    found = _rep_dirs(run_dir)
+    found.sort(key=lambda r: (order.get(r[0], len(order)), r[0], r[1]))
+    yield from found
+
+
+def aligned_times(events: pd.DataFrame, meta: dict[str, Any]) -> pd.Series:
+    """Event times on the reference clock: ``t - clock_offsets[node]`` (offset 0 if absent).
+
+    Convention: ``clock_offsets[node]`` is the node clock minus the reference clock, in seconds.
+    """
+    offsets = meta.get("clock_offsets") or {}
+    t = events["t"].astype("float64")
+    if not offsets or events.empty:
+        return t
+    off = events["node"].map({str(k): float(v) for k, v in offsets.items()})
+    return t - off.astype("float64").fillna(0.0).to_numpy(dtype=np.float64)

@@ -1,0 +1,291 @@
+"""One summary row per (variant, repetition), computed from the event logs (docs/LOGS.md)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from plots.logs import RepLogs, aligned_times, check_run_dir, iter_reps, load_rep
+
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "SUMMARY_DTYPES",
+    "FlowRoles",
+    "flow_roles",
+    "tx_counts",
+    "sender_cwnd_segments",
+    "summarize_rep",
+    "rep_row",
+    "summary_frame",
+    "write_summary_rows",
+    "write_summary",
+    "read_summary",
+]
+
+SUMMARY_COLUMNS: list[str] = [
+    "variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps",
+    "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99",
+    "tx_per_pkt_max", "cache_max_segments", "snoop_hits", "local_retransmissions",
+    "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
+]
+
+_INT = "Int64"
+SUMMARY_DTYPES: dict[str, str] = {
+    "variant": "object", "repetition": _INT, "seed": _INT, "segments": _INT,
+    "duration_s": "float64", "goodput_mbps": "float64", "losses_dupack": _INT,
+    "losses_rto": _INT, "cwnd_median": "float64", "tx_per_pkt_p50": "float64",
+    "tx_per_pkt_p99": "float64", "tx_per_pkt_max": _INT, "cache_max_segments": _INT,
+    "snoop_hits": _INT, "local_retransmissions": _INT, "backend": "object",
+    "integrity_ok": "boolean", "drops_loss": _INT, "drops_queue": _INT,
+    "drops_malformed": _INT, "status": "object",
+}
+FLOAT_FORMAT = "%.6g"
+_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class FlowRoles:
+    """Node names of the TCP senders and receivers of a rep, and the expected flow count."""
+
+    senders: frozenset[str]
+    receivers: frozenset[str]
+    n_flows: int
+
+
+def _node_name(value: Any, addr_to_name: dict[str, str]) -> str | None:
+    if value is None:
+        return None
+    s = str(value)
+    return addr_to_name.get(s, addr_to_name.get(s.split(":")[0], s))
+
+
+def flow_roles(rep: RepLogs) -> FlowRoles:
+    """Senders/receivers from meta ``flows`` (names or addresses) and the logged flow events.
+
+    Senders: nodes that logged ``flow_start`` plus meta senders. Receivers: meta receivers,
+    the destination address of each logged flow id, and nodes whose ``flow_end`` carries ``ok``.
+    """
+    meta, ev = rep.meta, rep.events
+    nodes = meta.get("nodes") or {}
+    addr_to_name = {str(a): str(n) for n, a in nodes.items()} if isinstance(nodes, dict) else {}
+    flows = [f for f in (meta.get("flows") or []) if isinstance(f, dict)]
+    senders = {_node_name(f.get("sender"), addr_to_name) for f in flows}
+    receivers = {_node_name(f.get("receiver"), addr_to_name) for f in flows}
+    starts = ev[ev["ev"] == "flow_start"]
+    senders |= set(starts["node"].astype(str))
+    if "flow" in starts:
+        for flow in starts["flow"].dropna().astype(str).unique():
+            if ">" in flow:
+                receivers.add(_node_name(flow.split(">", 1)[1], addr_to_name))
+    ends = ev[ev["ev"] == "flow_end"]
+    if "ok" in ends:
+        receivers |= set(ends.loc[ends["ok"].notna(), "node"].astype(str))
+    senders.discard(None)
+    receivers.discard(None)
+    n_start = starts["flow"].nunique() if "flow" in starts else len(starts)
+    return FlowRoles(frozenset(senders), frozenset(receivers), max(len(flows), n_start, 1))
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df else pd.Series(np.nan, index=df.index, dtype="float64")
+
+
+def tx_counts(events: pd.DataFrame) -> np.ndarray:
+    """Transmissions per data segment: count of ``tx`` per (flow, seq) over all nodes."""
+    tx = events[events["ev"] == "tx"]
+    if tx.empty:
+        return np.zeros(0, dtype=np.int64)
+    keys = pd.DataFrame({"flow": _col(tx, "flow").astype(object),
+                         "seq": _col(tx, "seq").astype(object)})
+    return keys.groupby(["flow", "seq"], dropna=False, sort=True).size().to_numpy(np.int64)
+
+
+def _sender_rows(events: pd.DataFrame, ev_name: str, senders: frozenset[str]) -> pd.DataFrame:
+    rows = events[events["ev"] == ev_name]
+    if senders:
+        rows = rows[rows["node"].isin(list(senders))]
+    return rows
+
+
+def sender_cwnd_segments(rep: RepLogs, roles: FlowRoles | None = None) -> pd.DataFrame:
+    """The sender's cwnd log as a frame ``t`` (reference clock), ``node``, ``cwnd_seg``.
+
+    ``cwnd_seg = cwnd / mss``; an event without ``mss`` uses the flow's segment size.
+    """
+    roles = roles or flow_roles(rep)
+    rows = _sender_rows(rep.events, "cwnd", roles.senders)
+    mss = _col(rows, "mss").astype("float64")
+    if mss.isna().any():
+        mss = mss.fillna(_segment_size(rep))
+    seg = _col(rows, "cwnd").astype("float64") / mss
+    return pd.DataFrame({"t": aligned_times(rows, rep.meta).to_numpy(),
+                         "node": rows["node"].astype(str).to_numpy(),
+                         "cwnd_seg": seg.to_numpy(dtype=np.float64)})
+
+
+def _segment_size(rep: RepLogs) -> float:
+    starts = rep.events[rep.events["ev"] == "flow_start"]
+    if "segment_size" in starts and starts["segment_size"].notna().any():
+        return float(starts["segment_size"].dropna().iloc[0])
+    for f in rep.meta.get("flows") or []:
+        if isinstance(f, dict) and f.get("segment_size"):
+            return float(f["segment_size"])
+    return NAN
+
+
+def _segments(rep: RepLogs) -> int | None:
+    starts = rep.events[rep.events["ev"] == "flow_start"]
+    if "segments" in starts and starts["segments"].notna().any():
+        per_flow = starts.dropna(subset=["segments"])
+        if "flow" in per_flow:
+            per_flow = per_flow.drop_duplicates(subset=["flow"], keep="last")
+        return int(per_flow["segments"].sum())
+    flows = [f for f in rep.meta.get("flows") or [] if isinstance(f, dict)]
+    if flows and all(f.get("segments") is not None for f in flows):
+        return int(sum(int(f["segments"]) for f in flows))
+    return None
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) \
+            else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _flow_timing(rep: RepLogs, roles: FlowRoles) -> dict[str, Any]:
+    """duration_s, goodput_mbps, integrity_ok and whether every flow finished."""
+    ev = rep.events
+    t = aligned_times(ev, rep.meta)
+    start_mask = (ev["ev"] == "flow_start") & ev["node"].isin(list(roles.senders))
+    end_mask = (ev["ev"] == "flow_end") & ev["node"].isin(list(roles.receivers))
+    ends = ev[end_mask]
+    if "flow" in ends:
+        ends = ends.drop_duplicates(subset=["flow"], keep="last")
+    finished = len(ends) >= roles.n_flows
+    out: dict[str, Any] = {"duration_s": NAN, "goodput_mbps": NAN, "integrity_ok": None,
+                           "finished": finished}
+    if "ok" in ends and ends["ok"].notna().any():
+        out["integrity_ok"] = bool(ends["ok"].dropna().astype(bool).all())
+    if not finished or not start_mask.any():
+        return out
+    duration = float(t[end_mask].max() - t[start_mask].min())
+    out["duration_s"] = duration
+    if duration > 0 and "bytes" in ends and ends["bytes"].notna().any():
+        out["goodput_mbps"] = float(ends["bytes"].sum()) * 8.0 / duration / 1e6
+    return out
+
+
+def _status(meta: dict[str, Any], finished: bool) -> str:
+    status = str(meta.get("status") or "ok")
+    if status == "failed":
+        return "failed"
+    return status if finished else "incomplete"
+
+
+def summarize_rep(rep: RepLogs) -> dict[str, Any]:
+    """One summary row (keys = SUMMARY_COLUMNS) computed from a rep's events (docs/LOGS.md)."""
+    ev, meta = rep.events, rep.meta
+    roles = flow_roles(rep)
+    counts = tx_counts(ev)
+    cwnd = sender_cwnd_segments(rep, roles)["cwnd_seg"].dropna()
+    losses = _sender_rows(ev, "loss", roles.senders)
+    loss_kind = _col(losses, "kind")
+    cache = _col(ev[ev["ev"] == "cache"], "segments").dropna()
+    tx_kind = _col(ev[ev["ev"] == "tx"], "kind")
+    drop_reason = _col(ev[ev["ev"] == "drop"], "reason")
+    timing = _flow_timing(rep, roles)
+    row: dict[str, Any] = {
+        "variant": meta.get("variant"),
+        "repetition": _int_or_none(meta.get("repetition")),
+        "seed": meta.get("seed"),
+        "segments": _segments(rep),
+        "duration_s": timing["duration_s"],
+        "goodput_mbps": timing["goodput_mbps"],
+        "losses_dupack": int((loss_kind == "dupack").sum()),
+        "losses_rto": int((loss_kind == "rto").sum()),
+        "cwnd_median": float(np.median(cwnd.to_numpy())) if len(cwnd) else NAN,
+        "tx_per_pkt_p50": float(np.percentile(counts, 50, method="linear")) if len(counts)
+        else NAN,
+        "tx_per_pkt_p99": float(np.percentile(counts, 99, method="linear")) if len(counts)
+        else NAN,
+        "tx_per_pkt_max": int(counts.max()) if len(counts) else None,
+        "cache_max_segments": int(cache.max()) if len(cache) else 0,
+        "snoop_hits": int((ev["ev"] == "hit").sum()),
+        "local_retransmissions": int((tx_kind == "local").sum()),
+        "backend": meta.get("backend"),
+        "integrity_ok": timing["integrity_ok"],
+        "drops_loss": int((drop_reason == "loss").sum()),
+        "drops_queue": int((drop_reason == "queue").sum()),
+        "drops_malformed": int((drop_reason == "malformed").sum()),
+        "status": _status(meta, timing["finished"]),
+    }
+    return row
+
+
+def summary_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Rows -> DataFrame with exactly SUMMARY_COLUMNS and their dtypes."""
+    df = pd.DataFrame(list(rows), columns=SUMMARY_COLUMNS)
+    for col, dtype in SUMMARY_DTYPES.items():
+        try:
+            if dtype == _INT:
+                df[col] = pd.to_numeric(df[col].astype(object)).astype(_INT)
+            elif dtype == "boolean":
+                df[col] = df[col].astype("boolean")
+            elif dtype == "float64":
+                df[col] = pd.to_numeric(df[col].astype(object)).astype("float64")
+            else:
+                df[col] = df[col].astype(object)
+        except (TypeError, ValueError):
+            df[col] = df[col].astype(object)  # e.g. a non-integer seed: keep as given
+    return df
+
+
+def write_summary_rows(run_dir: Path, rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Write ``run_dir/summary.csv`` from ready rows; deterministic bytes for the same rows."""
+    df = summary_frame(rows)
+    df.to_csv(Path(run_dir) / "summary.csv", index=False, float_format=FLOAT_FORMAT,
+              lineterminator="\n")
+    return df
+
+
+def rep_row(rep: RepLogs, variant: str, repetition: int) -> dict[str, Any]:
+    """summarize_rep, with variant/repetition taken from the directory when meta lacks them."""
+    row = summarize_rep(rep)
+    if row["variant"] is None:
+        row["variant"] = variant
+    if row["repetition"] is None:
+        row["repetition"] = repetition
+    return row
+
+
+def write_summary(run_dir: Path) -> pd.DataFrame:
+    """Summarize every rep of ``run_dir`` (iter_reps order) and write ``run_dir/summary.csv``."""
+    run_dir = check_run_dir(Path(run_dir))
+    rows = [rep_row(load_rep(d), v, k) for v, k, d in iter_reps(run_dir)]
+    return write_summary_rows(run_dir, rows)
+
+
+def read_summary(path: Path) -> pd.DataFrame:
+    """Read a summary.csv (a run dir or the file) back with SUMMARY_DTYPES where possible.
+
+    Extra columns written by a backend are kept after the contract columns.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "summary.csv"
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    rows = df.replace({"": None}).to_dict("records")
+    for row in rows:
+        row["integrity_ok"] = _BOOL_TEXT.get(str(row.get("integrity_ok")).lower())
+    out = summary_frame(rows)
+    extra = [c for c in df.columns if c not in SUMMARY_COLUMNS]
+    for c in extra:
+        out[c] = df[c].replace({"": None}).to_numpy(dtype=object)
+    return out

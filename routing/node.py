@@ -1,0 +1,175 @@
+"""One mesh node without I/O: forwarding engine + ETX prober + TCP endpoints, driven by time.
+
+Drivers (the virtual-time simulator, the UDP socket loop) feed arriving packets
+and timer expiries in and carry out the transmissions that come back as
+``(next_hop_address, Packet)`` pairs.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from aspan.fields import AspanFields
+from etx.estimator import EtxTable
+from routing.engine import Deliver, ForwardingEngine, Transmit
+from routing.wire import DATA, PROBE, Packet, Probe
+from tcp_user.segment import Segment
+
+Emit = Callable[..., None]
+Out = list[tuple[str, Packet]]
+
+
+class Endpoint(Protocol):
+    """A TCP app bound to one (local port, remote address, remote port)."""
+
+    def on_segment(self, seg: Segment, now: float) -> None: ...
+    def on_timer(self, now: float) -> None: ...
+    def next_timer(self) -> float | None: ...
+    def segments_to_send(self, now: float) -> list[Segment]: ...
+
+
+@dataclass
+class Binding:
+    endpoint: Endpoint
+    local_port: int
+    remote: str
+    remote_port: int
+    fields: AspanFields  # header fields the sender stamps on every data packet
+
+
+@dataclass
+class ProbeSettings:
+    interval_s: float = 0.1          # paper: about ten probes per second per neighbour
+    warmup_interval_s: float = 0.005  # faster while settling, so the window is full when flows start
+    warmup_until: float = 0.0
+    log_interval_s: float = 1.0
+    start: float = 0.0
+
+
+class NodeCore:
+    def __init__(self, name: str, address: str, engine: ForwardingEngine, etx: EtxTable,
+                 neighbours: list[str], probes: ProbeSettings, emit: Emit,
+                 jitter: Callable[[], float] | None = None, internal_probes: bool = True) -> None:
+        self.name = name
+        self.address = address
+        self.engine = engine
+        self.etx = etx
+        self.neighbours = list(neighbours)
+        self.probes = probes
+        self._emit = emit
+        self._jitter = jitter or (lambda: 0.0)
+        self._bindings: dict[tuple[int, str, int], Binding] = {}
+        # timer heap of (time, order, kind, arg); order breaks ties deterministically
+        self._timers: list[tuple[float, int, str, str]] = []
+        self._order = 0
+        if internal_probes:  # else a driver calls send_probe() (one prober thread per neighbour)
+            for i, nbr in enumerate(self.neighbours):
+                self._push(probes.start + 0.001 * (i + 1), "probe", nbr)
+        self._push(probes.start + probes.log_interval_s, "etx_log", "")
+        self.malformed_seen = 0
+
+    # ---- setup -------------------------------------------------------------
+    def bind(self, endpoint: Endpoint, local_port: int, remote: str, remote_port: int,
+             fields: AspanFields | None = None) -> None:
+        self._bindings[(local_port, remote, remote_port)] = Binding(
+            endpoint, local_port, remote, remote_port, fields or AspanFields())
+
+    def endpoints(self) -> list[Endpoint]:
+        return [b.endpoint for b in self._bindings.values()]
+
+    # ---- inputs ------------------------------------------------------------
+    def on_datagram(self, data: bytes, now: float) -> Out:
+        return self._run(self.engine.on_datagram(data, now), now)
+
+    def on_packet(self, pkt: Packet, now: float) -> Out:
+        return self._run(self.engine.on_packet(pkt, now), now)
+
+    def next_timer(self) -> float | None:
+        times = [self._timers[0][0]] if self._timers else []
+        for b in self._bindings.values():
+            t = b.endpoint.next_timer()
+            if t is not None:
+                times.append(t)
+        t = self.engine.next_timer()
+        if t is not None:
+            times.append(t)
+        return min(times) if times else None
+
+    def on_timer(self, now: float) -> Out:
+        out: Out = []
+        while self._timers and self._timers[0][0] <= now:
+            _, _, kind, arg = heapq.heappop(self._timers)
+            if kind == "probe":
+                out.extend(self._send_probe(arg, now))
+            else:
+                self._log_etx(now)
+        t = self.engine.next_timer()
+        if t is not None and t <= now:
+            out.extend(self._run(self.engine.on_timer(now), now))
+        for b in list(self._bindings.values()):
+            t = b.endpoint.next_timer()
+            if t is not None and t <= now:
+                b.endpoint.on_timer(now)
+                out.extend(self._flush(b, now))
+        return out
+
+    # ---- internals ---------------------------------------------------------
+    def _push(self, t: float, kind: str, arg: str) -> None:
+        self._order += 1
+        heapq.heappush(self._timers, (t, self._order, kind, arg))
+
+    def probe_interval(self, now: float) -> float:
+        """Seconds until the next probe to a neighbour (fast while settling, then the paper's ~0.1 s)."""
+        p = self.probes
+        interval = p.warmup_interval_s if now < p.warmup_until else p.interval_s
+        return interval * (1.0 + self._jitter())
+
+    def _send_probe(self, nbr: str, now: float) -> Out:
+        self._push(now + self.probe_interval(now), "probe", nbr)
+        return self.send_probe(nbr, now)
+
+    def send_probe(self, nbr: str, now: float) -> Out:
+        """One ETX probe to ``nbr``, carrying the ratio this node measured for it."""
+        seq, ratio = self.etx.next_probe(nbr, now)
+        pkt = Packet(PROBE, self.address, 0, nbr, 0, probe=Probe(seq, ratio))
+        return self._run(self.engine.send_local(pkt, now), now)
+
+    def _log_etx(self, now: float) -> None:
+        self._push(now + self.probes.log_interval_s, "etx_log", "")
+        for nbr, vals in self.etx.snapshot().items():
+            self._emit(now, "etx", nbr=nbr, forward=round(vals["forward"], 6),
+                       reverse=round(vals["reverse"], 6), quality=round(vals["quality"], 6))
+
+    def _run(self, actions: list[Any], now: float) -> Out:
+        out: Out = []
+        for a in actions:
+            if isinstance(a, Transmit):
+                out.append((a.next_hop, a.packet))
+            elif isinstance(a, Deliver):
+                out.extend(self._deliver(a.packet, now))
+        return out
+
+    def _deliver(self, pkt: Packet, now: float) -> Out:
+        if pkt.ptype == PROBE and pkt.probe is not None:
+            if pkt.src in self.neighbours:
+                self.etx.on_probe(pkt.src, pkt.probe.seq, pkt.probe.ratio, now)
+            return []
+        if pkt.ptype == DATA and pkt.segment is not None:
+            b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))
+            if b is None:
+                self.engine.drops["no_route"] += 1
+                self._emit(now, "drop", reason="no_route", ptype="data", detail="no endpoint",
+                           seq=pkt.segment.seq)
+                return []
+            b.endpoint.on_segment(pkt.segment, now)
+            return self._flush(b, now)
+        return []
+
+    def _flush(self, b: Binding, now: float) -> Out:
+        out: Out = []
+        for seg in b.endpoint.segments_to_send(now):
+            fields = b.fields.copy()
+            pkt = Packet(DATA, self.address, b.local_port, b.remote, b.remote_port, 0, fields, seg)
+            out.extend(self._run(self.engine.send_local(pkt, now), now))
+        return out

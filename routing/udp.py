@@ -1,0 +1,150 @@
+"""The UDP overlay driver: one node's socket loop around its NodeCore.
+
+One socket on the node's address, a select() loop that hands datagrams and
+timer expiries to the core, and one ETX prober thread per neighbour.  The core
+is guarded by one lock (the probers and the loop share it).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import socket
+import threading
+import time
+from typing import Callable
+
+from etx.prober import ProberThread
+from routing.node import NodeCore, Out
+from routing.wire import MAX_DATAGRAM, WireError, encode
+
+SOCKET_BUFFER = 4 * 1024 * 1024
+
+
+class UdpNode:
+    """Runs ``core`` on a UDP socket bound to ``bind`` until stopped.
+
+    ``peers`` maps each neighbour's mesh address to its UDP (ip, port).
+    ``done`` is polled after every step; when it returns True the node keeps
+    forwarding but the caller is told (``on_done``) once.
+    """
+
+    def __init__(self, core: NodeCore, bind: tuple[str, int], peers: dict[str, tuple[str, int]],
+                 emit: Callable[..., None], deadline: float | None = None,
+                 on_done: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
+        self.core = core
+        self.peers = peers
+        self._emit = emit
+        self.deadline = deadline
+        self._done = done
+        self._on_done = on_done
+        self._done_said = False
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.send_errors = 0
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        self.sock.bind(bind)
+        self.sock.setblocking(False)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+
+    # ---- control -----------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the loop to end (safe from signal handlers and other threads)."""
+        self.stop_event.set()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass  # the pipe is full or closed: the loop is waking up or gone already
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stop())
+
+    def _thread_failed(self, e: BaseException) -> None:
+        self.error = e
+        self.stop()
+
+    # ---- I/O ---------------------------------------------------------------
+    def _send(self, out: Out) -> None:
+        for nxt, pkt in out:
+            addr = self.peers.get(nxt)
+            if addr is None:
+                self.core.engine.drops["no_route"] += 1
+                self._emit(time.time(), "drop", reason="no_route", detail=f"no UDP peer for {nxt}")
+                continue
+            try:
+                self.sock.sendto(encode(pkt), addr)
+            except BlockingIOError:
+                # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
+                self.core.engine.drops["queue"] += 1
+                seg = pkt.segment
+                self._emit(time.time(), "drop", reason="queue", ptype="data" if seg else "probe",
+                           seq=seg.seq if seg else None)
+            except (OSError, WireError) as e:
+                self.send_errors += 1
+                if self.send_errors <= 10 or self.send_errors % 1000 == 0:
+                    self._emit(time.time(), "send_error", error=str(e), count=self.send_errors)
+
+    def _probe(self, nbr: str) -> None:
+        with self.lock:
+            self._send(self.core.send_probe(nbr, time.time()))
+
+    def run(self) -> None:
+        stop = self.stop_event
+        probers = [ProberThread(n, self.core.probe_interval, self._probe, stop, self._thread_failed)
+                   for n in self.core.neighbours]
+        for p in probers:
+            p.start()
+        sock, core, lock = self.sock, self.core, self.lock
+        try:
+            while not stop.is_set():
+                now = time.time()
+                if self.deadline is not None and now >= self.deadline:
+                    self._emit(now, "deadline", detail="node lifetime limit reached")
+                    break
+                with lock:
+                    t = core.next_timer()
+                timeout = 0.2 if t is None else min(0.2, max(0.0, t - now))
+                ready, _, _ = select.select([sock, self._wake_r], [], [], timeout)
+                if self._wake_r in ready:
+                    os.read(self._wake_r, 64)
+                if sock in ready:
+                    self._drain()
+                now = time.time()
+                with lock:
+                    t = core.next_timer()
+                    if t is not None and t <= now:
+                        self._send(core.on_timer(now))
+                if not self._done_said and self._done is not None and self._done():
+                    self._done_said = True
+                    if self._on_done:
+                        self._on_done()
+        finally:
+            stop.set()
+            for p in probers:
+                p.join(timeout=2.0)
+            self.sock.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+        if self.error is not None:
+            raise self.error
+
+    def _drain(self, budget: int = 256) -> None:
+        """Read what the socket holds (up to ``budget`` datagrams) and process each."""
+        sock, core = self.sock, self.core
+        for _ in range(budget):
+            try:
+                data = sock.recv(MAX_DATAGRAM)
+            except BlockingIOError:
+                return
+            except OSError as e:
+                if e.errno in (errno.ECONNREFUSED, errno.EINTR):
+                    continue  # ICMP from an earlier send to a neighbour that is not up yet
+                raise
+            with self.lock:
+                self._send(core.on_datagram(data, time.time()))

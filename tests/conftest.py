@@ -1,0 +1,68 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def node_pids(rep_dir: Path) -> dict[str, int]:
+    """PIDs of the node processes of a local run, read from their logs' node_start events."""
+    import json
+    pids = {}
+    for log in rep_dir.glob("*.log"):
+        for line in log.read_text().splitlines():
+            if '"node_start"' in line:
+                pids[log.stem] = json.loads(line)["pid"]
+                break
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is not running; /proc tells
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def wait_for(cond, timeout: float, what: str, step: float = 0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def start_run(exp: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "aspan", "run", str(exp), "--out", str(out), *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+@pytest.fixture
+def no_leftover_nodes():
+    """Fails the test if it leaves an `aspan node` process running."""
+    def ours():
+        r = subprocess.run(["pgrep", "-f", "aspan node --config"], capture_output=True, text=True)
+        return {int(p) for p in r.stdout.split()}
+    before = ours()
+    yield
+    left = wait_for(lambda: (ours() - before) == set() or None, 10, "node processes to end") if ours() - before else None
+    assert left is None or left is True
+
+
+def kill_group(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()

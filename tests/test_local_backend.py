@@ -1,0 +1,142 @@
+"""The local backend: node processes on loopback UDP, started and always stopped by the runner."""
+import json
+import os
+import random
+import signal
+import socket
+import zlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aspan.fields import AspanFields
+from conftest import alive, kill_group, node_pids, start_run, wait_for
+from routing.wire import DATA, Packet, encode
+from tcp_user.segment import ACK, Segment
+
+CONTRACT = ["variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps", "losses_dupack",
+            "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99", "tx_per_pkt_max",
+            "cache_max_segments", "snoop_hits", "local_retransmissions"]
+
+
+def write_exp(tmp: Path, segments: int = 400, loss: float = 0.005, variants=None, max_s: float = 90) -> Path:
+    variants = variants or [{"name": "sack", "tcp": {"variant": "sack"}},
+                            {"name": "aspan", "tcp": {"variant": "sack"},
+                             "snoop": {"policy": "adaptive", "pkt_qos": 1.0}}]
+    doc = {"name": "t", "backend": "local", "repetitions": 1,
+           "loss": {"default": {"model": "bernoulli", "rate": loss} if loss else {"model": "none"}},
+           "etx": {"settle_s": 1.0}, "limits": {"max_duration_s": max_s},
+           "flows": [{"sender": "A", "receiver": "D", "segments": segments}], "variants": variants}
+    p = tmp / "t.yaml"
+    import yaml
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def only_run_dir(out: Path) -> Path:
+    [d] = list((out / "t").iterdir())
+    return d
+
+
+def test_local_run_carries_every_segment_and_cleans_up(tmp_path, no_leftover_nodes):
+    exp = write_exp(tmp_path)
+    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=240)
+    assert p.returncode == 0, out
+    run = only_run_dir(tmp_path / "runs")
+    df = pd.read_csv(run / "summary.csv")
+    assert list(df.columns[: len(CONTRACT)]) == CONTRACT
+    assert list(df["variant"]) == ["sack", "aspan"]
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all()
+    assert (df["segments"] == 400).all()
+    assert (df["tx_per_pkt_p50"] >= 3).all()  # three hops at least
+    for rep in run.glob("*/rep0"):
+        meta = json.loads((rep / "meta.json").read_text())
+        assert meta["status"] == "ok" and set(meta["exit_codes"].values()) == {0}
+        for pid in node_pids(rep).values():
+            assert not alive(pid)
+
+
+def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
+    exp = write_exp(tmp_path, segments=200000, loss=0.0, variants=[{"name": "reno"}])
+    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    try:
+        run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
+        rep = run / "reno" / "rep0"
+        wait_for(lambda: len(node_pids(rep)) == 4 and '"deliver"' in (rep / "D.log").read_text(),
+                 60, "data flowing")
+        pids = node_pids(rep)
+        os.killpg(p.pid, signal.SIGINT)
+        p.communicate(timeout=60)
+    finally:
+        kill_group(p)
+    assert p.returncode != 0
+    for pid in pids.values():
+        wait_for(lambda: not alive(pid), 15, f"node {pid} to stop")
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "interrupted"
+    for n in "ABCD":
+        lines = (rep / f"{n}.log").read_text().splitlines()
+        assert json.loads(lines[-1])["ev"] == "node_stop"  # logged to the end, flushed
+
+
+def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_leftover_nodes):
+    exp = write_exp(tmp_path, segments=200000, loss=0.0, variants=[{"name": "reno"}])
+    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    try:
+        run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
+        rep = run / "reno" / "rep0"
+        wait_for(lambda: len(node_pids(rep)) == 4 and '"deliver"' in (rep / "D.log").read_text(),
+                 60, "data flowing")
+        pids = node_pids(rep)
+        os.kill(pids["B"], signal.SIGKILL)
+        out, _ = p.communicate(timeout=90)
+    finally:
+        kill_group(p)
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "failed"
+    assert "node B exited with code -9" in meta["error"]
+    assert "rep 0: failed (node B exited" in out
+    for n, pid in pids.items():
+        wait_for(lambda: not alive(pid), 15, f"node {n} to stop")
+    assert '"deliver"' in (rep / "D.log").read_text()  # what was logged before the failure stays
+
+
+def _junk(rng: random.Random) -> list[bytes]:
+    valid = encode(Packet(DATA, "10.2.1.1", 5000, "10.2.1.4", 6000, 1, AspanFields(),
+                          Segment(1, 0, ACK, 0, (), b"z" * 500)))
+    out = [bytes(rng.randrange(256) for _ in range(rng.randint(0, 300))) for _ in range(20)]
+    out += [valid[: rng.randint(0, len(valid) - 1)] for _ in range(20)]
+    for _ in range(20):
+        b = bytearray(valid)
+        i = rng.randrange(len(b) * 8)
+        b[i // 8] ^= 1 << (i % 8)
+        out.append(bytes(b))
+    return out
+
+
+def test_malformed_datagrams_are_counted_and_the_run_completes(tmp_path, no_leftover_nodes):
+    exp = write_exp(tmp_path, segments=3000, loss=0.0, variants=[{"name": "sack", "tcp": {"variant": "sack"}}])
+    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    try:
+        run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
+        rep = run / "sack" / "rep0"
+        wait_for(lambda: '"deliver"' in ((rep / "D.log").read_text() if (rep / "D.log").exists() else ""),
+                 60, "data flowing")
+        bind = tuple(json.loads((rep / "B.node.json").read_text())["bind"])
+        junk = _junk(random.Random(5))
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for j in junk:
+            s.sendto(j, bind)
+        s.close()
+        out, _ = p.communicate(timeout=240)
+    finally:
+        kill_group(p)
+    assert p.returncode == 0, out
+    df = pd.read_csv(run / "summary.csv")
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all()
+    events = [json.loads(l) for l in (rep / "B.log").read_text().splitlines()]
+    malformed = [e for e in events if e["ev"] == "drop" and e["reason"] == "malformed"]
+    assert len(malformed) == len(junk)
+    assert int(df["drops_malformed"].iloc[0]) == len(junk)
