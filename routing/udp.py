@@ -44,6 +44,8 @@ class UdpNode:
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.send_errors = 0
+        self.rx_datagrams = 0
+        self.tx_datagrams = 0
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
@@ -79,6 +81,7 @@ class UdpNode:
                 continue
             try:
                 self.sock.sendto(encode(pkt), addr)
+                self.tx_datagrams += 1
             except BlockingIOError:
                 # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
                 self.core.engine.drops["queue"] += 1
@@ -146,5 +149,6 @@ class UdpNode:
                 if e.errno in (errno.ECONNREFUSED, errno.EINTR):
                     continue  # ICMP from an earlier send to a neighbour that is not up yet
                 raise
+            self.rx_datagrams += 1
             with self.lock:
                 self._send(core.on_datagram(data, time.time()))

@@ -65,7 +65,7 @@ def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
         run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
         rep = run / "reno" / "rep0"
         wait_for(lambda: len(node_pids(rep)) == 4 and '"deliver"' in (rep / "D.log").read_text(),
-                 60, "data flowing")
+                 120, "data flowing")
         pids = node_pids(rep)
         os.killpg(p.pid, signal.SIGINT)
         p.communicate(timeout=60)
@@ -88,7 +88,7 @@ def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_lefto
         run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
         rep = run / "reno" / "rep0"
         wait_for(lambda: len(node_pids(rep)) == 4 and '"deliver"' in (rep / "D.log").read_text(),
-                 60, "data flowing")
+                 120, "data flowing")
         pids = node_pids(rep)
         os.kill(pids["B"], signal.SIGKILL)
         out, _ = p.communicate(timeout=90)
@@ -123,7 +123,7 @@ def test_malformed_datagrams_are_counted_and_the_run_completes(tmp_path, no_left
         run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
         rep = run / "sack" / "rep0"
         wait_for(lambda: '"deliver"' in ((rep / "D.log").read_text() if (rep / "D.log").exists() else ""),
-                 60, "data flowing")
+                 120, "data flowing")
         bind = tuple(json.loads((rep / "B.node.json").read_text())["bind"])
         junk = _junk(random.Random(5))
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -30,6 +30,7 @@ EXP_DIR = Path(__file__).resolve().parent.parent / "experiments"
     ({"sweep": {"field": "snoop.qos", "values": [1]}}, "sweep.field", "dotted path"),
     ({"sweep": {"field": "snoop.pkt_qos", "values": [1.2]}}, "variants[pkt_qos-1.2].snoop.pkt_qos", "<= 1"),
     ([1, 2], "", "mapping"),
+    ({"loss": {"default": {"model": "gilbert-elliott", "rate": 0.1}}}, "loss.default.rate", "not a setting"),
 ])
 def test_errors_name_file_and_field(doc, path, text):
     with pytest.raises(ExperimentError) as e:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -53,8 +54,10 @@ def run_node(conf: dict[str, Any]) -> int:
         node.install_signal_handlers()
         threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
         node.run()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
-                 cache_segments=core.engine.agent.cache_segments)
+                 cache_segments=core.engine.agent.cache_segments, rx_datagrams=node.rx_datagrams,
+                 tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3))
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
         traceback.print_exc()

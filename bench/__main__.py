@@ -1,0 +1,11 @@
+"""`python -m bench [name] [args]`: run one benchmark (default: local_goodput)."""
+import importlib
+import sys
+
+NAMES = ["local_goodput", "soak_local", "sim_speed"]
+
+name = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "local_goodput"
+if name not in NAMES:
+    sys.exit(f"unknown benchmark {name!r}; expected one of {', '.join(NAMES)}")
+args = sys.argv[2:] if len(sys.argv) > 1 and sys.argv[1] == name else sys.argv[1:]
+sys.exit(importlib.import_module(f"bench.{name}").main(args))

@@ -1,0 +1,62 @@
+"""Configuration of one user-space TCP connection."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VARIANTS = ("reno", "sack")
+_MAX_U32 = (1 << 32) - 1
+
+
+@dataclass(slots=True)
+class TcpConfig:
+    """Knobs of :class:`tcp_user.connection.TcpConnection`.
+
+    Sizes are bytes unless stated otherwise; ``init_cwnd`` is in segments; times are seconds.
+    """
+
+    variant: str = "reno"          # "reno" (RFC 5681 Reno) or "sack" (RFC 2018 + RFC 6675 recovery)
+    mss: int = 1000                # payload bytes per segment (SMSS)
+    init_cwnd: int = 2             # IW in segments (RFC 5681 sec. 3.1 allows up to 4 for mss 1000)
+    rcv_buffer: int = 64_000       # receive buffer; advertised window = free space
+    min_rto: float = 0.2           # RFC 6298 (2.4) says 1 s; Linux uses 0.2 s
+    max_rto: float = 60.0          # RFC 6298 (2.5)
+    initial_rto: float = 1.0       # RFC 6298 (2.1)
+    dupack_threshold: int = 3      # RFC 5681 sec. 3.2 / RFC 6675 DupThresh
+    init_ssthresh: int = 1 << 30   # RFC 5681 sec. 3.1: "arbitrarily high"
+    time_wait: float = 1.0         # TIME_WAIT duration (stands in for 2*MSL); 0 leaves it at once
+    max_retries: int = 15          # consecutive RTOs without progress before aborting; 0 = never
+    limited_transmit: bool = False  # RFC 3042 / RFC 5681 sec. 3.2 step 1 (off: plain Reno)
+    # Reno only: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4 style
+    # guard against a false fast retransmit).  Off = plain RFC 5681 / 4.4BSD Reno.  The SACK
+    # variant always applies RFC 6675 sec. 5.1's equivalent rule.
+    reno_rto_guard: bool = False
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant: unknown TCP variant {self.variant!r} (expected one of {VARIANTS})")
+        _check_int("mss", self.mss, 1, 0xFFFF)
+        _check_int("init_cwnd", self.init_cwnd, 1)
+        _check_int("rcv_buffer", self.rcv_buffer, 1, _MAX_U32)
+        _check_int("dupack_threshold", self.dupack_threshold, 1)
+        _check_int("init_ssthresh", self.init_ssthresh, 1)
+        _check_int("max_retries", self.max_retries, 0)
+        for name in ("min_rto", "max_rto", "initial_rto"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name}: must be a positive number, got {value!r}")
+        if self.min_rto > self.max_rto:
+            raise ValueError(f"min_rto: {self.min_rto} exceeds max_rto {self.max_rto}")
+        if isinstance(self.time_wait, bool) or not isinstance(self.time_wait, (int, float)) \
+                or not self.time_wait >= 0:
+            raise ValueError(f"time_wait: must be a number >= 0, got {self.time_wait!r}")
+        for name in ("limited_transmit", "reno_rto_guard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
+
+
+def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: must be an int, got {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        bound = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"{name}: must be {bound}, got {value}")
