@@ -31,6 +31,7 @@ SUMMARY_COLUMNS: list[str] = [
     "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99",
     "tx_per_pkt_max", "cache_max_segments", "snoop_hits", "local_retransmissions",
     "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
+    "cache_insertions",
 ]
 
 _INT = "Int64"
@@ -41,7 +42,7 @@ SUMMARY_DTYPES: dict[str, str] = {
     "tx_per_pkt_p99": "float64", "tx_per_pkt_max": _INT, "cache_max_segments": _INT,
     "snoop_hits": _INT, "local_retransmissions": _INT, "backend": "object",
     "integrity_ok": "boolean", "drops_loss": _INT, "drops_queue": _INT,
-    "drops_malformed": _INT, "status": "object",
+    "drops_malformed": _INT, "status": "object", "cache_insertions": _INT,
 }
 FLOAT_FORMAT = "%.6g"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -225,8 +226,26 @@ def summarize_rep(rep: RepLogs) -> dict[str, Any]:
         "drops_queue": int((drop_reason == "queue").sum()),
         "drops_malformed": int((drop_reason == "malformed").sum()),
         "status": _status(meta, timing["finished"]),
+        "cache_insertions": _cache_insertions(ev),
     }
     return row
+
+
+def _cache_insertions(ev: pd.DataFrame) -> int:
+    """Segments stored in any node's cache over the run: the sum, per node, of the increases of its size.
+
+    The paper's memory cost (Figures 8-9) is about how much the mesh stores, not only the
+    largest single cache, which the window bounds at every caching node.
+    """
+    rows = ev[ev["ev"] == "cache"]
+    if rows.empty:
+        return 0
+    total = 0
+    for _, g in rows.groupby("node", sort=False):
+        seg = g["segments"].astype(float).to_numpy()
+        steps = np.diff(np.concatenate(([0.0], seg)))
+        total += int(steps[steps > 0].sum())
+    return total
 
 
 def summary_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
