@@ -51,15 +51,13 @@ def start_run(exp: Path, out: Path, *extra: str) -> subprocess.Popen:
 
 
 @pytest.fixture
-def no_leftover_nodes():
-    """Fails the test if it leaves an `aspan node` process running."""
-    def ours():
-        r = subprocess.run(["pgrep", "-f", "aspan node --config"], capture_output=True, text=True)
+def no_leftover_nodes(tmp_path):
+    """Fails the test if it leaves an `aspan node` process of its own (config under tmp_path) running."""
+    def ours() -> set[int]:
+        r = subprocess.run(["pgrep", "-f", f"aspan node --config {tmp_path}"], capture_output=True, text=True)
         return {int(p) for p in r.stdout.split()}
-    before = ours()
     yield
-    left = wait_for(lambda: (ours() - before) == set() or None, 10, "node processes to end") if ours() - before else None
-    assert left is None or left is True
+    wait_for(lambda: not ours(), 15, f"node processes of {tmp_path} to end")
 
 
 def kill_group(p: subprocess.Popen) -> None:

@@ -58,7 +58,8 @@ def test_local_run_carries_every_segment_and_cleans_up(tmp_path, no_leftover_nod
             assert not alive(pid)
 
 
-def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
+def start_long_run(tmp_path: Path):
+    """Start a run too long to finish during the test; return it once data reaches D."""
     exp = write_exp(tmp_path, segments=200000, loss=0.0, variants=[{"name": "reno"}])
     p = start_run(exp, tmp_path / "runs", "--no-plot")
     try:
@@ -66,6 +67,15 @@ def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
         rep = run / "reno" / "rep0"
         wait_for(lambda: len(node_pids(rep)) == 4 and '"deliver"' in (rep / "D.log").read_text(),
                  120, "data flowing")
+    except BaseException:
+        kill_group(p)
+        raise
+    return p, rep
+
+
+def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
+    p, rep = start_long_run(tmp_path)
+    try:
         pids = node_pids(rep)
         os.killpg(p.pid, signal.SIGINT)
         p.communicate(timeout=60)
@@ -82,13 +92,8 @@ def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
 
 
 def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_leftover_nodes):
-    exp = write_exp(tmp_path, segments=200000, loss=0.0, variants=[{"name": "reno"}])
-    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    p, rep = start_long_run(tmp_path)
     try:
-        run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
-        rep = run / "reno" / "rep0"
-        wait_for(lambda: len(node_pids(rep)) == 4 and '"deliver"' in (rep / "D.log").read_text(),
-                 120, "data flowing")
         pids = node_pids(rep)
         os.kill(pids["B"], signal.SIGKILL)
         out, _ = p.communicate(timeout=90)
