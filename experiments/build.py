@@ -57,6 +57,7 @@ class FlowPlan:
     sport: int
     dport: int
     data_seed: int
+    variant: str
 
     def name(self, addrs: dict[str, str]) -> str:
         return f"{addrs[self.sender]}:{self.sport}>{addrs[self.receiver]}:{self.dport}"
@@ -80,13 +81,14 @@ def route_tables(cfg: dict[str, Any]) -> dict[str, RouteTable]:
 
 def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]:
     return [FlowPlan(i, f["sender"], f["receiver"], f["segments"], f["segment_size"],
-                     t_flows + f["start_s"], SENDER_PORT + i, RECEIVER_PORT + i, seed * 1000 + i)
+                     t_flows + f["start_s"], SENDER_PORT + i, RECEIVER_PORT + i, seed * 1000 + i,
+                     f["variant"] or cfg["tcp"]["variant"])
             for i, f in enumerate(cfg["flows"])]
 
 
-def tcp_config(cfg: dict[str, Any], mss: int) -> TcpConfig:
+def tcp_config(cfg: dict[str, Any], mss: int, variant: str | None = None) -> TcpConfig:
     t = cfg["tcp"]
-    return TcpConfig(variant=t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
+    return TcpConfig(variant=variant or t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
                      rcv_buffer=t["rcv_buffer_segments"] * mss, min_rto=t["min_rto_s"],
                      max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"])
 
@@ -97,11 +99,12 @@ def header_fields(cfg: dict[str, Any]) -> AspanFields:
 
 
 def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., None],
-               t0: float, internal_probes: bool = True) -> NodeCore:
+               t0: float, internal_probes: bool = True, apps: bool = True) -> NodeCore:
     """The node core of ``name``: engine, snoop agent, ETX table, loss model and its TCP apps.
 
     ``t0`` is when probing starts on the backend's clock; flows start after
     ``etx.settle_s``.  Loss ``down`` intervals are relative to the flow start.
+    With ``apps=False`` the node gets no bulk-transfer apps (for the socket API).
     """
     addrs = cfg["topology"]["addresses"]
     table = route_tables(cfg)[name]
@@ -121,8 +124,8 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., No
                            etx_cfg["log_interval_s"], t0)
     node = NodeCore(name, addrs[name], engine, etx, list(table.neighbours), probes, emit,
                     jitter=lambda: jrng.uniform(-0.1, 0.1), internal_probes=internal_probes)
-    for fp in flow_plans(cfg, seed, t_flows):
-        tcfg = tcp_config(cfg, fp.segment_size)
+    for fp in (flow_plans(cfg, seed, t_flows) if apps else []):
+        tcfg = tcp_config(cfg, fp.segment_size, fp.variant)
         fname = fp.name(addrs)
         if fp.sender == name:
             iss = node_rng(seed, f"flow{fp.index}", "iss-sender").getrandbits(32)
@@ -144,6 +147,6 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
     return {"variant": variant, "repetition": repetition, "seed": seed, "backend": backend,
             "sweep_value": sweep_value, "nodes": dict(cfg["topology"]["addresses"]),
             "flows": [{"sender": f["sender"], "receiver": f["receiver"], "segments": f["segments"],
-                       "segment_size": f["segment_size"], "variant": cfg["tcp"]["variant"]}
+                       "segment_size": f["segment_size"], "variant": f["variant"] or cfg["tcp"]["variant"]}
                       for f in cfg["flows"]],
             "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None}

@@ -131,6 +131,7 @@ FLOW_SPEC = {
     "segments": F(INT, 16000, _range(1), "segments to send"),
     "segment_size": F(INT, 1000, _range(1, 60000), "payload bytes per segment (MSS)"),
     "start_s": F(NUM, 0.0, _range(0), "start, relative to the end of ETX settling"),
+    "variant": F(STR, None, _one_of("reno", "sack"), "TCP variant of this flow (default: tcp.variant)"),
 }
 
 

@@ -14,7 +14,7 @@ from aspan.fields import AspanFields
 from etx.estimator import EtxTable
 from routing.engine import Deliver, ForwardingEngine, Transmit
 from routing.wire import DATA, PROBE, Packet, Probe
-from tcp_user.segment import Segment
+from tcp_user.segment import SYN, Segment
 
 Emit = Callable[..., None]
 Out = list[tuple[str, Packet]]
@@ -60,6 +60,8 @@ class NodeCore:
         self._emit = emit
         self._jitter = jitter or (lambda: 0.0)
         self._bindings: dict[tuple[int, str, int], Binding] = {}
+        # local port -> factory(remote, remote_port) making the endpoint for a new connection
+        self._listeners: dict[int, Callable[[str, int], Endpoint]] = {}
         # timer heap of (time, order, kind, arg); order breaks ties deterministically
         self._timers: list[tuple[float, int, str, str]] = []
         self._order = 0
@@ -74,6 +76,17 @@ class NodeCore:
              fields: AspanFields | None = None) -> None:
         self._bindings[(local_port, remote, remote_port)] = Binding(
             endpoint, local_port, remote, remote_port, fields or AspanFields())
+
+    def listen(self, local_port: int, factory: Callable[[str, int], Endpoint]) -> None:
+        """Accept connections to ``local_port``: a SYN from an unknown peer gets ``factory(remote, port)``."""
+        self._listeners[local_port] = factory
+
+    def flush(self, endpoint: Endpoint, now: float) -> Out:
+        """Transmit what ``endpoint`` has queued (after an application wrote to it)."""
+        for b in self._bindings.values():
+            if b.endpoint is endpoint:
+                return self._flush(b, now)
+        raise KeyError("endpoint is not bound to this node")
 
     def endpoints(self) -> list[Endpoint]:
         return [b.endpoint for b in self._bindings.values()]
@@ -157,6 +170,9 @@ class NodeCore:
             return []
         if pkt.ptype == DATA and pkt.segment is not None:
             b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))
+            if b is None and pkt.segment.flags & SYN and pkt.dport in self._listeners:
+                self.bind(self._listeners[pkt.dport](pkt.src, pkt.sport), pkt.dport, pkt.src, pkt.sport)
+                b = self._bindings[(pkt.dport, pkt.src, pkt.sport)]
             if b is None:
                 self.engine.drops["no_route"] += 1
                 self._emit(now, "drop", reason="no_route", ptype="data", detail="no endpoint",

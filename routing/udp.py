@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from etx.prober import ProberThread
 from routing.node import NodeCore, Out
@@ -58,10 +58,7 @@ class UdpNode:
     def stop(self) -> None:
         """Ask the loop to end (safe from signal handlers and other threads)."""
         self.stop_event.set()
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass  # the pipe is full or closed: the loop is waking up or gone already
+        self._wake()
 
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -70,6 +67,25 @@ class UdpNode:
     def _thread_failed(self, e: BaseException) -> None:
         self.error = e
         self.stop()
+
+    # ---- the socket layer's Host interface (tcp_user.sockets) -----------------
+    def attach(self, endpoint: Any, local_port: int, remote: str, remote_port: int) -> None:
+        """Bind an endpoint (call with ``lock`` held)."""
+        self.core.bind(endpoint, local_port, remote, remote_port)
+
+    def listen(self, local_port: int, factory: Callable[[str, int], Any]) -> None:
+        self.core.listen(local_port, factory)
+
+    def kick(self, endpoint: Any) -> None:
+        """Transmit what an application queued on ``endpoint`` (``lock`` held) and re-arm the loop's timer."""
+        self._send(self.core.flush(endpoint, time.time()))
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass  # the pipe is full (a wake-up is pending anyway) or closed (the loop ended)
 
     # ---- I/O ---------------------------------------------------------------
     def _send(self, out: Out) -> None:

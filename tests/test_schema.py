@@ -19,6 +19,7 @@ EXP_DIR = Path(__file__).resolve().parent.parent / "experiments"
     ({"flows": [{"sender": "A", "receiver": "Z"}]}, "flows[0].receiver", "unknown node"),
     ({"flows": [{"sender": "A", "receiver": "A"}]}, "flows[0]", "same node"),
     ({"flows": [{"sender": "A", "receiver": "D", "segmnts": 3}]}, "flows[0].segmnts", "unknown field"),
+    ({"flows": [{"sender": "A", "receiver": "D", "variant": "vegas"}]}, "flows[0].variant", "expected one of"),
     ({"topology": {"chain": ["A"]}}, "topology.chain", "at least two"),
     ({"topology": {"addresses": {"A": "10.2.1.300"}}}, "topology.addresses.A", "IPv4"),
     ({"loss": {"default": {"model": "bernoulli", "rate": 2}}}, "loss.default.rate", "<= 1"),

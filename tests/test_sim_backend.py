@@ -73,3 +73,22 @@ def test_a_flow_that_cannot_finish_is_incomplete_not_hung(tmp_path):
     assert meta["status"] == "incomplete"
     df = pd.read_csv(d / "summary.csv")
     assert df["status"].iloc[0] == "incomplete"
+
+
+def test_each_flow_has_its_own_tcp_variant_and_all_contract_columns(tmp_path):
+    doc = dict(DOC, repetitions=1, variants=[{"name": "mixed"}],
+               topology={"chain": ["A", "B", "C", "D"]},
+               flows=[{"sender": "A", "receiver": "D", "segments": 300, "variant": "sack"},
+                      {"sender": "D", "receiver": "A", "segments": 300, "variant": "reno"}])
+    d = run(tmp_path, doc)
+    meta = json.loads((d / "mixed" / "rep0" / "meta.json").read_text())
+    assert [f["variant"] for f in meta["flows"]] == ["sack", "reno"]
+    starts = [json.loads(l) for n in "AD" for l in (d / "mixed" / "rep0" / f"{n}.log").read_text().splitlines()
+              if '"flow_start"' in l]
+    assert sorted((e["node"], e["variant"]) for e in starts) == [("A", "sack"), ("D", "reno")]
+    df = pd.read_csv(d / "summary.csv")
+    assert list(df.columns[:15]) == ["variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps",
+                                     "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50",
+                                     "tx_per_pkt_p99", "tx_per_pkt_max", "cache_max_segments", "snoop_hits",
+                                     "local_retransmissions"]
+    assert df["integrity_ok"].all()
