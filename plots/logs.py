@@ -51,17 +51,25 @@ def _valid_event(obj: Any) -> bool:
     return isinstance(obj, dict) and "t" in obj and "ev" in obj
 
 
+def _parse_all_at_once(lines: list[str]) -> list[dict] | None:
+    """The fast path: every line one valid event, parsed as one JSON array; None if any is not."""
+    try:
+        parsed = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        return None  # some line is broken: the caller parses line by line and counts it
+    # The count check catches lines that are not exactly one JSON value each.
+    if len(parsed) == len(lines) and all(_valid_event(o) for o in parsed):
+        return parsed
+    return None
+
+
 def _parse_lines(lines: list[str]) -> tuple[list[dict], int]:
     """Parse JSON lines; fast path parses all at once, slow path line by line."""
     if not lines:
         return [], 0
-    try:
-        parsed = json.loads("[" + ",".join(lines) + "]")
-        # The count check catches lines that are not exactly one JSON value each.
-        if len(parsed) == len(lines) and all(_valid_event(o) for o in parsed):
-            return parsed, 0
-    except ValueError:
-        pass
+    parsed = _parse_all_at_once(lines)
+    if parsed is not None:
+        return parsed, 0
     events: list[dict] = []
     bad = 0
     for line in lines:

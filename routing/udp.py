@@ -6,6 +6,7 @@ is guarded by one lock (the probers and the loop share it).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
@@ -52,6 +53,7 @@ class UdpNode:
         self.sock.bind(bind)
         self.sock.setblocking(False)
         self._wake_r, self._wake_w = os.pipe()
+        self._closed = False
         os.set_blocking(self._wake_w, False)
 
     # ---- control -----------------------------------------------------------
@@ -82,10 +84,11 @@ class UdpNode:
         self._wake()
 
     def _wake(self) -> None:
-        try:
+        """Interrupt the loop's select(); a full pipe already holds a pending wake-up."""
+        if self._closed:
+            return
+        with contextlib.suppress(BlockingIOError):
             os.write(self._wake_w, b"x")
-        except OSError:
-            pass  # the pipe is full (a wake-up is pending anyway) or closed (the loop ended)
 
     # ---- I/O ---------------------------------------------------------------
     def _send(self, out: Out) -> None:
@@ -147,9 +150,11 @@ class UdpNode:
             stop.set()
             for p in probers:
                 p.join(timeout=2.0)
-            self.sock.close()
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            with self.lock:
+                self._closed = True
+                self.sock.close()
+                os.close(self._wake_r)
+                os.close(self._wake_w)
         if self.error is not None:
             raise self.error
 

@@ -95,11 +95,30 @@ def _stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
             p.wait()
 
 
-def _tail(path: Path, n: int = 5) -> str:
+def _last_node_error(log: Path) -> str | None:
     try:
-        return " | ".join(path.read_text(errors="replace").strip().splitlines()[-n:])
+        lines = log.read_text(errors="replace").splitlines()
     except OSError:
-        return ""
+        return None
+    for line in reversed(lines):
+        if '"node_error"' in line:
+            try:
+                return str(json.loads(line)["error"])
+            except (ValueError, KeyError):
+                return line
+    return None
+
+
+def node_failure_reason(rep_dir: Path, node: str) -> str:
+    """Why a node died: its last ``node_error`` event, else the last line of its stderr."""
+    err = _last_node_error(rep_dir / f"{node}.log")
+    if err is not None:
+        return err
+    try:
+        lines = (rep_dir / f"{node}.stderr").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no log and no error output"
+    return lines[-1] if lines else "no error output (killed by a signal?)"
 
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
@@ -137,7 +156,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             for n, p in procs.items():
                 if p.poll() is not None:
                     raise NodeFailed(f"node {n} exited with code {p.returncode} before the flows finished: "
-                                     f"{_tail(rep_dir / f'{n}.stderr') or 'no error output'}")
+                                     f"{node_failure_reason(rep_dir, n)}")
             progress.poll()
             if all((rep_dir / f"{n}.done").exists() for n in endpoints):
                 break
