@@ -282,11 +282,16 @@ class Experiment:
     name: str
     base: dict[str, Any]
     variants: list[Variant]
+    sweep: dict[str, Any] | None = None
 
     def resolved(self) -> dict[str, Any]:
-        """The experiment as run: the base plus every variant's full configuration."""
-        return {"name": self.name, "source": self.source, "base": self.base,
-                "variants": [{"name": v.name, "sweep_value": v.sweep_value, "config": v.config} for v in self.variants]}
+        """The experiment as run: the base, the sweep, and every variant's full configuration."""
+        out: dict[str, Any] = {"name": self.name, "source": self.source, "base": self.base}
+        if self.sweep:
+            out["sweep"] = dict(self.sweep)
+        out["variants"] = [{"name": v.name, "sweep_value": v.sweep_value, "config": v.config}
+                           for v in self.variants]
+        return out
 
 
 def _get_path(cfg: dict[str, Any], dotted: str) -> Any:
@@ -367,7 +372,7 @@ def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml"
             raise ExperimentError(source, f"{where}.{e.path}" if raw_variants or sweep else e.path, e.message) from None
         variants.append(Variant(vname, cfg, sval))
     _check_semantics(source, base)
-    return Experiment(source, name, base, variants)
+    return Experiment(source, name, base, variants, sweep or None)
 
 
 def load_file(path: str | Path) -> Experiment:

@@ -92,3 +92,14 @@ def test_each_flow_has_its_own_tcp_variant_and_all_contract_columns(tmp_path):
                                      "tx_per_pkt_p99", "tx_per_pkt_max", "cache_max_segments", "snoop_hits",
                                      "local_retransmissions"]
     assert df["integrity_ok"].all()
+
+
+def test_a_sweep_is_plotted_against_the_swept_value(tmp_path):
+    doc = dict(DOC, repetitions=1, flows=[{"sender": "A", "receiver": "D", "segments": 300}],
+               variants=[{"name": "aspan", "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive"}}],
+               sweep={"field": "snoop.pkt_qos", "values": [0.98, 1.0]})
+    d = run_experiment(load_experiment(doc, "simt.yaml"), out=tmp_path, jobs=1, plot=True, progress=lambda s: None)
+    assert yaml.safe_load((d / "experiment.yaml").read_text())["sweep"] == {"field": "snoop.pkt_qos", "values": [0.98, 1.0]}
+    sweep_pngs = sorted(p.name for p in (d / "figures").glob("sweep_*.png"))
+    assert "sweep_cache_max_segments.png" in sweep_pngs and len(sweep_pngs) >= 4
+    assert all((d / "figures" / n).stat().st_size > 1000 for n in sweep_pngs)
