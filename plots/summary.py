@@ -223,12 +223,20 @@ def summarize_rep(rep: RepLogs) -> dict[str, Any]:
         "backend": meta.get("backend"),
         "integrity_ok": timing["integrity_ok"],
         "drops_loss": int((drop_reason == "loss").sum()),
-        "drops_queue": int((drop_reason == "queue").sum()),
+        "drops_queue": int((drop_reason == "queue").sum()) + _socket_drops(ev),
         "drops_malformed": int((drop_reason == "malformed").sum()),
         "status": _status(meta, timing["finished"]),
         "cache_insertions": _cache_insertions(ev),
     }
     return row
+
+
+def _socket_drops(ev: pd.DataFrame) -> int:
+    """Receive-buffer overflows the live nodes counted at stop (node_stop ``socket_drops``)."""
+    stops = ev[ev["ev"] == "node_stop"]
+    if stops.empty or "socket_drops" not in stops:
+        return 0
+    return int(pd.to_numeric(stops["socket_drops"], errors="coerce").fillna(0).sum())
 
 
 def _cache_insertions(ev: pd.DataFrame) -> int:

@@ -23,6 +23,26 @@ from routing.wire import MAX_DATAGRAM, WireError, encode
 SOCKET_BUFFER = 4 * 1024 * 1024
 
 
+def socket_drops(bind: tuple[str, int], proc: str = "/proc/net/udp") -> int | None:
+    """Datagrams the kernel dropped because this socket's receive buffer was full.
+
+    They never reach the node, so without this count forwarder overload would look like
+    wireless loss.  None where /proc/net/udp is not readable or has no such socket.
+    """
+    ip, port = bind
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(ip), "little"), port)
+    try:
+        with open(proc) as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        cols = line.split()
+        if len(cols) >= 13 and cols[1] == want:
+            return int(cols[12])
+    return None
+
+
 class UdpNode:
     """Runs ``core`` on a UDP socket bound to ``bind`` until stopped.
 
@@ -51,6 +71,8 @@ class UdpNode:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         self.sock.bind(bind)
+        self.bind_address = self.sock.getsockname()
+        self.kernel_drops: int | None = None
         self.sock.setblocking(False)
         self._wake_r, self._wake_w = os.pipe()
         self._closed = False
@@ -150,6 +172,7 @@ class UdpNode:
             stop.set()
             for p in probers:
                 p.join(timeout=2.0)
+            self.kernel_drops = socket_drops(self.bind_address)
             with self.lock:
                 self._closed = True
                 self.sock.close()

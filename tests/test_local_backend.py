@@ -145,3 +145,19 @@ def test_malformed_datagrams_are_counted_and_the_run_completes(tmp_path, no_left
     malformed = [e for e in events if e["ev"] == "drop" and e["reason"] == "malformed"]
     assert len(malformed) == len(junk)
     assert int(df["drops_malformed"].iloc[0]) == len(junk)
+
+
+def test_socket_drops_reads_the_kernel_counter(tmp_path):
+    from routing.udp import socket_drops
+    proc = tmp_path / "udp"
+    proc.write_text(
+        "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n"
+        " 1: 0101007F:B9E8 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 1 2 0000000000000000 17\n")
+    assert socket_drops(("127.0.1.1", 0xB9E8), str(proc)) == 17
+    assert socket_drops(("127.0.1.2", 0xB9E8), str(proc)) is None
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.1.1", 0))
+    try:
+        assert socket_drops(s.getsockname()) == 0  # a fresh socket, read from the real /proc/net/udp
+    finally:
+        s.close()

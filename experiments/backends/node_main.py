@@ -57,7 +57,8 @@ def run_node(conf: dict[str, Any]) -> int:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
                  cache_segments=core.engine.agent.cache_segments, rx_datagrams=node.rx_datagrams,
-                 tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3))
+                 tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
+                 socket_drops=node.kernel_drops)
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
         traceback.print_exc()
