@@ -443,8 +443,6 @@ class TcpConnection:
         self.stats["snack_acks"] += 1
         una = self._snd_una
         reports = self._snack_reports
-        for s in [s for s in reports if s < una]:
-            del reports[s]
         for x32 in entries:
             s = _unwrap(x32, self._iss, una)
             if s < una or s >= self._snd_max or s < 1:
@@ -515,6 +513,9 @@ class TcpConnection:
             self._sndbuf_base += drop
         if self._sack:
             self._scoreboard.advance(ack)
+        if self._snack_reports:             # paper 002, Figure 5: forget acknowledged losses
+            for s in [s for s in self._snack_reports if s < ack]:
+                del self._snack_reports[s]
         self._dupacks = 0
         self._lt_extra = 0
         self._rto_consecutive = 0
