@@ -14,9 +14,11 @@ How this testbed does it (the paper's flowcharts are figures we do not have):
   by the receiver plus the cached segments contiguous with it (only cached data is
   acknowledged, so every byte acknowledged on the receiver's behalf can be resent from
   here).  A segment above a hole (lost upstream) draws a duplicate ACK, as the receiver
-  would send; the sender's fast retransmit repairs upstream losses.
+  would send; the sender's fast retransmit repairs upstream losses.  A retransmission of
+  data already acknowledged is answered too (the acknowledgment may have been lost, and
+  the receiver's own ACKs for it are held back).
 * the window it advertises never moves the receiver's right edge (last receiver ACK plus
-  its window): window = edge - ACK; when the node advertised less than two segments and a
+  its window): window = edge - ACK, and data beyond that edge is not acknowledged; when the node advertised less than two segments and a
   receiver ACK opens the edge, it sends a window update (a different window, so the sender
   does not count it as a duplicate ACK).
 * ACKs from the receiver at or below what the node already acknowledged are held back;
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aspan.agent import AckVerdict, FlowKey
+from aspan.cache import unwrap
 from aspan.fields import AspanFields
 from aspan.snoop_classic import CacheEntry, ClassicFlow, ClassicSnoopAgent
 
@@ -65,18 +68,26 @@ class AckAllSnoopAgent(ClassicSnoopAgent):
         if length > st.seg_len:
             st.seg_len = length
         st.caching = st.caching or cached
-        if not cached or st.template is None or st.acked_to is None or st.edge is None:
-            return cached                   # nothing to acknowledge with (yet)
-        self._advance(st)
-        self._ack_sender(st, "ackall")
+        if not st.caching or st.template is None or st.acked_to is None or st.edge is None:
+            return cached                   # not our flow, or nothing to acknowledge with (yet)
+        if cached:
+            self._advance(st)
+            self._ack_sender(st, "ackall")
+        elif unwrap(st.acked_to, seq) + length <= st.acked_to:
+            # A retransmission of data acknowledged already (our ACK was lost): answer it as
+            # the receiver would, or the sender would wait for ever (its ACKs are held back).
+            self._ack_sender(st, "ackall")
         return cached
 
     def _advance(self, st: AckAllFlow) -> None:
-        """Move ``acked_to`` over the cached segments contiguous with it."""
+        """Move ``acked_to`` over the cached segments contiguous with it that lie within the
+        receiver's window (data beyond its right edge, e.g. a zero-window probe, the receiver
+        would discard: it is never acknowledged for it)."""
         assert st.acked_to is not None
         entries = st.cache.entries
+        edge = st.edge
         a = st.acked_to
-        while a in entries:
+        while a in entries and (edge is None or a + entries[a][0] <= edge):
             a += entries[a][0]
         st.acked_to = a
 
@@ -118,6 +129,16 @@ class AckAllSnoopAgent(ClassicSnoopAgent):
         if verdict.forward:
             self.stats["suppressed"] += 1
         return AckVerdict(forward=False, retransmit=verdict.retransmit)
+
+    def _sample_time(self, highest: float | None, latest: float | None) -> float | None:
+        """RTT sample from the most recent transmission among the freed segments.
+
+        ns-2 samples the highest freed segment; when a hole is filled the cumulative ACK jumps
+        over segments that waited behind it, and with ACK-all keeping the sender's window open
+        those waits are long: the local RTO fed on them grew to tens of seconds in our runs
+        (and with it the local recovery it times).  The latest transmission is the one that
+        filled the hole, which is what paper 004 waits for ("wait until RTT", Figure 4)."""
+        return latest
 
     def _may_rxmit(self, st: ClassicFlow, useq: int, entry: CacheEntry) -> bool:
         assert isinstance(st, AckAllFlow)

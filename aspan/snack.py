@@ -81,7 +81,7 @@ class SnackSnoopAgent(ClassicSnoopAgent):
         out = tuple(kept)
         if new:
             return AckVerdict(retransmit=resend, snack=out)
-        here = st.tail() == uack
+        here = self.awaited(st, uack) is not None
         if here:
             self.stats["hits"] += 1
             self._emit(now, "hit", flow=st.name, seq=uack % SEQ_MOD)

@@ -152,7 +152,10 @@ class ClassicSnoopAgent(SnoopAgent):
         """snoop_insert(); True (SNOOP_TAIL) when the local timer must restart."""
         entry = st.meta.get(useq)
         if entry is not None:               # cached before: a sender retransmission
-            st.cache.add(useq, st.cache.entries[useq][0], packet)
+            old = st.cache.entries[useq][0]
+            if length > old:                # a longer copy (e.g. after a one-byte window probe)
+                st.cache.add(useq, length, packet)
+                self.cache_bytes += length - old
             entry.num_rxmit = 0
             entry.sender_rxmit = True
             entry.snd_time = now
@@ -167,7 +170,8 @@ class ClassicSnoopAgent(SnoopAgent):
         if st.last_seen is not None and useq < st.last_seen:
             if useq == st.tail():
                 entry.sender_rxmit = True
-            st.exp_from = st.tail() or useq
+            tail = st.tail()
+            st.exp_from = tail if tail is not None else useq
             return True
         st.last_seen = useq
         return False
@@ -206,12 +210,15 @@ class ClassicSnoopAgent(SnoopAgent):
     def _clean(self, st: ClassicFlow, uack: int, now: float) -> float | None:
         """snoop_cleanbufs_(): free below ``uack``; the send time of the highest freed segment."""
         snd_time: float | None = None
+        latest: float | None = None
         clean_rtt: float | None = None
         seqs = st.cache.seqs
         i = 0
         while i < len(seqs) and seqs[i] + st.cache.entries[seqs[i]][0] <= uack:
             e = st.meta.pop(seqs[i])
             snd_time = e.snd_time
+            if latest is None or e.snd_time > latest:
+                latest = e.snd_time
             if e.num_rxmit == 0 and not e.sender_rxmit:
                 clean_rtt = now - e.snd_time
             elif (e.rtx_time is not None and st.min_rtt is not None
@@ -228,15 +235,31 @@ class ClassicSnoopAgent(SnoopAgent):
             self.cache_bytes -= freed
             self.stats["freed"] += n
             self._emit(now, "cache", segments=self.cache_segments, bytes=self.cache_bytes)
-        return snd_time
+        return self._sample_time(snd_time, latest)
+
+    def _sample_time(self, highest: float | None, latest: float | None) -> float | None:
+        """The send time the RTT sample is taken from: ns-2's, that of the highest freed segment."""
+        return highest
+
+    @staticmethod
+    def awaited(st: ClassicFlow, uack: int) -> int | None:
+        """The lowest cached segment if it holds byte ``uack`` (the one the receiver waits for).
+
+        ns-2 numbers packets; in bytes a receiver may have taken part of a segment (a window
+        edge cut it), so the awaited segment is the one covering ``uack``."""
+        tail = st.tail()
+        if tail is None or not tail <= uack < tail + st.cache.entries[tail][0]:
+            return None
+        return tail
 
     def _dupack_classic(self, st: ClassicFlow, uack: int, now: float) -> AckVerdict:
         """Case 2 of snoop_ack()."""
-        if st.tail() != uack:
+        tail = self.awaited(st, uack)
+        if tail is None:
             return AckVerdict()             # don't have the packet: let it through
-        entry = st.meta[uack]
+        entry = st.meta[tail]
         self.stats["hits"] += 1
-        self._emit(now, "hit", flow=st.name, seq=uack % SEQ_MOD)
+        self._emit(now, "hit", flow=st.name, seq=tail % SEQ_MOD)
         if st.exp_dupacks == 0:             # not expecting it
             if st.thresh < self.scheme.rtx_thresh:
                 st.thresh += 1
@@ -246,15 +269,15 @@ class ClassicSnoopAgent(SnoopAgent):
                 return AckVerdict()         # the sender already resent it: its business
             above = sum(1 for s in st.cache.seqs if s >= st.exp_from)
             st.exp_dupacks = above - (self.scheme.rtx_thresh + 1)
-            st.exp_from = uack + 1
+            st.exp_from = tail + 1
             if entry.num_rxmit == 0:
-                return self._resend_verdict(st, uack, now)
+                return self._resend_verdict(st, tail, now)
             return AckVerdict()
         if st.exp_dupacks > 0:
             st.exp_dupacks -= 1
             return self._suppress()
         if st.exp_dupacks == -1 and entry.num_rxmit < 2:
-            return self._resend_verdict(st, uack, now)
+            return self._resend_verdict(st, tail, now)
         return AckVerdict()
 
     def _suppress(self, retransmit: list[Any] | None = None) -> AckVerdict:
@@ -317,8 +340,8 @@ class ClassicSnoopAgent(SnoopAgent):
     def _expire(self, st: ClassicFlow, now: float) -> list[Any]:
         """SnoopRxmitHandler::handle(): resend the lowest cached segment if the receiver waits for it."""
         st.timer = None
-        tail = st.tail()
-        if tail is None or (st.last_ack is not None and tail != st.last_ack):
+        tail = st.tail() if st.last_ack is None else self.awaited(st, st.last_ack)
+        if tail is None:
             return []
         pkt = self._rxmit(st, tail, now)
         if pkt is None:
