@@ -158,3 +158,31 @@ def test_unknown_flows_pass(cls, scheme):
     a, _ = make(cls, scheme)
     v = a.on_ack(("1.1.1.1", 1, "2.2.2.2", 2), 5, 0.0, window=100, packet="x")
     assert v.forward and a.take_generated() == []
+
+
+def test_data_beyond_the_receivers_window_is_not_acknowledged():
+    a, _ = started()                                      # edge 11000
+    feed(a, range(1, 11), t=0.02)                         # 1..10: segment 10 ends at 11000
+    assert a.take_generated()[-1] == GeneratedAck("ack", 11_000, 0, "ackall")
+    a.on_data(FLOW, 11_000, 1, AspanFields(), 1.0, 2, 0.03, "probe")   # a zero-window probe
+    assert a.take_generated() == [GeneratedAck("ack", 11_000, 0, "ackall")]
+    assert a._flows[FLOW].acked_to == 11_000
+
+
+def test_a_retransmission_of_acknowledged_data_is_answered():
+    a, _ = started()
+    feed(a, [1, 2], t=0.02)
+    a.take_generated()
+    ack(a, 3 * MSS, 0.03)                                 # the receiver has it all; held back
+    assert feed(a, [2], t=0.5) == [False]                  # the sender's RTO: our ACK was lost
+    assert a.take_generated() == [GeneratedAck("ack", 3000, 8000, "ackall")]
+
+
+def test_ackall_samples_rtt_from_the_latest_transmission():
+    a, _ = started()
+    feed(a, [1], t=0.0)
+    feed(a, [2], t=0.5)
+    st = a._flows[FLOW]
+    srtt = st.srtt
+    ack(a, 3 * MSS, 0.52)                                 # latest send 0.5: sample 20 ms
+    assert st.srtt == pytest.approx(0.125 * srtt + 0.875 * 0.02)

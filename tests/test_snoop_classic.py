@@ -183,3 +183,20 @@ def test_make_agent_picks_the_class_of_the_scheme():
         assert type(make_agent("C", cfg, scheme=SchemeConfig(scheme=scheme))).__name__ == name
     with pytest.raises(ValueError, match="snoop.scheme"):
         SchemeConfig(scheme="bogus")
+
+
+def test_a_partly_acknowledged_segment_is_still_the_awaited_one():
+    a, _ = agent()
+    feed(a, range(3))
+    a.on_ack(FLOW, 1500, 0.05)                             # the receiver took half of segment 1
+    assert a.cache_segments == 2                           # segment 1 is not wholly acknowledged
+    assert verdicts(a, 1500, 2) == [(True, []), (False, ["pkt1"])]
+    assert a.on_timer(a.next_timer()) == ["pkt1"]
+
+
+def test_rtt_sample_is_from_the_highest_freed_segment_as_in_ns2():
+    a, _ = agent()
+    feed(a, [0], t=0.0)
+    feed(a, [1], t=0.5)
+    a.on_ack(FLOW, 2 * MSS, 0.6)                           # frees 0 (sent 0.0) and 1 (sent 0.5)
+    assert a._flows[FLOW].srtt == pytest.approx(0.125 * 0.1 + 0.875 * 0.1)
