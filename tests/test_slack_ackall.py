@@ -46,8 +46,8 @@ def test_silent_timeout_releases_the_last_ack_as_three_dupacks_once():
     assert a.on_timer(t) == ["pkt1"]                      # the local retransmission goes on too
     assert a.take_generated() == [GeneratedAck("ack1000", 1000, WND, "slack")] * 3
     assert log.of("slack") == [{"flow": "10.2.1.1:5000>10.2.1.4:6000", "ack": 1000}]
-    assert a.on_timer(a.next_timer()) == ["pkt1"]         # still silent, same stall: no second release
-    assert a.take_generated() == []
+    assert a.on_timer(a.next_timer()) == ["pkt1"]         # still silent: no second release
+    assert a.take_generated() == [] and a.stats["slack_releases"] == 1
 
 
 def test_dupacks_heard_mean_a_lossy_link_not_a_disconnection():
@@ -59,16 +59,21 @@ def test_dupacks_heard_mean_a_lossy_link_not_a_disconnection():
     assert a.take_generated() == []
 
 
-def test_a_new_stall_releases_again_with_the_new_ack():
+def test_a_new_disconnection_releases_again_once_the_ack_clock_ran():
     a, _ = make(SlackSnoopAgent, "slack")
-    feed(a, range(5))
+    feed(a, range(8))
     ack(a, 1 * MSS, 0.01, packet="ack1000")
     a.on_timer(a.next_timer())
     assert len(a.take_generated()) == 3
-    t = a.next_timer() - 0.5
-    ack(a, 3 * MSS, t, window=60_000, packet="ack3000")
+    t = a.next_timer() - 0.05
+    ack(a, 2 * MSS, t, window=60_000, packet="ack2000")     # the resend got through: one ACK
+    a.on_timer(a.next_timer())                              # silent again (nothing above it arrived)
+    assert a.take_generated() == []                         # same disconnection: no second release
+    t = a.next_timer() - 0.05
+    ack(a, 3 * MSS, t, packet="ack3000")
+    ack(a, 4 * MSS, t + 0.001, window=60_000, packet="ack4000")   # ACKs at the normal pace again
     a.on_timer(a.next_timer())
-    assert a.take_generated() == [GeneratedAck("ack3000", 3000, 60_000, "slack")] * 3
+    assert a.take_generated() == [GeneratedAck("ack4000", 4000, 60_000, "slack")] * 3
 
 
 def test_held_back_acks_are_not_the_template():
