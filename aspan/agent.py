@@ -28,10 +28,31 @@ def flow_name(flow: FlowKey) -> str:
 
 @dataclass(slots=True)
 class AckVerdict:
-    """What to do with an ACK: pass it on or hold it back, and what to resend from the cache."""
+    """What to do with an ACK: pass it on or hold it back, and what to resend from the cache.
+
+    ``snack``: when not None, the forwarded ACK carries these SNACK entries instead of its
+    own (SNACK-Snoop strips the losses it recovers itself, paper 002 Sec. III-B).
+    """
 
     forward: bool = True
     retransmit: list[Any] = field(default_factory=list)
+    snack: tuple[int, ...] | None = None
+
+
+@dataclass(slots=True)
+class GeneratedAck:
+    """A new pure ACK a scheme sends toward the data sender (ACK-all, SLACK).
+
+    ``template`` is an ACK of the flow this node has seen (opaque, as the cached
+    packets are); the driver copies its addresses, ports and sequence number and puts
+    in ``ack`` (32-bit) and ``window``; SACK and SNACK are left out.  ``reason`` names
+    the rule that made it (logged as ``ack_gen``).
+    """
+
+    template: Any
+    ack: int
+    window: int
+    reason: str
 
 
 @dataclass(slots=True)
@@ -99,8 +120,13 @@ class SnoopAgent:
         return cache
 
     # ---- ACK path --------------------------------------------------------
-    def on_ack(self, flow: FlowKey, ack: int, now: float) -> AckVerdict:
-        """Handle a pure ACK of data flow ``flow`` (paper, Design: "Routing Nodes on Receiving Ack Packets")."""
+    def on_ack(self, flow: FlowKey, ack: int, now: float, *, window: int | None = None,
+               snack: tuple[int, ...] = (), packet: Any = None) -> AckVerdict:
+        """Handle a pure ACK of data flow ``flow`` (paper, Design: "Routing Nodes on Receiving Ack Packets").
+
+        ``window``, ``snack`` and ``packet`` (the ACK itself, opaque) are for the snoop
+        schemes of the other papers; A-SPAN ignores them.
+        """
         st = self._flows.get(flow)
         if st is None:
             return AckVerdict()
@@ -154,4 +180,9 @@ class SnoopAgent:
         return None
 
     def on_timer(self, now: float) -> list[Any]:
+        return []
+
+    # ---- new packets (A-SPAN sends none; ACK-all and SLACK override) -------
+    def take_generated(self) -> list[GeneratedAck]:
+        """ACKs this agent made since the last call, to be sent toward the data sender."""
         return []

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from aspan.agent import SnoopAgent
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
+from aspan.scheme_config import SchemeConfig
+from aspan.schemes import make_agent
 from etx.estimator import EtxTable
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
@@ -90,7 +91,18 @@ def tcp_config(cfg: dict[str, Any], mss: int, variant: str | None = None) -> Tcp
     t = cfg["tcp"]
     return TcpConfig(variant=variant or t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
                      rcv_buffer=t["rcv_buffer_segments"] * mss, min_rto=t["min_rto_s"],
-                     max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"])
+                     max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"],
+                     snack=t.get("snack", False))
+
+
+def scheme_config(cfg: dict[str, Any]) -> SchemeConfig:
+    """The snoop scheme of a resolved configuration (A-SPAN when the keys are absent)."""
+    s = cfg["snoop"]
+    defaults = SchemeConfig()
+    return SchemeConfig(scheme=s.get("scheme", "aspan"),
+                        snoop_tick=s.get("snoop_tick_s", defaults.snoop_tick),
+                        max_local_rxmit=s.get("max_local_rxmit", defaults.max_local_rxmit),
+                        max_cached_segments=s.get("max_cached_segments", defaults.max_cached_segments))
 
 
 def header_fields(cfg: dict[str, Any]) -> AspanFields:
@@ -116,8 +128,9 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., No
     etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
                    before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
     s = cfg["snoop"]
-    agent = SnoopAgent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
-                                         dupack=s["dupack"], cache_bytes=s["cache_bytes"]), emit)
+    agent = make_agent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
+                                         dupack=s["dupack"], cache_bytes=s["cache_bytes"]), emit,
+                       scheme_config(cfg))
     engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, emit)
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
@@ -149,4 +162,5 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
             "flows": [{"sender": f["sender"], "receiver": f["receiver"], "segments": f["segments"],
                        "segment_size": f["segment_size"], "variant": f["variant"] or cfg["tcp"]["variant"]}
                       for f in cfg["flows"]],
-            "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None}
+            "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
+            "scenario": cfg.get("scenario", "")}

@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import yaml
 
+from aspan.scheme_config import SCHEMES
+
 BACKENDS = ("sim", "local", "netns", "pi")
 
 
@@ -60,12 +62,13 @@ STR = (str,)
 BOOL = (bool,)
 
 LOSS_SPEC = {  # checked in depth by routing.loss.build_loss_model; declared here for docs and paths
-    "model": F(STR, "none", _one_of("none", "bernoulli", "gilbert-elliott"), "loss model"),
+    "model": F(STR, "none", _one_of("none", "bernoulli", "gilbert-elliott", "bit-error"), "loss model"),
     "rate": F(NUM, 0.0, _range(0, 1), "bernoulli: drop probability per packet heard"),
     "good_mean_s": F(NUM, 6.0, _range(0, lo_open=True), "gilbert-elliott: mean time in the good state"),
     "bad_mean_s": F(NUM, 0.2, _range(0, lo_open=True), "gilbert-elliott: mean time in the bad state"),
     "loss_good": F(NUM, 0.0, _range(0, 1), "gilbert-elliott: loss probability in the good state"),
     "loss_bad": F(NUM, 0.5, _range(0, 1), "gilbert-elliott: loss probability in the bad state"),
+    "ber": F(NUM, 0.0, _range(0, 1), "bit-error: bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)"),
     "down": F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) where the node hears nothing"),
 }
 
@@ -76,6 +79,7 @@ SCHEMA: dict[str, Any] = {
     "seed": F(INT, 1, _range(0), "base seed; repetition k uses seed + k"),
     "repetitions": F(INT, 1, _range(1), "runs per variant"),
     "out": F(STR, "runs", None, "output directory"),
+    "scenario": F(STR, "", None, "label of a group of variants; the scheme-comparison figures draw each scenario's variants side by side"),
     "topology": {
         "chain": F((list,), ["A", "B", "C", "D"], None, "node names in path order (shorthand)"),
         "addresses": F((dict,), {}, None, "node -> mesh address (default 10.2.1.1, 10.2.1.2, ...)"),
@@ -107,6 +111,7 @@ SCHEMA: dict[str, Any] = {
         "min_rto_s": F(NUM, 0.2, _range(0, lo_open=True), "minimum RTO"),
         "initial_rto_s": F(NUM, 1.0, _range(0, lo_open=True), "RTO before the first RTT sample"),
         "max_rto_s": F(NUM, 60.0, _range(0, lo_open=True), "RTO cap"),
+        "snack": F(BOOL, False, None, "paper 002 SNACK: the receiver reports up to 6 lost segments, the sender resends one reported twice without a cwnd cut"),
     },
     "snoop": {
         "policy": F(STR, "none", _one_of("none", "fixed", "adaptive", "every", "perfect"), "where to cache"),
@@ -116,6 +121,10 @@ SCHEMA: dict[str, Any] = {
         "fixed_hop": F(INT, 1, _range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
         "dupack": F(STR, "every", _one_of("every", "once"), "every: retransmit on each dupack (paper); once: classic Snoop"),
         "cache_bytes": F(INT, 4_000_000, _range(0), "cache bound per node"),
+        "scheme": F(STR, "aspan", _one_of(*SCHEMES), "aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
+        "snoop_tick_s": F(NUM, 0.1, _range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
+        "max_local_rxmit": F(INT, 10, _range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
+        "max_cached_segments": F(INT, 100, _range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
@@ -197,6 +206,7 @@ LOSS_MODEL_KEYS = {
     "none": ("down",),
     "bernoulli": ("rate", "down"),
     "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "down"),
+    "bit-error": ("ber", "down"),
 }
 
 
@@ -265,6 +275,19 @@ def _check_semantics(src: str, cfg: dict[str, Any]) -> None:
     cfg["flows"] = flows
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
         raise ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s")
+    _check_scheme(src, cfg["snoop"])
+
+
+def _check_scheme(src: str, snoop: dict[str, Any]) -> None:
+    """Where each snoop scheme caches: multihop on every forwarding node (paper 000), the
+    others where snoop.policy says, so they need a policy that caches somewhere."""
+    scheme, policy = snoop["scheme"], snoop["policy"]
+    if scheme == "multihop" and policy not in ("none", "every"):
+        raise ExperimentError(src, "snoop.policy", f"scheme multihop caches on every forwarding node "
+                              f"(paper 000); expected policy every or none, got {policy!r}")
+    if scheme not in ("aspan", "multihop") and policy == "none":
+        raise ExperimentError(src, "snoop.policy", f"scheme {scheme!r} caches nowhere with policy none; "
+                              "expected fixed, adaptive, every or perfect")
 
 
 @dataclass

@@ -384,6 +384,17 @@ def sweep_figures(sweeps: Sequence[SweepSeries], out_dir: Path) -> list[Path]:
     return written
 
 
+# ----------------------------------------------------------------------------- schemes
+
+def _scheme_metric(metric: str) -> Callable[[Sequence[VariantGroup], Path], list[Path]]:
+    """Scheme comparison for one metric (plots/schemes.py); draws only when variants set ``scenario``."""
+    def draw(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
+        from plots.schemes import scheme_figure
+        return scheme_figure(groups, out_dir, metric, _save)
+    draw.__name__ = f"schemes_{metric}"
+    return draw
+
+
 # ----------------------------------------------------------------------------- all
 
 FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], str]] = {
@@ -399,6 +410,15 @@ FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], s
     "snoop_cache_max": (snoop_cache_max, "Largest snoop cache size (mean, min-max)"),
     "snoop_hits": (snoop_hits_bars, "Snoop cache hits and local retransmissions (mean, "
                                     "min-max)"),
+    "schemes_goodput": (_scheme_metric("goodput"), "Snoop schemes per scenario: goodput"),
+    "schemes_cwnd_mean": (_scheme_metric("cwnd_mean"), "Snoop schemes per scenario: mean cwnd"),
+    "schemes_losses": (_scheme_metric("losses"), "Snoop schemes per scenario: losses observed "
+                                                  "at the sender"),
+    "schemes_rto": (_scheme_metric("rto"), "Snoop schemes per scenario: RTOs at the sender"),
+    "schemes_premature": (_scheme_metric("premature"), "Snoop schemes per scenario: premature "
+                                                        "local retransmissions"),
+    "schemes_tx_p99": (_scheme_metric("tx_p99"), "Snoop schemes per scenario: transmissions "
+                                                  "per packet (p99)"),
 }
 
 

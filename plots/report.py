@@ -89,6 +89,23 @@ def _aggregate_section(data: RunData) -> list[str]:
             *_table(["variant", "reps", "failed"] + MAIN_COLUMNS, rows), ""]
 
 
+def _scheme_section(data: RunData) -> list[str]:
+    """Mean ± std per (scenario, scheme) when variants set ``scenario`` (plots/schemes.py)."""
+    from plots.schemes import SCHEME_METRICS, by_scenario, scheme_label
+    scenarios = by_scenario(data.groups())
+    if not scenarios:
+        return []
+    rows = []
+    for s, groups in scenarios.items():
+        for g in groups:
+            cells = []
+            for get, _label in SCHEME_METRICS.values():
+                cells.append(_mean_std(pd.Series([get(r) for r in g.usable], dtype="float64")))
+            rows.append([s, scheme_label(g, s), len(g.usable)] + cells)
+    return ["## Schemes per scenario (mean ± std over repetitions)", "",
+            *_table(["scenario", "scheme", "reps"] + list(SCHEME_METRICS), rows), ""]
+
+
 def _per_rep_section(data: RunData) -> list[str]:
     rows = [[r.row.get(c) for c in SUMMARY_COLUMNS] for r in data.reps]
     return ["## Per repetition (summary.csv)", "", *_table(SUMMARY_COLUMNS, rows), ""]
@@ -139,6 +156,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
         ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
     lines += _figure_section(data, figures)
     lines += _aggregate_section(data)
+    lines += _scheme_section(data)
     lines += _per_rep_section(data)
     lines += _problems_section(data)
     path = data.run_dir / "report.md"

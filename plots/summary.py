@@ -18,6 +18,7 @@ __all__ = [
     "flow_roles",
     "tx_counts",
     "sender_cwnd_segments",
+    "cwnd_time_mean",
     "summarize_rep",
     "rep_row",
     "summary_frame",
@@ -31,7 +32,7 @@ SUMMARY_COLUMNS: list[str] = [
     "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99",
     "tx_per_pkt_max", "cache_max_segments", "snoop_hits", "local_retransmissions",
     "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
-    "cache_insertions",
+    "cache_insertions", "premature_retransmissions", "cwnd_mean",
 ]
 
 _INT = "Int64"
@@ -43,6 +44,7 @@ SUMMARY_DTYPES: dict[str, str] = {
     "snoop_hits": _INT, "local_retransmissions": _INT, "backend": "object",
     "integrity_ok": "boolean", "drops_loss": _INT, "drops_queue": _INT,
     "drops_malformed": _INT, "status": "object", "cache_insertions": _INT,
+    "premature_retransmissions": _INT, "cwnd_mean": "float64",
 }
 FLOAT_FORMAT = "%.6g"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -183,6 +185,30 @@ def _flow_timing(rep: RepLogs, roles: FlowRoles) -> dict[str, Any]:
     return out
 
 
+def cwnd_time_mean(rep: RepLogs, roles: FlowRoles | None = None) -> float:
+    """Time-weighted mean of the sender's cwnd in segments, from its first cwnd event to its
+    ``flow_end`` (or its last cwnd event); several senders: the mean of their means."""
+    roles = roles or flow_roles(rep)
+    frame = sender_cwnd_segments(rep, roles).dropna()
+    if frame.empty:
+        return NAN
+    ev = rep.events
+    ends = ev[(ev["ev"] == "flow_end") & ev["node"].isin(list(roles.senders))]
+    end_t = aligned_times(ends, rep.meta) if len(ends) else pd.Series(dtype="float64")
+    means = []
+    for node, part in frame.groupby("node", sort=True):
+        t = part["t"].to_numpy(dtype=np.float64)
+        y = part["cwnd_seg"].to_numpy(dtype=np.float64)
+        order = np.argsort(t, kind="stable")
+        t, y = t[order], y[order]
+        node_end = end_t[ends["node"].astype(str).to_numpy() == node] if len(ends) else end_t
+        stop = float(node_end.max()) if len(node_end) else float(t[-1])
+        widths = np.diff(np.append(t, max(stop, float(t[-1]))))
+        total = float(widths.sum())
+        means.append(float((y * widths).sum() / total) if total > 0 else float(y.mean()))
+    return float(np.mean(means))
+
+
 def _status(meta: dict[str, Any], finished: bool) -> str:
     status = str(meta.get("status") or "ok")
     if status == "failed":
@@ -227,6 +253,8 @@ def summarize_rep(rep: RepLogs) -> dict[str, Any]:
         "drops_malformed": int((drop_reason == "malformed").sum()),
         "status": _status(meta, timing["finished"]),
         "cache_insertions": _cache_insertions(ev),
+        "premature_retransmissions": int((ev["ev"] == "premature").sum()),
+        "cwnd_mean": cwnd_time_mean(rep, roles),
     }
     return row
 

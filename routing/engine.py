@@ -6,13 +6,15 @@ rules on kernel packets.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from aspan.agent import SnoopAgent, flow_name
-from routing.loss import LossModel
+from aspan.agent import AckVerdict, SnoopAgent, flow_name
+from aspan.fields import AspanFields
+from routing.loss import LossModel, drop_packet
 from routing.routes import RouteTable
-from routing.wire import DATA, TYPE_NAMES, Packet, WireError, decode
+from routing.wire import DATA, TYPE_NAMES, Packet, WireError, decode, wire_size
+from tcp_user.segment import ACK, Segment
 
 Emit = Callable[..., None]
 
@@ -74,16 +76,18 @@ class ForwardingEngine:
 
     def on_packet(self, pkt: Packet, now: float) -> list[Action]:
         """A decoded packet heard from the network.  The node's loss model applies first (paper: the listener drops)."""
-        if self.loss.drop(now):
+        if drop_packet(self.loss, now, wire_size(pkt)):
             return [self._drop(pkt, "loss", now)]
         seg = pkt.segment
         if pkt.dst == self.address:
             if pkt.ptype == DATA and seg is not None and seg.is_pure_ack:
-                verdict = self.agent.on_ack((pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack, now)
+                verdict = self._on_ack(pkt, now)
                 actions = self._local_retransmissions(verdict.retransmit, now)
+                actions += self._generated(now)
                 if not verdict.forward:
                     actions.append(self._drop(pkt, "suppressed", now))
                     return actions
+                self._apply_snack(pkt, verdict)
                 actions.append(Deliver(pkt))
                 return actions
             return [Deliver(pkt)]
@@ -96,7 +100,8 @@ class ForwardingEngine:
         return self._forward(pkt, now, kind="send")
 
     def on_timer(self, now: float) -> list[Action]:
-        return self._local_retransmissions(self.agent.on_timer(now), now)
+        actions = self._local_retransmissions(self.agent.on_timer(now), now)
+        return actions + self._generated(now)
 
     def next_timer(self) -> float | None:
         return self.agent.next_timer()
@@ -117,15 +122,51 @@ class ForwardingEngine:
                                    self.quality(nxt), hop_index, now, pkt)
                 self._emit(now, "tx", flow=flow_name(flow), seq=seg.seq, len=len(seg.payload),
                            kind=kind, hop=hop_index)
+                actions = self._generated(now)
             elif seg.is_pure_ack:
-                verdict = self.agent.on_ack((pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack, now)
+                verdict = self._on_ack(pkt, now)
                 actions = self._local_retransmissions(verdict.retransmit, now)
+                actions += self._generated(now)
                 if not verdict.forward:
                     actions.append(self._drop(pkt, "suppressed", now))
                     return actions
+                self._apply_snack(pkt, verdict)
         self.transmissions += 1
         actions.append(Transmit(pkt, nxt))
         return actions
+
+    def _on_ack(self, pkt: Packet, now: float) -> AckVerdict:
+        """The agent's verdict on a pure ACK (flow key = the data direction)."""
+        seg = pkt.segment
+        assert seg is not None
+        return self.agent.on_ack((pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack, now,
+                                 window=seg.window, snack=seg.snack, packet=pkt)
+
+    @staticmethod
+    def _apply_snack(pkt: Packet, verdict: AckVerdict) -> None:
+        """SNACK-Snoop rewrites the SNACK entries of an ACK it forwards (segments are shared: replace)."""
+        seg = pkt.segment
+        if verdict.snack is not None and seg is not None and verdict.snack != seg.snack:
+            pkt.segment = replace(seg, snack=verdict.snack)
+
+    def _generated(self, now: float) -> list[Action]:
+        """New ACKs from the agent (ACK-all, SLACK), each sent toward the data sender."""
+        out: list[Action] = []
+        for g in self.agent.take_generated():
+            t: Packet = g.template
+            tseg = t.segment
+            assert tseg is not None
+            pkt = Packet(DATA, t.src, t.sport, t.dst, t.dport, t.hops, AspanFields(),
+                         Segment(tseg.seq, g.ack, ACK, g.window))
+            nxt = self.routes.next_hop(pkt.dst)
+            if nxt is None:
+                out.append(self._drop(pkt, "no_route", now))
+                continue
+            self._emit(now, "ack_gen", flow=flow_name((t.dst, t.dport, t.src, t.sport)), ack=g.ack,
+                       window=g.window, reason=g.reason)
+            self.transmissions += 1
+            out.append(Transmit(pkt, nxt))
+        return out
 
     def _local_retransmissions(self, packets: list[Any], now: float) -> list[Action]:
         """Resend cached packets toward their destination (the cached copy is never mutated)."""

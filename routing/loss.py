@@ -8,7 +8,13 @@ Every model is deterministic given its ``random.Random``: no clock, no global RN
 * :class:`GilbertElliott`: the bursty two-state model of the SNACK paper (Section IV: good state
   6 s, bad state 0.2 s, 50 % loss in the bad state), with exponential sojourn times.
 * :class:`LinkDown`: everything lost inside given time intervals.
+* :class:`BitError`: independent bit errors: a packet of ``size`` bytes is lost with
+  probability 1 - (1 - ber)^(8 size) (paper 000, Sec. 4: "dropping packets corresponding to
+  the applied bit error rate").
 * :class:`Composite`: drops if any of its models drops.
+
+Size-aware models have ``drop_sized(now, size)``; :func:`drop_packet` calls it when a model
+has it and ``drop(now)`` otherwise, so callers that know the packet size use that.
 
 :func:`build_loss_model` builds one from an experiment spec; :func:`node_rng` derives a
 per-node, per-purpose RNG that is the same in every run and every Python process.
@@ -20,8 +26,8 @@ import random
 import zlib
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-__all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "Composite",
-           "build_loss_model", "node_rng", "MODELS"]
+__all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "BitError",
+           "Composite", "build_loss_model", "drop_packet", "node_rng", "MODELS"]
 
 
 @runtime_checkable
@@ -180,6 +186,41 @@ class LinkDown:
         return f"LinkDown({self.intervals})"
 
 
+class BitError:
+    """Independent bit errors at rate ``ber``: a packet of ``size`` bytes is lost with
+    probability ``1 - (1 - ber) ** (8 * size)`` (one ``rng.random()`` per packet).
+
+    ``drop(now)`` (size unknown) uses ``default_size`` bytes.
+    """
+
+    def __init__(self, ber: float, rng: random.Random, default_size: int = 1000) -> None:
+        self.ber = _probability("ber", ber)
+        self.rng = rng
+        self.default_size = default_size
+        self._log1m = math.log1p(-self.ber) if self.ber < 1.0 else -math.inf
+
+    def packet_loss(self, size: int) -> float:
+        """Loss probability of a packet of ``size`` bytes."""
+        if self.ber >= 1.0:
+            return 1.0 if size > 0 else 0.0
+        return -math.expm1(8 * size * self._log1m)
+
+    def drop_sized(self, now: float, size: int) -> bool:
+        return self.rng.random() < self.packet_loss(size)
+
+    def drop(self, now: float) -> bool:
+        return self.drop_sized(now, self.default_size)
+
+    def __repr__(self) -> str:
+        return f"BitError(ber={self.ber})"
+
+
+def drop_packet(model: LossModel, now: float, size: int) -> bool:
+    """``model.drop_sized(now, size)`` if the model is size-aware, else ``model.drop(now)``."""
+    sized = getattr(model, "drop_sized", None)
+    return sized(now, size) if sized is not None else model.drop(now)
+
+
 class Composite:
     """Drops if any model drops.
 
@@ -196,6 +237,12 @@ class Composite:
             dropped = m.drop(now) or dropped
         return dropped
 
+    def drop_sized(self, now: float, size: int) -> bool:
+        dropped = False
+        for m in self.models:
+            dropped = drop_packet(m, now, size) or dropped
+        return dropped
+
     def __repr__(self) -> str:
         return f"Composite({self.models})"
 
@@ -205,6 +252,7 @@ MODELS: dict[str, tuple[str, ...]] = {
     "none": (),
     "bernoulli": ("rate",),
     "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "start_good"),
+    "bit-error": ("ber",),
 }
 
 
@@ -214,6 +262,7 @@ def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> Loss
     ``None`` or ``{"model": "none"}``: no loss.  ``{"model": "bernoulli", "rate": 0.005}``
     (rate required).  ``{"model": "gilbert-elliott", "good_mean_s": 6, "bad_mean_s": 0.2,
     "loss_good": 0, "loss_bad": 0.5, "start_good": true}`` (all optional, SNACK-paper defaults).
+    ``{"model": "bit-error", "ber": 1.5e-5}`` (ber required; loss per packet from its size).
     Any model may add ``"down": [[start, end], ...]``: a :class:`LinkDown` combined with it.
     A missing ``"model"`` means ``"none"``.  Unknown models, unknown keys and bad values raise
     ValueError naming the key and what was expected.
@@ -246,6 +295,10 @@ def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> Loss
         if "rate" not in params:
             raise ValueError("loss spec key 'rate' is required for model 'bernoulli' (a probability in [0, 1])")
         model = Bernoulli(keyed("rate", _probability, params["rate"]), rng)
+    elif name == "bit-error":
+        if "ber" not in params:
+            raise ValueError("loss spec key 'ber' is required for model 'bit-error' (a probability in [0, 1])")
+        model = BitError(keyed("ber", _probability, params["ber"]), rng)
     else:
         for k in ("good_mean_s", "bad_mean_s"):
             if k in params:

@@ -30,6 +30,12 @@ class TcpConfig:
     # guard against a false fast retransmit).  Off = plain RFC 5681 / 4.4BSD Reno.  The SACK
     # variant always applies RFC 6675 sec. 5.1's equivalent rule.
     reno_rto_guard: bool = False
+    # Paper 002 (SNACK-NS): the receiver puts up to 6 lost sequence numbers (the holes of its
+    # out-of-order queue, one per MSS, lowest first) on every ACK; the sender (SNACK-TCP)
+    # retransmits a loss once it has been reported ``snack_threshold`` times, without touching
+    # cwnd, and does not count ACKs that carry SNACK entries as duplicate ACKs.  Off: plain TCP.
+    snack: bool = False
+    snack_threshold: int = 2        # paper 002, Sec. III-B: "we set the parameter as 2"
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -40,6 +46,7 @@ class TcpConfig:
         _check_int("dupack_threshold", self.dupack_threshold, 1)
         _check_int("init_ssthresh", self.init_ssthresh, 1)
         _check_int("max_retries", self.max_retries, 0)
+        _check_int("snack_threshold", self.snack_threshold, 1)
         for name in ("min_rto", "max_rto", "initial_rto"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -49,7 +56,7 @@ class TcpConfig:
         if isinstance(self.time_wait, bool) or not isinstance(self.time_wait, (int, float)) \
                 or not self.time_wait >= 0:
             raise ValueError(f"time_wait: must be a number >= 0, got {self.time_wait!r}")
-        for name in ("limited_transmit", "reno_rto_guard"):
+        for name in ("limited_transmit", "reno_rto_guard", "snack"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

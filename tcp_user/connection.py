@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 from tcp_user.config import TcpConfig
 from tcp_user.sack import Reassembly, Scoreboard
-from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, RST, SYN, Segment
+from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, MAX_SNACK, RST, SYN, Segment
 
 Emit = Callable[..., None]
 
@@ -116,6 +116,8 @@ class TcpConnection:
         self._probe_pending = False        # persist timer fired
         self._force_small = False          # persist expiry: allow a sub-MSS segment (SWS override)
         self._scoreboard = Scoreboard()
+        self._snack_reports: dict[int, int] = {}   # SNACK-TCP: seq -> times reported, -1 once resent
+        self._snack_rtx: list[int] = []            # SNACK-TCP: losses to resend with the next output
 
         # --- RTT estimation (RFC 6298) ---
         self.srtt: float | None = None
@@ -151,6 +153,7 @@ class TcpConnection:
             "losses_dupack": 0, "losses_rto": 0, "dupacks_received": 0,
             "segments_received": 0, "ooo_segments_received": 0, "dup_segments_received": 0,
             "window_probes": 0, "window_updates": 0, "rtt_samples": 0, "aborted": 0,
+            "snack_acks": 0, "snack_retransmissions": 0,
         }
 
     # ------------------------------------------------------------------ public view
@@ -413,6 +416,13 @@ class TcpConnection:
             new_sacked = self._update_scoreboard(seg.sack, ack)
         if ack > una:
             self._on_new_ack(ack, now)
+            if self.config.snack and seg.snack:
+                self._on_snack(seg.snack)
+            return True
+        if self.config.snack and seg.snack:
+            # Paper 002, Sec. III-B: SNACK-TCP handles the reported losses itself, "without
+            # starting up TCP congestion control": such an ACK is not a duplicate ACK.
+            self._on_snack(seg.snack)
             return True
         # RFC 5681 sec. 2: duplicate ACK (RFC 6675 sec. 2: one that SACKs new data)
         if seg.payload or seg.flags & (SYN | FIN) or self._snd_max <= una:
@@ -425,6 +435,44 @@ class TcpConnection:
         self.stats["dupacks_received"] += 1
         self._on_dupack(now)
         return True
+
+    def _on_snack(self, entries: tuple[int, ...]) -> None:
+        """SNACK-TCP (paper 002, Sec. III-B, Figure 5): count the reports of each lost segment;
+        at ``snack_threshold`` reports resend it with the next output and mark it -1, which it
+        stays while it is reported again.  Records at or below SND.UNA are dropped."""
+        self.stats["snack_acks"] += 1
+        una = self._snd_una
+        reports = self._snack_reports
+        for x32 in entries:
+            s = _unwrap(x32, self._iss, una)
+            if s < una or s >= self._snd_max or s < 1:
+                continue
+            count = reports.get(s, 0)
+            if count < 0:
+                continue
+            count += 1
+            if count >= self.config.snack_threshold:
+                self._snack_rtx.append(s)
+                count = -1
+            reports[s] = count
+
+    def _snack_entries(self) -> tuple[int, ...]:
+        """The receiver's SNACK option (paper 002, Sec. III-A): the first byte of every MSS-sized
+        piece missing below the highest out-of-order byte (the holes of the reassembly queue),
+        lowest first, at most MAX_SNACK (6), as 32-bit sequence numbers."""
+        out: list[int] = []
+        lo = self._rcv_nxt
+        mss = self._mss
+        irs = self._irs
+        for start, data in self._reasm.blocks:
+            s = lo
+            while s < start:
+                if len(out) == MAX_SNACK:
+                    return tuple(out)
+                out.append((irs + s) & MASK)
+                s += mss
+            lo = start + len(data)
+        return tuple(out)
 
     def _update_scoreboard(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
         """RFC 6675 Update(): merge the reported SACK blocks; returns new bytes SACKed."""
@@ -465,6 +513,9 @@ class TcpConnection:
             self._sndbuf_base += drop
         if self._sack:
             self._scoreboard.advance(ack)
+        if self._snack_reports:             # paper 002, Figure 5: forget acknowledged losses
+            for s in [s for s in self._snack_reports if s < ack]:
+                del self._snack_reports[s]
         self._dupacks = 0
         self._lt_extra = 0
         self._rto_consecutive = 0
@@ -693,6 +744,8 @@ class TcpConnection:
             return out
         if st not in _SEND_STATES:
             return out
+        if self._snack_rtx:
+            self._output_snack(now, out)
         if self._sack and self._in_recovery:
             self._output_sack_recovery(now, out)
         else:
@@ -703,6 +756,16 @@ class TcpConnection:
             backoff = self.rto * (1 << min(self._persist_backoff, 30))
             self._persist_deadline = now + min(backoff, self.config.max_rto)
         return out
+
+    def _output_snack(self, now: float, out: list[Segment]) -> None:
+        """SNACK-TCP retransmissions: outside cwnd, which they leave as it is (paper 002)."""
+        for s in self._snack_rtx:
+            if self._snd_una <= s < self._snd_max:
+                n = self._seg_len(s)
+                if n > 0:
+                    out.append(self._build(s, n, now))
+                    self.stats["snack_retransmissions"] += 1
+        self._snack_rtx.clear()
 
     def _output_window(self, now: float, out: list[Segment]) -> None:
         """Send within min(cwnd, rwnd): Reno always, SACK outside RFC 6675 recovery."""
@@ -891,7 +954,9 @@ class TcpConnection:
     def _queue_ack(self) -> None:
         """Queue a pure ACK reflecting the receive state right now (no delayed ACKs)."""
         ack32, wnd, sack = self._ack_fields()
-        self._pending.append(Segment((self._iss + self._snd_nxt) & MASK, ack32, ACK, wnd, sack))
+        snack = self._snack_entries() if self.config.snack and self._have_irs and self._reasm.blocks else ()
+        self._pending.append(Segment((self._iss + self._snd_nxt) & MASK, ack32, ACK, wnd, sack,
+                                     b"", snack))
 
     def _reply_rst(self, seg: Segment) -> None:
         # RFC 9293 sec. 3.10.7.1: a segment for a closed connection draws a RST
