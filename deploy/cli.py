@@ -174,13 +174,13 @@ def _cmd_routes(args: argparse.Namespace) -> int:
 
 def _cmd_status(args: argparse.Namespace) -> int:
     from deploy import clock, nodes
+    from deploy.install import VERSION_PY
     _, remotes = _remotes(args)
 
     def task(r: Any) -> str:
         h = r.host
         q = shlex.quote
-        ver = r.run(f"{q(h.venv)}/bin/python -c {q('import importlib.metadata as m; print(m.version(' + repr('aspan-testbed') + '))')} "
-                    "2>/dev/null || echo not-installed").stdout.strip()
+        ver = r.run(f"{q(h.venv)}/bin/python -c {q(VERSION_PY)} 2>/dev/null || echo not-installed").stdout.strip()
         running = r.run(nodes.running_nodes_command(h.work_dir)).stdout.split("\n")
         running = [ln for ln in running if ln.strip()]
         iface = r.run(f"ip -o -4 addr show dev {q(h.iface)} 2>&1 | awk '{{print $4}}' | paste -sd, -; "
@@ -218,6 +218,8 @@ def _cmd_gather(args: argparse.Namespace) -> int:
         listing = r.run(f"test -d {shlex.quote(top)} || exit 0; "
                         f"find {shlex.quote(top)} -type f \\( {pattern} \\)").stdout.split("\n")
         files = [f for f in listing if f.startswith(base + "/")]
+        if r.dry_run:
+            r.say(f"get: every file found -> {out}/<its path under {base}>")
         for f in files:
             r.get(f, out / f[len(base) + 1:])
         return f"{len(files)} file(s) into {out}"

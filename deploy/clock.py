@@ -22,10 +22,8 @@ from typing import Callable
 
 from deploy.hosts import HostError, Remote
 
-_LOOP = ("import sys, time\n"
-         "print('ready', flush=True)\n"
-         "while sys.stdin.readline():\n"
-         "    print(repr(time.time()), flush=True)\n")
+_LOOP = ('import sys, time; print("ready", flush=True); '
+         '[print(repr(time.time()), flush=True) for _ in iter(sys.stdin.readline, "")]')
 SAMPLES = 8
 TIMEOUT_S = 15.0
 
@@ -58,7 +56,7 @@ def measure(remote: Remote, samples: int = SAMPLES, clock: Callable[[], float] =
     remote.say(f"run: {cmd}   (then {samples} round trips on its stdin/stdout)")
     if remote.dry_run:
         return ClockSample(0.0, 0.0)
-    remote.conn.open()
+    remote.open()
     transport = remote.conn.client.get_transport()
     if transport is None:
         raise HostError("clock: no SSH transport")

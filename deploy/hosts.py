@@ -30,9 +30,11 @@ from paramiko.ssh_exception import (AuthenticationException, BadHostKeyException
 from deploy.inventory import Host
 
 T = TypeVar("T")
+DEFAULT_TIMEOUT_S = 120.0     # a command still running after this fails (install steps pass more)
+TRANSFER_TIMEOUT_S = 120.0    # an SFTP transfer that stalls this long fails
 
-__all__ = ["HostError", "Remote", "DryResult", "on_hosts", "failure_lines", "describe_error",
-           "GroupException", "GroupResult", "open_remotes", "close_all"]
+__all__ = ["HostError", "Remote", "DryResult", "on_hosts", "failure_lines", "describe_error", "by_name",
+           "failed_names", "GroupException", "GroupResult", "open_remotes", "close_all"]
 
 
 class HostError(RuntimeError):
@@ -104,22 +106,44 @@ class Remote:
             return f"sudo -n sh -c {shlex.quote(cmd)}"
         return cmd
 
-    def run(self, cmd: str, root: bool = False, warn: bool = False, timeout: float | None = None) -> Any:
-        """Run ``cmd`` on the host; a non-zero exit raises ``UnexpectedExit`` unless ``warn``."""
+    def open(self) -> None:
+        """Connect (once) and bound every later channel open by the connect timeout.
+
+        Paramiko waits up to an hour for a channel on a connection whose peer went
+        silent; a host that drops off the network must fail in seconds instead.
+        """
+        self.conn.open()
+        transport = self.conn.transport
+        if transport is not None:
+            transport.channel_timeout = self.host.connect_timeout_s
+
+    def run(self, cmd: str, root: bool = False, warn: bool = False,
+            timeout: float | None = DEFAULT_TIMEOUT_S) -> Any:
+        """Run ``cmd`` on the host; a non-zero exit raises ``UnexpectedExit`` unless ``warn``.
+
+        A command still running after ``timeout`` seconds raises ``CommandTimedOut``.
+        """
         line = self.wrap(cmd, root)
         self.say(f"run: {line}")
         if self.dry_run:
             return DryResult(line)
+        self.open()
         return self.conn.run(line, hide=True, warn=warn, timeout=timeout, in_stream=False)
+
+    def _sftp_ready(self) -> None:
+        self.open()
+        self.conn.sftp().get_channel().settimeout(TRANSFER_TIMEOUT_S)
 
     def put(self, local: str | Path, remote: str) -> None:
         self.say(f"put: {local} -> {remote}")
         if not self.dry_run:
+            self._sftp_ready()
             self.conn.put(str(local), remote)
 
     def get(self, remote: str, local: str | Path) -> None:
         self.say(f"get: {remote} -> {local}")
         if not self.dry_run:
+            self._sftp_ready()
             Path(local).parent.mkdir(parents=True, exist_ok=True)
             self.conn.get(remote, str(local))
 
@@ -195,6 +219,8 @@ def describe_error(e: BaseException) -> str:
         return f"ssh login refused ({e}): check user and key_file in the inventory"
     if isinstance(e, BadHostKeyException):
         return f"host key changed: {e}"
+    if isinstance(e, SSHException) and "Timeout opening channel" in str(e):
+        return "unreachable: no answer on the open SSH connection (host down or off the network?)"
     if isinstance(e, SSHException) and "known_hosts" in str(e):
         return (f"unknown host key ({e}): connect once with ssh to accept it, or add it with "
                 "ssh-keyscan to known_hosts")

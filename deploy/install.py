@@ -27,7 +27,9 @@ from deploy.hosts import GroupException, HostError, Remote, by_name, on_hosts
 from deploy.inventory import Host
 
 PROJECT = "aspan-testbed"
+VERSION_PY = f'import importlib.metadata as m; print(m.version("{PROJECT}"))'
 MIN_PYTHON = (3, 11)
+INSTALL_TIMEOUT_S = 1800.0   # pip installing numpy, pandas, matplotlib on a Pi 3 takes minutes
 
 
 @dataclass(frozen=True)
@@ -232,8 +234,7 @@ def install_commands(host: Host, wheel_name: str) -> list[str]:
         f"test -x {q(host.venv)}/bin/python || {q(host.python)} -m venv {q(host.venv)}",
         f"{pip} --find-links {q(wheels)} {q(whl)}",
         f"{pip} --no-deps --force-reinstall {q(whl)}",
-        f"{q(host.aspan)} --help > /dev/null && {q(host.venv)}/bin/python -c "
-        f"{q('import importlib.metadata as m; print(m.version(' + repr(PROJECT) + '))')}",
+        f"{q(host.aspan)} --help > /dev/null && {q(host.venv)}/bin/python -c {q(VERSION_PY)}",
     ]
 
 
@@ -296,7 +297,7 @@ def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], w
                     uploaded.append(w.name)
             out = ""
             for cmd in install_commands(r.host, project_wheel.name):
-                out = r.run(cmd).stdout
+                out = r.run(cmd, timeout=INSTALL_TIMEOUT_S).stdout
             _, warnings = f.check(r.host) if f.python else ([], [])
             return SetupReport(f, warnings, uploaded, out.strip())
 

@@ -129,13 +129,13 @@ def start(remote: Remote, rdir: str, node: str, config: Path) -> int | None:
 
 
 def poll(remote: Remote, rdir: str, node: str) -> NodeState:
-    out = remote.run(poll_command(rdir, node)).stdout
+    out = remote.run(poll_command(rdir, node), timeout=max(5.0, remote.host.connect_timeout_s)).stdout
     return NodeState("done") if remote.dry_run else NodeState.parse(out)
 
 
 def stop(remote: Remote, rdir: str, node: str) -> str:
     """Stop the node (TERM, then KILL after the grace time); returns stopped/killed/not-running."""
-    out = remote.run(stop_pidfile_command(f"{rdir}/{node}.pid")).stdout.strip()
+    out = remote.run(stop_pidfile_command(f"{rdir}/{node}.pid"), timeout=STOP_GRACE_S + 25).stdout.strip()
     return out.split()[0] if out else "not-running"
 
 

@@ -116,6 +116,7 @@ class VirtualPiLab:
         self.pis: dict[str, Pi] = {}
         self.added_unreachable = False
         self.killed: list[str] = []   # processes stop() had to kill besides the sshds
+        self.stand_in = "dummy"       # mesh="dummy": the interface type used (veth without the dummy driver)
 
     # ---- start ---------------------------------------------------------------
     def start(self) -> "VirtualPiLab":
@@ -158,8 +159,12 @@ class VirtualPiLab:
             sh("ip", "-n", self.air, "link", "set", port, "master", "br0", "up")
             sh("ip", "-n", pi.ns, "addr", "add", f"{pi.mesh_ip}/24", "dev", self.iface)
             sh("ip", "-n", pi.ns, "link", "set", self.iface, "up")
-        else:  # a dummy interface, left unconfigured for `aspan deploy mesh`
-            sh("ip", "-n", pi.ns, "link", "add", self.iface, "type", "dummy")
+        else:  # an interface without WiFi, left unconfigured for `aspan deploy mesh`
+            if sh("ip", "-n", pi.ns, "link", "add", self.iface, "type", "dummy", check=False).returncode != 0:
+                # kernels without the dummy driver: a veth whose peer stays in the namespace
+                self.stand_in = "veth"
+                sh("ip", "-n", pi.ns, "link", "add", self.iface, "type", "veth", "peer", "name", "peer0")
+                sh("ip", "-n", pi.ns, "link", "set", "peer0", "up")
         self._start_sshd(pi)
 
     def _sshd_config(self, pi: Pi) -> Path:

@@ -250,7 +250,8 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
     meta["stopped"] = {}
     for name, v in stopped.items():
         if isinstance(v, BaseException):
-            problems[rnode[name]] = f"stop: {describe_error(v)}"
+            problems[rnode[name]] = (f"stop: {describe_error(v)} (its node may still run until its deadline: "
+                                     f"aspan deploy stop --hosts {name} once the host is back)")
         else:
             meta["stopped"][rnode[name]] = v[0]
             meta["exit_codes"][rnode[name]] = v[1]
@@ -269,3 +270,9 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
         else:
             meta["gathered"][rnode[name]] = v
     meta["host_errors"] = problems
+    if problems:
+        labels = {r.host.node: r.host.label() for r in remotes}
+        lines = [f"{labels[n]}: {p}" for n, p in problems.items()]
+        if meta["status"] in ("ok", "running"):
+            meta["status"] = "failed"
+        meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + lines)
