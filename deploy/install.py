@@ -228,7 +228,7 @@ def install_commands(host: Host, wheel_name: str) -> list[str]:
     q = shlex.quote
     wheels = str(PurePosixPath(host.install_dir) / "wheels")
     whl = f"{wheels}/{wheel_name}"
-    pip = f"{q(host.venv)}/bin/python -m pip --disable-pip-version-check install --quiet --no-index"
+    pip = f"{q(host.venv)}/bin/python -m pip --disable-pip-version-check install --quiet --no-index --no-compile"
     return [
         f"mkdir -p {q(host.work_dir)}",
         f"test -x {q(host.venv)}/bin/python || {q(host.python)} -m venv {q(host.venv)}",

@@ -122,7 +122,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
         rep_dir.mkdir(parents=True, exist_ok=True)
     remotes = open_remotes([hosts[n] for n in names], dry_run=dry_run, echo=echo)
     rnode = {r.name: r.host.node for r in remotes}
-    started: list[Remote] = []
+    started: list[Remote] = []      # hosts where a node was started (or may have been)
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     receiver = cfg["flows"][0]["receiver"]
     progress = _Progress(f"{variant.name} rep {repetition}",
@@ -140,9 +140,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
 
         def start_one(r: Remote) -> int | None:
             n = r.host.node
-            pid = nodes.start(r, rdirs[n], n, rep_dir / f"{n}.node.json")
             started.append(r)
-            return pid
+            return nodes.start(r, rdirs[n], n, rep_dir / f"{n}.node.json")
 
         meta["pids"] = {rnode[name]: pid for name, pid in _group(remotes, start_one).items()}
         end_by = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]
@@ -232,7 +231,11 @@ def _death_line(r: Remote, rdir: str, st: nodes.NodeState) -> str:
 
 def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str], rep_dir: Path,
             meta: dict[str, Any], rnode: dict[str, str]) -> None:
-    """Stop the started nodes, read their exit codes, gather every reachable host's files."""
+    """Stop the started nodes, read their exit codes, gather their hosts' files.
+
+    Runs after a failure too: a host that cannot be reached is recorded and the others
+    are still stopped and gathered.
+    """
     problems: dict[str, str] = {}
 
     def stop_one(r: Remote) -> tuple[str, int | None]:
@@ -259,10 +262,12 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
     def gather_one(r: Remote) -> list[str]:
         return nodes.gather(r, rdirs[r.host.node], r.host.node, rep_dir)
 
-    try:
-        got = by_name(on_hosts(remotes, gather_one), remotes)
-    except GroupException as e:
-        got = by_name(e.result, remotes)
+    got: dict[str, Any] = {}
+    if started:   # a host that failed before any start has nothing to gather (and is named already)
+        try:
+            got = by_name(on_hosts(started, gather_one), started)
+        except GroupException as e:
+            got = by_name(e.result, started)
     meta["gathered"] = {}
     for name, v in got.items():
         if isinstance(v, BaseException):
