@@ -31,7 +31,7 @@ from deploy.inventory import Host
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 120.0     # a command still running after this fails (install steps pass more)
-TRANSFER_TIMEOUT_S = 120.0    # an SFTP transfer that stalls this long fails
+TRANSFER_STALL_S = 10.0       # an SFTP operation that gets no data for max(this, 3 x connect timeout) fails
 
 __all__ = ["HostError", "Remote", "DryResult", "on_hosts", "failure_lines", "describe_error", "by_name",
            "failed_names", "GroupException", "GroupResult", "open_remotes", "close_all"]
@@ -132,7 +132,7 @@ class Remote:
 
     def _sftp_ready(self) -> None:
         self.open()
-        self.conn.sftp().get_channel().settimeout(TRANSFER_TIMEOUT_S)
+        self.conn.sftp().get_channel().settimeout(max(TRANSFER_STALL_S, 3 * self.host.connect_timeout_s))
 
     def put(self, local: str | Path, remote: str) -> None:
         self.say(f"put: {local} -> {remote}")
@@ -146,6 +146,17 @@ class Remote:
             self._sftp_ready()
             Path(local).parent.mkdir(parents=True, exist_ok=True)
             self.conn.get(remote, str(local))
+
+    def listdir(self, remote: str) -> list[str]:
+        """Names in a directory of the host (SFTP; no shell); [] if it does not exist."""
+        self.say(f"list: {remote}")
+        if self.dry_run:
+            return []
+        self._sftp_ready()
+        try:
+            return self.conn.sftp().listdir(remote)
+        except FileNotFoundError:
+            return []
 
     def close(self) -> None:
         try:

@@ -79,12 +79,6 @@ def running_nodes_command(work_dir: str) -> str:
             "while read -r f; do P=$(cat \"$f\"); alive \"$P\" && echo \"$f $P\"; done; true")
 
 
-def list_files_command(rdir: str, node: str) -> str:
-    q = shlex.quote
-    names = " ".join(q(f"{node}.{s}") for s in FILES)
-    return f"cd {q(rdir)} 2>/dev/null && ls -1 {names} 2>/dev/null; true"
-
-
 @dataclass
 class NodeState:
     state: str                 # done | running | exited
@@ -117,8 +111,7 @@ class NodeState:
 
 
 def start(remote: Remote, rdir: str, node: str, config: Path) -> int | None:
-    """Create ``rdir``, upload the node config, start the node detached; returns its pid."""
-    remote.run(f"mkdir -p {shlex.quote(rdir)}")
+    """Upload the node config into ``rdir`` (made by the preflight), start the node detached; returns its pid."""
     remote.put(config, f"{rdir}/{node}.node.json")
     out = remote.run(start_command(remote.host.aspan, rdir, node)).stdout.strip()
     if remote.dry_run:
@@ -133,25 +126,25 @@ def poll(remote: Remote, rdir: str, node: str) -> NodeState:
     return NodeState("done") if remote.dry_run else NodeState.parse(out)
 
 
-def stop(remote: Remote, rdir: str, node: str) -> str:
-    """Stop the node (TERM, then KILL after the grace time); returns stopped/killed/not-running."""
-    out = remote.run(stop_pidfile_command(f"{rdir}/{node}.pid"), timeout=STOP_GRACE_S + 25).stdout.strip()
-    return out.split()[0] if out else "not-running"
+def stop(remote: Remote, rdir: str, node: str) -> tuple[str, int | None]:
+    """Stop the node (TERM, then KILL after the grace time).
 
-
-def exit_code(remote: Remote, rdir: str, node: str) -> int | None:
-    out = remote.run(f"cat {shlex.quote(rdir + '/' + node + '.exit')} 2>/dev/null; true").stdout.strip()
-    return int(out) if out.lstrip("-").isdigit() else None
+    Returns how (``stopped``, ``killed`` or ``not-running``) and its exit code if it recorded one.
+    """
+    cmd = (stop_pidfile_command(f"{rdir}/{node}.pid")
+           + f"; echo exit $(cat {shlex.quote(rdir + '/' + node + '.exit')} 2>/dev/null)")
+    lines = remote.run(cmd, timeout=STOP_GRACE_S + 25).stdout.strip().splitlines()
+    how = lines[0].split()[0] if lines and lines[0].strip() else "not-running"
+    code = lines[-1].split()[1:] if lines else []
+    return how, (int(code[0]) if code and code[0].lstrip("-").isdigit() else None)
 
 
 def gather(remote: Remote, rdir: str, node: str, local_dir: Path) -> list[str]:
     """Download the node's files that exist on the host into ``local_dir``; returns their names."""
+    wanted = {f"{node}.{s}" for s in FILES}
+    names = sorted(n for n in remote.listdir(rdir) if n in wanted)
     if remote.dry_run:
-        remote.run(list_files_command(rdir, node))
-        for s in FILES:
-            remote.get(f"{rdir}/{node}.{s}", local_dir / f"{node}.{s}")
-        return []
-    names = remote.run(list_files_command(rdir, node)).stdout.split()
+        names = sorted(wanted)
     for n in names:
         remote.get(f"{rdir}/{n}", local_dir / n)
-    return names
+    return [] if remote.dry_run else names

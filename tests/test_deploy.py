@@ -181,7 +181,7 @@ def test_setup_dry_run_lists_packages_and_the_install_steps(tmp_path):
     assert "[local] run: " in r.stdout and "pip wheel" in r.stdout and "pip download" in r.stdout
     c = "\n".join(host_lines(r.stdout, "pi-c"))
     assert "python3 -m venv /home/pi/aspan/venv" in c
-    assert "install --quiet --no-index --find-links /home/pi/aspan/wheels" in c
+    assert "install --quiet --no-index --no-compile --find-links /home/pi/aspan/wheels" in c
     assert host_lines(r.stdout, "pi-a") == []          # --hosts C
 
 

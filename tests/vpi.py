@@ -234,8 +234,9 @@ class VirtualPiLab:
             if ns not in namespaces():
                 continue
             for pid in ns_pids(ns):
-                self.killed.append(f"{ns}: pid {pid}: {_cmdline(pid)}")
-                _kill(pid)
+                if _alive(pid):   # a zombie (an sshd session that just ended) is not running
+                    self.killed.append(f"{ns}: pid {pid}: {_cmdline(pid)}")
+                    _kill(pid)
             sh("ip", "netns", "del", ns, check=False)
         for pi in self.pis.values():
             if sh("ip", "link", "show", pi.root_dev, check=False).returncode == 0:

@@ -128,7 +128,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     progress = _Progress(f"{variant.name} rep {repetition}",
                          sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
     try:
-        offsets = _preflight(remotes, meta)
+        offsets = _preflight(remotes, rdirs, meta)
         t0 = time.time() + inventory.start_margin_s
         confs = node_configs(cfg, inventory, seed, t0, offsets, rdirs)
         for n, conf in confs.items():
@@ -165,14 +165,14 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     return meta
 
 
-def _preflight(remotes: list[Remote], meta: dict[str, Any]) -> dict[str, float]:
-    """Every host: installed, no node still running, clock offset measured (recorded in meta)."""
+def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any]) -> dict[str, float]:
+    """Every host: installed, no node still running, its run directory made, clock offset measured."""
 
     def check(r: Remote) -> clock.ClockSample:
         h = r.host
-        r.run(f"test -x {shlex.quote(h.aspan)} || {{ echo 'not installed at {h.install_dir}: "
-              f"run aspan deploy setup' >&2; exit 1; }}")
-        running = r.run(nodes.running_nodes_command(h.work_dir)).stdout.split()
+        running = r.run(f"test -x {shlex.quote(h.aspan)} || {{ echo 'not installed at {h.install_dir}: "
+                        f"run aspan deploy setup' >&2; exit 1; }}; mkdir -p {shlex.quote(rdirs[h.node])} && "
+                        + nodes.running_nodes_command(h.work_dir)).stdout.split()
         if running:
             raise HostError(f"an aspan node still runs there (pid file {running[0]}): run aspan deploy stop")
         return clock.measure(r)
@@ -239,9 +239,7 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
     problems: dict[str, str] = {}
 
     def stop_one(r: Remote) -> tuple[str, int | None]:
-        n = r.host.node
-        how = nodes.stop(r, rdirs[n], n)
-        return how, (None if r.dry_run else nodes.exit_code(r, rdirs[n], n))
+        return nodes.stop(r, rdirs[r.host.node], r.host.node)
 
     stopped: dict[str, Any] = {}
     if started:
@@ -254,7 +252,8 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
     for name, v in stopped.items():
         if isinstance(v, BaseException):
             problems[rnode[name]] = (f"stop: {describe_error(v)} (its node may still run until its deadline: "
-                                     f"aspan deploy stop --hosts {name} once the host is back)")
+                                     f"aspan deploy stop --hosts {name}, then aspan deploy gather, once the "
+                                     "host is back)")
         else:
             meta["stopped"][rnode[name]] = v[0]
             meta["exit_codes"][rnode[name]] = v[1]
@@ -262,12 +261,15 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
     def gather_one(r: Remote) -> list[str]:
         return nodes.gather(r, rdirs[r.host.node], r.host.node, rep_dir)
 
+    # a host that failed before any start has nothing to gather (and is named already);
+    # one that could not be stopped is not reachable now: it is named, its files stay there
+    reachable = [r for r in started if not isinstance(stopped.get(r.name), BaseException)]
     got: dict[str, Any] = {}
-    if started:   # a host that failed before any start has nothing to gather (and is named already)
+    if reachable:
         try:
-            got = by_name(on_hosts(started, gather_one), started)
+            got = by_name(on_hosts(reachable, gather_one), reachable)
         except GroupException as e:
-            got = by_name(e.result, started)
+            got = by_name(e.result, reachable)
     meta["gathered"] = {}
     for name, v in got.items():
         if isinstance(v, BaseException):
