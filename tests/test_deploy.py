@@ -282,3 +282,10 @@ def test_an_inventory_without_a_node_of_the_experiment_is_refused(tmp_path):
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "no host runs node(s) D" in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_example_inventory_is_valid():
+    inv = load_inventory_file(ROOT / "deploy" / "inventory.example.yaml", check_files=False)
+    assert [(h.node, h.mesh_address) for h in inv.hosts] == [("A", "10.2.1.1"), ("B", "10.2.1.2"),
+                                                             ("C", "10.2.1.3"), ("D", "10.2.1.4")]
+    assert inv.hosts[0].sudo and inv.hosts[0].strict_host_keys and inv.freq == 2412
