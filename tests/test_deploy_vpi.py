@@ -260,6 +260,25 @@ def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(in
     assert (rep / "B.log").exists()                          # what B logged before it died
 
 
+def test_ctrl_c_stops_every_node_and_gathers_the_logs(installed, tmp_path, clean):
+    lab = installed
+    exp = small_exp(tmp_path, "long", segments=200000, max_s=120, variants=[{"name": "reno"}])
+    p = start_aspan("deploy", "run", str(exp), "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "long", "reno")
+        dlog = lab.base / "install" / "D" / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0" / "D.log"
+        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        os.killpg(p.pid, signal.SIGINT)
+        p.communicate(timeout=60)
+    finally:
+        kill_group(p)
+    assert p.returncode != 0
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "interrupted" and set(meta["stopped"].values()) == {"stopped"}
+    for n in "ABCD":
+        assert json.loads((rep / f"{n}.log").read_text().splitlines()[-1])["ev"] == "node_stop"
+
+
 def test_a_host_that_is_down_is_named_and_nothing_starts(installed, tmp_path, clean):
     lab = installed
     lab.stop_sshd("C")
