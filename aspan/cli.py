@@ -18,11 +18,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.runner import run_experiment
-    from experiments.schema import load_file
+    from experiments.schema import ExperimentError, load_file
     exp = load_file(args.experiment)
     if args.repetitions is not None:
         exp.base["repetitions"] = args.repetitions
     backend = args.backend or ("pi" if args.inventory else None)
+    if args.inventory and backend != "pi":
+        raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
     options = None
     if (backend or exp.base["backend"]) == "pi":
         from deploy.cli import pi_backend_options

@@ -34,7 +34,7 @@ DEFAULT_TIMEOUT_S = 120.0     # a command still running after this fails (instal
 TRANSFER_STALL_S = 10.0       # an SFTP operation that gets no data for max(this, 3 x connect timeout) fails
 
 __all__ = ["HostError", "Remote", "DryResult", "on_hosts", "failure_lines", "describe_error", "by_name",
-           "failed_names", "GroupException", "GroupResult", "open_remotes", "close_all"]
+           "GroupException", "GroupResult", "open_remotes", "close_all"]
 
 
 class HostError(RuntimeError):
@@ -248,7 +248,3 @@ def failure_lines(exc: GroupException, remotes: list[Remote]) -> list[str]:
     return [f"{labels.get(id(c), c.host)}: {describe_error(v)}" for c, v in exc.result.items()
             if isinstance(v, BaseException)]
 
-
-def failed_names(exc: GroupException, remotes: list[Remote]) -> list[str]:
-    names = {id(r.conn): r.name for r in remotes}
-    return [names[id(c)] for c, v in exc.result.items() if isinstance(v, BaseException)]

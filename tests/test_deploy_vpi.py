@@ -9,6 +9,7 @@ Needs root and /usr/sbin/sshd (``.ci/run`` installs openssh-server); skipped oth
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,6 +87,8 @@ def lab(tmp_path_factory):
         yield lab
     finally:
         lab.stop()
+        if (base / "install").exists():
+            shutil.rmtree(base / "install")      # four venvs with numpy, pandas, matplotlib: ~1.3 GB
     assert lab.leftovers() == []
     assert [k for k in lab.killed if "sshd" not in k] == [], "processes the tests left running in the Pis"
 
