@@ -31,6 +31,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         options = pi_backend_options(args.inventory, exp)
     run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
                              jobs=args.jobs, plot=not args.no_plot, backend_options=options)
+    if options is not None:
+        from deploy.cli import report_failures
+        report_failures(run_dir)
     print(f"run directory: {run_dir}")
     print(f"summary:       {run_dir / 'summary.csv'}")
     if not args.no_plot:

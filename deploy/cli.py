@@ -30,6 +30,20 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     return {"inventory": inv, "dry_run": dry_run}
 
 
+def report_failures(run_dir: Path) -> int:
+    """Print one line per host for every repetition of a pi run that failed; returns how many failed."""
+    import json
+    failed = 0
+    for meta_path in sorted(run_dir.glob("*/rep*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("status") in ("failed", "interrupted"):
+            failed += 1
+            print(f"{meta['variant']} rep {meta['repetition']}: {meta['status']}")
+            for line in meta.get("host_report") or [meta.get("error") or "no error recorded"]:
+                print(f"  {line}")
+    return failed
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", "--inventory", required=True, metavar="INV.yaml", help="the hosts (see README)")
     p.add_argument("--hosts", default=None, help="comma-separated host or node names (default: every host)")
@@ -243,6 +257,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.runner import run_experiment
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
                              plot=not args.no_plot, backend_options=options)
+    report_failures(run_dir)
     print(f"run directory: {run_dir}")
     print(f"summary:       {run_dir / 'summary.csv'}")
     if not args.no_plot:

@@ -255,6 +255,7 @@ def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(in
     assert meta["status"] == "failed"
     assert meta["error"].startswith("vpi-b (root@") and "node B exited with code 137 (killed by signal 9)" in meta["error"]
     assert "rep 0: failed (vpi-b (root@" in out
+    assert "reno rep 0: failed\n  vpi-b (root@" in out                     # the per-host report
     assert meta["exit_codes"]["B"] == 137 and {meta["exit_codes"][n] for n in "ACD"} == {0}
     assert meta["stopped"] == {"A": "stopped", "B": "not-running", "C": "stopped", "D": "stopped"}
     for n in "ACD":                                          # the others: stopped cleanly, logs complete
@@ -294,9 +295,11 @@ def test_a_host_that_is_down_is_named_and_nothing_starts(installed, tmp_path, cl
     assert r.returncode == 0, r.stderr
     c = lab.pis["C"]
     assert f"rep 0: failed (vpi-c (root@{c.mgmt_ip}:22): unreachable:" in r.stderr
+    assert f"sack rep 0: failed\n  vpi-c (root@{c.mgmt_ip}:22): unreachable:" in r.stdout
     rep = only_run(tmp_path / "runs", "small") / "sack" / "rep0"
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "failed" and meta["error"].count("vpi-") == 1   # only C is named
+    assert len(meta["host_report"]) == 1
     assert meta.get("pids") is None                              # no node was started anywhere
     assert st.returncode == 1
     assert f"vpi-c (root@{c.mgmt_ip}:22): FAILED: unreachable:" in st.stdout

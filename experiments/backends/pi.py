@@ -152,6 +152,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     except RunFailed as e:
         meta["status"] = "failed"
         meta["error"] = str(e)
+        meta["host_report"] = list(e.lines)
     except KeyboardInterrupt:
         meta["status"] = "interrupted"
         meta["error"] = "stopped by Ctrl-C"
@@ -283,3 +284,4 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
         if meta["status"] in ("ok", "running"):
             meta["status"] = "failed"
         meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + lines)
+        meta["host_report"] = meta.get("host_report", []) + lines
