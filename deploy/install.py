@@ -44,7 +44,6 @@ SYSTEM_PACKAGES: tuple[SystemPackage, ...] = (
     SystemPackage("python3 -m venv (ensurepip)", "python3-venv", ("setup",)),
     SystemPackage("nohup", "coreutils", ("run",)),
     SystemPackage("setsid", "util-linux", ("run",)),
-    SystemPackage("date +%s.%N", "coreutils", ("run (clock offsets)",)),
     SystemPackage("ip", "iproute2", ("mesh", "routes")),
     SystemPackage("iw", "iw", ("mesh",)),
     SystemPackage("sysctl", "procps", ("routes",)),
