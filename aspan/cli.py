@@ -18,12 +18,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.runner import run_experiment
-    from experiments.schema import load_file
+    from experiments.schema import ExperimentError, load_file
     exp = load_file(args.experiment)
     if args.repetitions is not None:
         exp.base["repetitions"] = args.repetitions
-    run_dir = run_experiment(exp, backend=args.backend, out=Path(args.out) if args.out else None,
-                             jobs=args.jobs, plot=not args.no_plot)
+    backend = args.backend or ("pi" if args.inventory else None)
+    if args.inventory and backend != "pi":
+        raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
+    options = None
+    if (backend or exp.base["backend"]) == "pi":
+        from deploy.cli import pi_backend_options
+        options = pi_backend_options(args.inventory, exp)
+    run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
+                             jobs=args.jobs, plot=not args.no_plot, backend_options=options)
+    if options is not None:
+        from deploy.cli import report_failures
+        report_failures(run_dir)
     print(f"run directory: {run_dir}")
     print(f"summary:       {run_dir / 'summary.csv'}")
     if not args.no_plot:
@@ -58,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
     r.add_argument("--jobs", type=int, default=None, help="parallel repetitions (sim backend; default 2)")
     r.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
+    r.add_argument("--inventory", default=None, metavar="INV.yaml",
+                   help="pi backend: the hosts (implies --backend pi); see aspan deploy")
     r.set_defaults(func=_cmd_run)
 
     pl = sub.add_parser("plot", help="figures and report.md from one or more run directories")
@@ -68,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("node", help="run one mesh node (started by the runner; see docs/LOGS.md)")
     n.add_argument("--config", required=True, help="node configuration written by the runner")
     n.set_defaults(func=_cmd_node)
+
+    from deploy.cli import add_deploy_parser
+    add_deploy_parser(sub)
     return p
 
 

@@ -15,8 +15,14 @@ from experiments.schema import Experiment, ExperimentError, Variant
 RepRunner = Callable[[Variant, int, Path], dict[str, Any]]
 
 
-def backend_runner(backend: str) -> RepRunner:
-    """The per-repetition entry point of a backend (imported lazily: netns and pi need extra packages)."""
+def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRunner:
+    """The per-repetition entry point of a backend (imported lazily: netns and pi need extra packages).
+
+    ``options`` carries what a backend needs besides the experiment (pi: ``inventory``).
+    """
+    if backend == "pi":
+        from experiments.backends.pi import make_run_rep
+        return make_run_rep(options or {})
     if backend == "sim":
         from experiments.backends.sim import run_rep
         return run_rep
@@ -24,7 +30,7 @@ def backend_runner(backend: str) -> RepRunner:
         from experiments.backends.local import run_rep
         return run_rep
     raise ExperimentError("--backend", "backend", f"backend {backend!r} is not available in this version "
-                          "(implemented: sim, local)")
+                          "(implemented: sim, local, pi)")
 
 
 def new_run_dir(out: Path, name: str) -> Path:
@@ -42,17 +48,20 @@ def _rep_dir(run_dir: Path, v: Variant, rep: int) -> Path:
     return run_dir / v.name / f"rep{rep}"
 
 
-def _one(args: tuple[str, Variant, int, str]) -> dict[str, Any]:
-    backend, variant, rep, rep_dir = args
-    return backend_runner(backend)(variant, rep, Path(rep_dir))
+def _one(args: tuple[str, Variant, int, str, dict[str, Any] | None]) -> dict[str, Any]:
+    backend, variant, rep, rep_dir, options = args
+    return backend_runner(backend, options)(variant, rep, Path(rep_dir))
 
 
 def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None = None,
                    jobs: int | None = None, plot: bool = True,
-                   progress: Callable[[str], None] | None = None) -> Path:
+                   progress: Callable[[str], None] | None = None,
+                   backend_options: dict[str, Any] | None = None) -> Path:
     """Run every (variant, repetition); returns the run directory."""
     backend = backend or exp.base["backend"]
-    backend_runner(backend)  # fail early on an unavailable backend
+    backend_runner(backend, backend_options)  # fail early on an unavailable backend or a bad inventory
+    if backend == "pi" and jobs is not None and jobs > 1:
+        raise ExperimentError("--jobs", "jobs", "the pi backend runs one repetition at a time (the hosts are shared)")
     out = Path(out or exp.base["out"])
     run_dir = new_run_dir(out, exp.name)
     resolved = exp.resolved()
@@ -60,7 +69,8 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     (run_dir / "experiment.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     reps = exp.base["repetitions"]
-    tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r))) for v in exp.variants for r in range(reps)]
+    tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options)
+             for v in exp.variants for r in range(reps)]
     total = len(tasks)
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 2) if backend == "sim" else 1

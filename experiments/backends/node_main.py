@@ -2,7 +2,8 @@
 
 The config file is written by the runner: the resolved variant configuration,
 this node's name, seed, start time, UDP endpoints and where to log.  The node
-ends by itself: on SIGTERM/SIGINT, at its deadline, or when its parent dies.
+ends by itself: on SIGTERM/SIGINT, at its deadline, or when its parent dies
+(unless ``watch_parent`` is false: the pi backend's nodes outlive their SSH session).
 """
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def run_node(conf: dict[str, Any]) -> int:
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log.emit, deadline=conf.get("deadline"), on_done=say_done, done=all_done)
         node.install_signal_handlers()
-        threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
+        if conf.get("watch_parent", True):  # the pi backend starts nodes detached (watch_parent: false)
+            threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
         node.run()
         ru = resource.getrusage(resource.RUSAGE_SELF)
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,

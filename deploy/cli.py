@@ -1,0 +1,278 @@
+"""``aspan deploy setup|mesh|routes|run|status|stop|gather``: the Pi mesh in one command each.
+
+Every subcommand takes ``--inventory INV.yaml``, ``--hosts`` (a subset, by host or
+node name) and ``--dry-run`` (print every command per host, connect nowhere).  Each
+host's outcome is one line; a host that failed is named with what went wrong, the
+others carry on, and the exit code is 1 when any host failed.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+EXIT_HOST_FAILED = 1
+
+
+def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -> dict[str, Any]:
+    """The runner's backend options for the pi backend: the loaded inventory, checked against ``exp``."""
+    from deploy.inventory import load_inventory_file
+    from experiments.backends.pi import check_hosts
+    from experiments.schema import ExperimentError
+    if not inventory:
+        raise ExperimentError("--inventory", "inventory", "the pi backend needs --inventory INV.yaml "
+                              "(see README, 'Running on Raspberry Pis')")
+    inv = load_inventory_file(inventory, check_files=not dry_run)
+    for v in exp.variants:
+        check_hosts(inv, v.config["topology"]["chain"])
+    return {"inventory": inv, "dry_run": dry_run}
+
+
+def report_failures(run_dir: Path) -> int:
+    """Print one line per host for every repetition of a pi run that failed; returns how many failed."""
+    import json
+    failed = 0
+    for meta_path in sorted(run_dir.glob("*/rep*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("status") in ("failed", "interrupted"):
+            failed += 1
+            print(f"{meta['variant']} rep {meta['repetition']}: {meta['status']}")
+            for line in meta.get("host_report") or [meta.get("error") or "no error recorded"]:
+                print(f"  {line}")
+    return failed
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-i", "--inventory", required=True, metavar="INV.yaml", help="the hosts (see README)")
+    p.add_argument("--hosts", default=None, help="comma-separated host or node names (default: every host)")
+    p.add_argument("--dry-run", action="store_true", help="print every command per host; connect nowhere")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every command as it runs")
+
+
+def add_deploy_parser(sub: Any) -> None:
+    """Add ``deploy`` and its subcommands to the ``aspan`` parser (imports nothing heavy)."""
+    d = sub.add_parser("deploy", help="set up and run the Raspberry Pi mesh over SSH (Fabric)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ds = d.add_subparsers(dest="deploy_command", required=True)
+
+    s = ds.add_parser("setup", help="install the project on every host (offline: wheels uploaded)")
+    _common(s)
+    s.add_argument("--wheel", default=None, help="install this project wheel instead of building one")
+    s.add_argument("--wheelhouse", default=str(Path("~/.cache/aspan/wheelhouse").expanduser()),
+                   help="local cache of dependency wheels per host platform (default: %(default)s)")
+    s.add_argument("--extra-index-url", default=None,
+                   help="extra index for pip download (e.g. https://www.piwheels.org/simple for armv7l)")
+    s.set_defaults(func=_cmd_setup)
+
+    m = ds.add_parser("mesh", help="wireless interface in IBSS mode with the static mesh address (idempotent)")
+    _common(m)
+    m.set_defaults(func=_cmd_mesh)
+
+    r = ds.add_parser("routes", help="static kernel routes and ip_forward (kernel-TCP mode; the overlay needs none)")
+    _common(r)
+    r.add_argument("--experiment", default=None, help="take the chain from this experiment (default: host order)")
+    r.add_argument("--remove", action="store_true", help="delete the routes instead")
+    r.set_defaults(func=_cmd_routes)
+
+    u = ds.add_parser("run", help="run an experiment on the hosts (= aspan run EXP --backend pi --inventory INV)")
+    _common(u)
+    u.add_argument("experiment")
+    u.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")
+    u.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
+    u.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
+    u.set_defaults(func=_cmd_run)
+
+    st = ds.add_parser("status", help="per host: reachable, installed version, running nodes, mesh interface, clock")
+    _common(st)
+    st.set_defaults(func=_cmd_status)
+
+    sp = ds.add_parser("stop", help="stop every aspan node the hosts run (SIGTERM, then SIGKILL)")
+    _common(sp)
+    sp.set_defaults(func=_cmd_stop)
+
+    g = ds.add_parser("gather", help="copy every node's files from the hosts into the local run directories")
+    _common(g)
+    g.add_argument("--out", default="runs", help="local directory the run paths are copied under (default: runs)")
+    g.add_argument("--run", default=None, help="only this run, as <experiment>/<stamp> (default: every run)")
+    g.set_defaults(func=_cmd_gather)
+
+
+# ---- helpers --------------------------------------------------------------------
+def _remotes(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    from deploy.hosts import open_remotes
+    from deploy.inventory import load_inventory_file
+    inv = load_inventory_file(args.inventory, check_files=not args.dry_run)
+    hosts = inv.select([h for h in (args.hosts or "").split(",") if h])
+    echo = sys.stdout if (args.dry_run or args.verbose) else None
+    return inv, open_remotes(hosts, dry_run=args.dry_run, echo=echo)
+
+
+def _report(remotes: list[Any], task: Callable[[Any], Any], ok_line: Callable[[Any, Any], str]) -> int:
+    """Run ``task`` on every host; print one line per host; 1 if any failed."""
+    from deploy.hosts import GroupException, by_name, close_all, describe_error, on_hosts
+    try:
+        try:
+            results = by_name(on_hosts(remotes, task), remotes)
+        except GroupException as e:
+            results = by_name(e.result, remotes)
+    finally:
+        close_all(remotes)
+    failed = 0
+    for r in remotes:
+        v = results[r.name]
+        if isinstance(v, BaseException):
+            failed += 1
+            print(f"{r.host.label()}: FAILED: {describe_error(v)}")
+        elif not r.dry_run:
+            print(f"{r.name}: {ok_line(r, v)}")
+    if failed:
+        print(f"{failed} of {len(remotes)} host(s) failed", file=sys.stderr)
+    return EXIT_HOST_FAILED if failed else 0
+
+
+# ---- subcommands -----------------------------------------------------------------
+def _cmd_setup(args: argparse.Namespace) -> int:
+    from deploy.hosts import GroupException, by_name, close_all, describe_error
+    from deploy.install import SYSTEM_PACKAGES, setup
+    _, remotes = _remotes(args)
+    print("system packages the hosts need (Debian / Raspberry Pi OS):")
+    for p in SYSTEM_PACKAGES:
+        print(f"  {p.package:<13} {p.tool:<28} needed by: {', '.join(p.needed_by)}")
+    try:
+        results: dict[str, Any] = setup(remotes, Path(args.wheelhouse).expanduser(), print,
+                                        Path(args.wheel) if args.wheel else None, args.extra_index_url)
+    except GroupException as e:
+        results = by_name(e.result, remotes)
+    finally:
+        close_all(remotes)
+    failures = {n: v for n, v in results.items() if isinstance(v, BaseException)}
+    reports = {n: v for n, v in results.items() if not isinstance(v, BaseException)}
+    for r in remotes:
+        if r.name in failures:
+            print(f"{r.host.label()}: FAILED: {describe_error(failures[r.name])}")
+        elif not r.dry_run:
+            rep = reports[r.name]
+            print(f"{r.name}: installed {rep.version} in {r.host.venv} ({rep.facts.describe()}; "
+                  f"uploaded {len(rep.uploaded)} wheel(s))")
+            for w in rep.warnings:
+                print(f"{r.name}: warning: {w}")
+    return EXIT_HOST_FAILED if failures else 0
+
+
+def _cmd_mesh(args: argparse.Namespace) -> int:
+    from deploy import mesh
+    inv, remotes = _remotes(args)
+
+    def line(r: Any, st: Any) -> str:
+        return ("ok: " if st.ok(r.host, inv) else "NOT IN THE CELL: ") + st.describe()
+
+    return _report(remotes, lambda r: mesh.configure(r, inv), line)
+
+
+def _cmd_routes(args: argparse.Namespace) -> int:
+    from deploy import routes
+    inv, remotes = _remotes(args)
+    experiment = None
+    if args.experiment:
+        from experiments.schema import load_file
+        experiment = load_file(args.experiment).base
+    plan = routes.route_plan(inv, experiment)
+
+    def task(r: Any) -> str:
+        return routes.configure(r, plan.get(r.host.node, {}), remove=args.remove)
+
+    return _report(remotes, task, lambda r, out: " ; ".join(out.splitlines()))
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from deploy import clock, nodes
+    from deploy.install import VERSION_PY
+    _, remotes = _remotes(args)
+
+    def task(r: Any) -> str:
+        h = r.host
+        q = shlex.quote
+        ver = r.run(f"{q(h.venv)}/bin/python -c {q(VERSION_PY)} 2>/dev/null || echo not-installed").stdout.strip()
+        running = r.run(nodes.running_nodes_command(h.work_dir)).stdout.split("\n")
+        running = [ln for ln in running if ln.strip()]
+        iface = r.run(f"ip -o -4 addr show dev {q(h.iface)} 2>&1 | awk '{{print $4}}' | paste -sd, -; "
+                      f"cat /sys/class/net/{q(h.iface)}/operstate 2>/dev/null || echo missing").stdout.split()
+        c = clock.measure(r, samples=3)
+        return (f"aspan-testbed {ver}; {len(running)} node(s) running"
+                + (f" ({'; '.join(running)})" if running else "")
+                + f"; {h.iface}: {' '.join(iface) or 'no address'}"
+                + f"; clock offset {c.offset * 1000:+.1f} ms (+- {c.error_bound * 1000:.1f} ms)")
+
+    return _report(remotes, task, lambda r, s: s)
+
+
+def _cmd_stop(args: argparse.Namespace) -> int:
+    from deploy import nodes
+    _, remotes = _remotes(args)
+
+    def task(r: Any) -> str:
+        out = r.run(nodes.stop_all_command(r.host.work_dir)).stdout.split("\n")
+        acted = [ln for ln in out if ln.strip() and not ln.rstrip().endswith("not-running")]
+        return f"stopped {len(acted)} node(s)" + (f": {'; '.join(acted)}" if acted else "")
+
+    return _report(remotes, task, lambda r, s: s)
+
+
+def _cmd_gather(args: argparse.Namespace) -> int:
+    from deploy import nodes
+    _, remotes = _remotes(args)
+    out = Path(args.out)
+
+    def task(r: Any) -> str:
+        base = r.host.work_dir.rstrip("/")
+        top = f"{base}/{args.run.strip('/')}" if args.run else base
+        pattern = " -o ".join(f"-name {shlex.quote('*.' + s)}" for s in nodes.FILES)
+        listing = r.run(f"test -d {shlex.quote(top)} || exit 0; "
+                        f"find {shlex.quote(top)} -type f \\( {pattern} \\)").stdout.split("\n")
+        files = [f for f in listing if f.startswith(base + "/")]
+        if r.dry_run:
+            r.say(f"get: every file found -> {out}/<its path under {base}>")
+        for f in files:
+            r.get(f, out / f[len(base) + 1:])
+        return f"{len(files)} file(s) into {out}"
+
+    return _report(remotes, task, lambda r, s: s)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from experiments.schema import load_file
+    exp = load_file(args.experiment)
+    if args.repetitions is not None:
+        exp.base["repetitions"] = args.repetitions
+    if args.hosts:
+        print("aspan deploy run: --hosts does not apply (the experiment's nodes pick the hosts)", file=sys.stderr)
+        return 2
+    options = pi_backend_options(args.inventory, exp, dry_run=args.dry_run)
+    if args.verbose or args.dry_run:
+        options["echo"] = sys.stdout
+    if args.dry_run:
+        return _dry_run(exp, options, Path(args.out or exp.base["out"]))
+    from experiments.runner import run_experiment
+    run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
+                             plot=not args.no_plot, backend_options=options)
+    report_failures(run_dir)
+    print(f"run directory: {run_dir}")
+    print(f"summary:       {run_dir / 'summary.csv'}")
+    if not args.no_plot:
+        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
+    return 0
+
+
+def _dry_run(exp: Any, options: dict[str, Any], out: Path) -> int:
+    """Every command of every repetition, per host; nothing is written or started."""
+    from experiments.backends.pi import run_rep
+    reps = exp.base["repetitions"]
+    run_dir = out / exp.name / "<stamp>"
+    print(f"[local] would write {run_dir}/experiment.yaml, then summary.csv and figures after the runs")
+    for v in exp.variants:
+        for k in range(reps):
+            print(f"== {v.name} rep {k} ==")
+            run_rep(v, k, run_dir / v.name / f"rep{k}", options["inventory"], dry_run=True, echo=sys.stdout)
+    return 0

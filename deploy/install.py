@@ -1,0 +1,303 @@
+"""``aspan deploy setup``: install the project on every host, offline.
+
+1. Build the project wheel locally (``pip wheel``), or take ``--wheel FILE``.
+2. Probe every host: Python version, CPU, glibc, and the system tools each task needs
+   (:data:`SYSTEM_PACKAGES`); a host missing what setup or run needs fails with the
+   Debian package to install.
+3. Download the dependency wheels for each host platform once, locally
+   (``pip download --only-binary=:all: --platform ...``), into a wheelhouse cached
+   between runs: the Pis need no internet.
+4. Upload the wheels that the host lacks (SFTP) into ``<install_dir>/wheels``, create the
+   venv ``<install_dir>/venv`` and ``pip install --no-index`` from those wheels.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+from deploy.hosts import GroupException, HostError, Remote, by_name, on_hosts
+from deploy.inventory import Host
+
+PROJECT = "aspan-testbed"
+VERSION_PY = f'import importlib.metadata as m; print(m.version("{PROJECT}"))'
+MIN_PYTHON = (3, 11)
+INSTALL_TIMEOUT_S = 1800.0   # pip installing numpy, pandas, matplotlib on a Pi 3 takes minutes
+
+
+@dataclass(frozen=True)
+class SystemPackage:
+    tool: str          # what is checked on the host
+    package: str       # the Debian / Raspberry Pi OS package providing it
+    needed_by: tuple[str, ...]
+
+
+SYSTEM_PACKAGES: tuple[SystemPackage, ...] = (
+    SystemPackage("python3 >= 3.11", "python3", ("setup", "run")),
+    SystemPackage("python3 -m venv (ensurepip)", "python3-venv", ("setup",)),
+    SystemPackage("nohup", "coreutils", ("run",)),
+    SystemPackage("setsid", "util-linux", ("run",)),
+    SystemPackage("ip", "iproute2", ("mesh", "routes")),
+    SystemPackage("iw", "iw", ("mesh",)),
+    SystemPackage("sysctl", "procps", ("routes",)),
+    SystemPackage("sudo", "sudo", ("mesh", "routes (when the ssh user is not root)")),
+)
+
+_PROBE_PY = ("import json, platform, sys\n"
+             "try:\n    import venv, ensurepip\n    v = True\nexcept ImportError:\n    v = False\n"
+             "print(json.dumps({'python': list(sys.version_info[:3]), 'impl': sys.implementation.name,"
+             " 'machine': platform.machine(), 'libc': list(platform.libc_ver()), 'venv': v}))")
+TOOLS = ("nohup", "setsid", "ip", "iw", "sysctl", "sudo")
+
+
+def probe_command(python: str) -> str:
+    """Prints one JSON line about the host's Python (or ``{"python": null}``), then ``tool NAME yes|no``."""
+    q = shlex.quote
+    tools = " ".join(TOOLS)
+    return (f"if command -v {q(python)} >/dev/null 2>&1; then {q(python)} -c {q(_PROBE_PY)}; "
+            f"else echo '{{\"python\": null}}'; fi; "
+            f"for t in {tools}; do if command -v $t >/dev/null 2>&1; then echo \"tool $t yes\"; "
+            f"else echo \"tool $t no\"; fi; done")
+
+
+@dataclass
+class HostFacts:
+    """What the probe found on one host."""
+
+    python: tuple[int, ...] | None
+    machine: str = ""
+    libc: tuple[str, str] = ("", "")
+    venv: bool = False
+    tools: dict[str, bool] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, out: str) -> "HostFacts":
+        lines = out.strip().splitlines()
+        try:
+            info = json.loads(lines[0]) if lines else {}
+        except ValueError:
+            raise HostError(f"cannot read the probe output: {lines[0]!r}") from None
+        tools = {}
+        for ln in lines[1:]:
+            parts = ln.split()
+            if len(parts) == 3 and parts[0] == "tool":
+                tools[parts[1]] = parts[2] == "yes"
+        py = tuple(info["python"]) if info.get("python") else None
+        libc = tuple(info.get("libc") or ("", ""))
+        return cls(py, info.get("machine", ""), (str(libc[0]), str(libc[1])), bool(info.get("venv")), tools)
+
+    def platform_key(self) -> str:
+        """Names the wheel set this host needs, e.g. ``cp311-x86_64-glibc2.36``."""
+        assert self.python is not None
+        return f"cp{self.python[0]}{self.python[1]}-{self.machine}-{self.libc[0]}{self.libc[1]}"
+
+    def check(self, host: Host) -> tuple[list[str], list[str]]:
+        """(missing for setup/run -> the host fails, missing for other tasks -> warnings)."""
+        errors: list[str] = []
+        warnings: list[str] = []
+        if self.python is None:
+            errors.append(f"{host.python} not found: apt-get install python3 (>= 3.11)")
+        elif self.python[:2] < MIN_PYTHON:
+            errors.append(f"{host.python} is {'.'.join(map(str, self.python))}, need >= 3.11 "
+                          "(Raspberry Pi OS 12 'bookworm' has 3.11)")
+        elif not self.venv:
+            errors.append(f"{host.python} cannot create a venv: apt-get install python3-venv")
+        for tool, pkg, needed_for_run in (("nohup", "coreutils", True), ("setsid", "util-linux", True),
+                                          ("ip", "iproute2", False), ("iw", "iw", False),
+                                          ("sysctl", "procps", False)):
+            if not self.tools.get(tool, False):
+                (errors if needed_for_run else warnings).append(
+                    f"{tool} missing (apt-get install {pkg}; needed by "
+                    f"{', '.join(next(p.needed_by for p in SYSTEM_PACKAGES if p.tool == tool))})")
+        if host.sudo and not self.tools.get("sudo", False):
+            warnings.append("sudo missing (apt-get install sudo; mesh and routes need root)")
+        return errors, warnings
+
+    def describe(self) -> str:
+        if self.python is None:
+            return "no python"
+        return f"python {'.'.join(map(str, self.python))} ({self.machine}, {self.libc[0]} {self.libc[1]})"
+
+
+def pip_platform_args(facts: HostFacts) -> list[str]:
+    """``pip download`` arguments selecting binary wheels that run on the host."""
+    assert facts.python is not None
+    major, minor = facts.python[:2]
+    arch = facts.machine
+    args = ["--only-binary=:all:", "--python-version", f"{major}.{minor}", "--implementation", "cp",
+            "--abi", f"cp{major}{minor}", "--abi", "abi3", "--abi", "none"]
+    platforms = []
+    if facts.libc[0] == "glibc" and facts.libc[1].count(".") == 1:
+        gmaj, gmin = (int(x) for x in facts.libc[1].split("."))
+        platforms += [f"manylinux_{gmaj}_{m}_{arch}" for m in range(gmin, 16, -1)]
+        platforms.append(f"manylinux2014_{arch}")
+        if arch in ("x86_64", "i686"):
+            platforms += [f"manylinux2010_{arch}", f"manylinux1_{arch}"]
+    platforms.append(f"linux_{arch}")
+    for p in platforms:
+        args += ["--platform", p]
+    return args
+
+
+def source_root() -> Path | None:
+    """The project's source tree (with pyproject.toml) this code runs from, if any."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def _local(cmd: list[str], say: Callable[[str], None], dry_run: bool) -> None:
+    say(f"[local] run: {' '.join(shlex.quote(c) for c in cmd)}")
+    if dry_run:
+        return
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-15:])
+        raise RuntimeError(f"local command failed (exit {r.returncode}): {' '.join(cmd)}\n{tail}")
+
+
+def build_wheel(out_dir: Path, say: Callable[[str], None], dry_run: bool = False) -> Path:
+    """Build the project wheel from the source tree into ``out_dir``."""
+    root = source_root()
+    if root is None:
+        raise RuntimeError("no source tree (pyproject.toml) next to this installation: pass --wheel FILE")
+    _local([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
+            "--wheel-dir", str(out_dir), str(root)], say, dry_run)
+    if dry_run:
+        return out_dir / "aspan_testbed-<version>-py3-none-any.whl"
+    wheels = sorted(out_dir.glob("aspan_testbed-*.whl"))
+    if not wheels:
+        raise RuntimeError(f"pip wheel wrote no aspan_testbed wheel into {out_dir}")
+    return wheels[-1]
+
+
+def wheel_requirements(wheel: Path) -> list[str]:
+    """The Requires-Dist lines of a wheel's METADATA."""
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(meta).decode()
+    return sorted(ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Requires-Dist:"))
+
+
+def download_wheels(project_wheel: Path, facts: HostFacts, wheelhouse: Path, say: Callable[[str], None],
+                    dry_run: bool = False, extra_index_url: str | None = None) -> Path:
+    """Dependency wheels for the host platform, downloaded once into ``wheelhouse/<platform>``."""
+    key = facts.platform_key() if facts.python else "<platform>"
+    dest = wheelhouse / key
+    reqs = wheel_requirements(project_wheel) if not dry_run else []
+    marker = dest / f".complete-{hashlib.sha256(json.dumps(reqs).encode()).hexdigest()[:16]}"
+    if marker.exists():
+        say(f"[local] using the cached wheels in {dest}")
+        return dest
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+           "--dest", str(dest)]
+    cmd += pip_platform_args(facts) if facts.python else ["<pip platform options of the host>"]
+    if extra_index_url:
+        cmd += ["--extra-index-url", extra_index_url]
+    cmd.append(str(project_wheel))
+    if not dry_run:
+        dest.mkdir(parents=True, exist_ok=True)
+    _local(cmd, say, dry_run)
+    if not dry_run:
+        (dest / project_wheel.name).unlink(missing_ok=True)  # pip download copies the project wheel too
+        marker.write_text("\n".join(reqs) + "\n")
+    return dest
+
+
+def remote_wheels(remote: Remote, wheels_dir: str) -> dict[str, int]:
+    """Name -> size of the wheels already on the host."""
+    out = remote.run(f"mkdir -p {shlex.quote(wheels_dir)} && cd {shlex.quote(wheels_dir)} && "
+                     "for f in *.whl; do [ -f \"$f\" ] && stat -c '%n %s' \"$f\"; done; true").stdout
+    have = {}
+    for ln in out.splitlines():
+        parts = ln.rsplit(" ", 1)
+        if len(parts) == 2 and parts[1].isdigit():
+            have[parts[0]] = int(parts[1])
+    return have
+
+
+def install_commands(host: Host, wheel_name: str) -> list[str]:
+    """The commands that create the venv and install the project from the uploaded wheels."""
+    q = shlex.quote
+    wheels = str(PurePosixPath(host.install_dir) / "wheels")
+    whl = f"{wheels}/{wheel_name}"
+    pip = f"{q(host.venv)}/bin/python -m pip --disable-pip-version-check install --quiet --no-index --no-compile"
+    return [
+        f"mkdir -p {q(host.work_dir)}",
+        f"test -x {q(host.venv)}/bin/python || {q(host.python)} -m venv {q(host.venv)}",
+        f"{pip} --find-links {q(wheels)} {q(whl)}",
+        f"{pip} --no-deps --force-reinstall {q(whl)}",
+        f"{q(host.aspan)} --help > /dev/null && {q(host.venv)}/bin/python -c {q(VERSION_PY)}",
+    ]
+
+
+@dataclass
+class SetupReport:
+    facts: HostFacts
+    warnings: list[str]
+    uploaded: list[str]
+    version: str
+
+
+def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], wheel: Path | None = None,
+          extra_index_url: str | None = None) -> dict[str, SetupReport]:
+    """Install the project on every host; returns host name -> report.  Raises GroupException per host."""
+    dry_run = any(r.dry_run for r in remotes)
+    with tempfile.TemporaryDirectory(prefix="aspan-wheel-") as tmp:
+        project_wheel = wheel or build_wheel(Path(tmp), say, dry_run)
+        if wheel is not None and not wheel.is_file():
+            raise RuntimeError(f"--wheel {wheel}: no such file")
+
+        def probe(r: Remote) -> HostFacts:
+            out = r.run(probe_command(r.host.python)).stdout
+            return HostFacts(None) if r.dry_run else HostFacts.parse(out)
+
+        try:
+            probed = on_hosts(remotes, probe)
+        except GroupException as e:  # unreachable hosts fail below, the others go on
+            probed = e.result
+        facts: dict[str, HostFacts | Exception] = by_name(probed, remotes)
+        for r in remotes:
+            f = facts[r.name]
+            if isinstance(f, HostFacts) and not dry_run:
+                errors, _ = f.check(r.host)
+                if errors:
+                    facts[r.name] = HostError("missing system packages: " + "; ".join(errors))
+        dirs: dict[str, Path] = {}
+        for r in remotes:
+            f = facts[r.name]
+            if isinstance(f, HostFacts):
+                key = f.platform_key() if f.python else "<platform>"
+                if key not in dirs:
+                    dirs[key] = download_wheels(project_wheel, f, wheelhouse, say, dry_run, extra_index_url)
+
+        def install(r: Remote) -> SetupReport:
+            f = facts[r.name]
+            if not isinstance(f, HostFacts):
+                raise f
+            src = dirs[f.platform_key() if f.python else "<platform>"]
+            wheels_dir = str(PurePosixPath(r.host.install_dir) / "wheels")
+            have = {} if r.dry_run else remote_wheels(r, wheels_dir)
+            if r.dry_run:
+                r.run(f"mkdir -p {shlex.quote(wheels_dir)} && stat -c '%n %s' {shlex.quote(wheels_dir)}/*.whl")
+            local = [project_wheel] + ([] if r.dry_run else sorted(src.glob("*.whl")))
+            if r.dry_run:
+                r.say(f"put: {src}/*.whl -> {wheels_dir}/ (the wheels the host lacks)")
+            uploaded = []
+            for w in local:
+                if w == project_wheel or have.get(w.name) != w.stat().st_size:
+                    r.put(w, f"{wheels_dir}/{w.name}")
+                    uploaded.append(w.name)
+            out = ""
+            for cmd in install_commands(r.host, project_wheel.name):
+                out = r.run(cmd, timeout=INSTALL_TIMEOUT_S).stdout
+            _, warnings = f.check(r.host) if f.python else ([], [])
+            return SetupReport(f, warnings, uploaded, out.strip())
+
+        return by_name(on_hosts(remotes, install), remotes)

@@ -1,0 +1,261 @@
+"""The inventory YAML: which hosts form the mesh, how to reach them, where to install.
+
+Validated like the experiment files (``experiments/schema.py``): a wrong field,
+type or value is an ``InventoryError`` naming the file and the field path.
+
+```yaml
+defaults:                      # every host field below may also be set per host
+  user: pi
+  key_file: ~/.ssh/aspan_ed25519
+  iface: wlan0
+  install_dir: /home/pi/aspan
+mesh: {ssid: aspan-mesh, channel: 1}
+hosts:
+  - {name: pi-a, node: A, host: 192.168.1.101, mesh_address: 10.2.1.1}
+  - {name: pi-b, node: B, host: 192.168.1.102, mesh_address: 10.2.1.2}
+```
+"""
+from __future__ import annotations
+
+import copy
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from experiments.schema import F, ExperimentError, _fill, _range
+
+INT = (int,)
+NUM = (int, float)
+STR = (str,)
+BOOL = (bool,)
+OPT_BOOL = (bool, type(None))
+OPT_STR = (str, type(None))
+
+
+class InventoryError(ExperimentError):
+    """An inventory file is invalid.  The message names file, field and expectation."""
+
+
+def _abs_posix(v: Any) -> str | None:
+    return None if str(v).startswith("/") else f"expected an absolute path on the host, got {v!r}"
+
+
+HOST_FIELDS: dict[str, F] = {
+    "user": F(STR, "pi", None, "ssh user"),
+    "port": F(INT, 22, _range(1, 65535), "ssh port"),
+    "key_file": F(OPT_STR, None, None, "private key for ssh (relative to the inventory file; ~ expanded)"),
+    "iface": F(STR, "wlan0", None, "wireless interface of the mesh"),
+    "install_dir": F(STR, "/home/pi/aspan", _abs_posix, "per-host directory: wheels, venv, runs"),
+    "work_dir": F(OPT_STR, None, None, "where runs write node configs and logs (default: <install_dir>/runs)"),
+    "python": F(STR, "python3", None, "the host's Python (>= 3.11) that creates the venv"),
+    "sudo": F(OPT_BOOL, None, None, "prefix root commands (mesh, routes) with 'sudo -n' (default: user is not root)"),
+    "strict_host_keys": F(BOOL, True, None, "reject hosts whose key is not in known_hosts (false only for virtual Pis)"),
+    "known_hosts": F(OPT_STR, None, None, "known_hosts file (default: ~/.ssh/known_hosts)"),
+    "connect_timeout_s": F(NUM, 10.0, _range(0, lo_open=True), "ssh connect timeout"),
+}
+
+HOST_ONLY: dict[str, F] = {
+    "name": F(STR, None, None, "host name in reports (default: the node name)"),
+    "node": F(STR, None, None, "the experiment node this host runs (A, B, ...)"),
+    "host": F(STR, None, None, "address or name ssh connects to (management network)"),
+    "mesh_address": F(STR, None, None, "the host's static IPv4 address on the mesh"),
+}
+
+SCHEMA: dict[str, Any] = {
+    "defaults": HOST_FIELDS,
+    "mesh": {
+        "ssid": F(STR, "aspan-mesh", None, "IBSS network name"),
+        "channel": F((int, type(None)), None, _range(1, 196), "WiFi channel (or give freq)"),
+        "freq": F((int, type(None)), None, _range(2412, 5900), "frequency in MHz (default: from channel, else 2412)"),
+        "bssid": F(OPT_STR, None, None, "fixed IBSS cell id (avoids cell splits)"),
+        "country": F(OPT_STR, None, None, "regulatory domain set with 'iw reg set' before joining"),
+        "prefix": F(INT, 24, _range(8, 30), "prefix length of the mesh addresses"),
+    },
+    "udp_port": F(INT, 7000, _range(1024, 65535), "UDP port of the overlay on every host"),
+    "start_margin_s": F(NUM, 5.0, _range(0, lo_open=True), "time for the nodes to start before probing begins"),
+    "poll_interval_s": F(NUM, 1.0, _range(0, lo_open=True), "how often a run polls the hosts"),
+    "hosts": F((list,), [], None, "the hosts of the mesh"),
+}
+
+
+@dataclass(frozen=True)
+class Host:
+    """One host of the inventory, every field resolved."""
+
+    name: str
+    node: str
+    host: str
+    mesh_address: str
+    user: str
+    port: int
+    key_file: str | None
+    iface: str
+    install_dir: str
+    work_dir: str
+    python: str
+    sudo: bool
+    strict_host_keys: bool
+    known_hosts: str | None
+    connect_timeout_s: float
+
+    @property
+    def venv(self) -> str:
+        return str(PurePosixPath(self.install_dir) / "venv")
+
+    @property
+    def aspan(self) -> str:
+        """The ``aspan`` command installed by ``deploy setup``."""
+        return str(PurePosixPath(self.venv) / "bin" / "aspan")
+
+    @property
+    def root_prefix(self) -> str:
+        """What goes before a command that needs root."""
+        return "sudo -n " if self.sudo else ""
+
+    def label(self) -> str:
+        return f"{self.name} ({self.user}@{self.host}:{self.port})"
+
+
+@dataclass
+class Inventory:
+    source: str
+    hosts: list[Host]
+    mesh: dict[str, Any]
+    udp_port: int
+    start_margin_s: float
+    poll_interval_s: float
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def by_node(self) -> dict[str, Host]:
+        return {h.node: h for h in self.hosts}
+
+    def select(self, names: list[str] | None) -> list[Host]:
+        """The hosts named (by host name or node name), all hosts if ``names`` is empty."""
+        if not names:
+            return list(self.hosts)
+        out = []
+        for n in names:
+            match = [h for h in self.hosts if n in (h.name, h.node)]
+            if not match:
+                raise InventoryError(self.source, "hosts", f"no host named {n!r}; hosts: "
+                                     + ", ".join(h.name for h in self.hosts))
+            out.extend(m for m in match if m not in out)
+        return out
+
+    @property
+    def freq(self) -> int:
+        """The IBSS frequency in MHz: ``freq``, else from ``channel``, else channel 1."""
+        if self.mesh["freq"]:
+            return int(self.mesh["freq"])
+        return channel_to_freq(self.mesh["channel"] or 1)
+
+
+def channel_to_freq(channel: int) -> int:
+    """802.11 channel number to centre frequency in MHz (2.4 GHz and 5 GHz bands)."""
+    if channel == 14:
+        return 2484
+    if 1 <= channel <= 13:
+        return 2407 + 5 * channel
+    return 5000 + 5 * channel
+
+
+def _expand_local(path: str, base: Path) -> str:
+    p = Path(path).expanduser()
+    return str(p if p.is_absolute() else (base / p))
+
+
+def load_inventory(data: Any, source: str = "inventory.yaml", base_dir: Path | None = None,
+                   check_files: bool = True) -> Inventory:
+    """Validate a parsed inventory document.
+
+    ``base_dir`` resolves relative ``key_file``/``known_hosts`` paths (default: the
+    current directory).  ``check_files`` requires the key files to exist (off for
+    ``--dry-run``, which connects nowhere).
+    """
+    base_dir = base_dir or Path.cwd()
+    if not isinstance(data, dict):
+        raise InventoryError(source, "", "expected a YAML mapping at the top level")
+    try:
+        top = _fill(source, "", SCHEMA, data)
+    except ExperimentError as e:
+        raise InventoryError(source, e.path, e.message) from None
+    if not top["hosts"]:
+        raise InventoryError(source, "hosts", "expected a non-empty list of hosts")
+    mesh = top["mesh"]
+    if mesh["ssid"] and not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", mesh["ssid"]):
+        raise InventoryError(source, "mesh.ssid", f"expected 1-32 letters, digits, '.', '_' or '-', got {mesh['ssid']!r}")
+    if mesh["bssid"] and not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", mesh["bssid"]):
+        raise InventoryError(source, "mesh.bssid", f"expected a MAC address like 02:12:34:56:78:9a, got {mesh['bssid']!r}")
+    if mesh["country"] and not re.fullmatch(r"[A-Z]{2}", mesh["country"]):
+        raise InventoryError(source, "mesh.country", f"expected a two-letter country code, got {mesh['country']!r}")
+    hosts: list[Host] = []
+    schema_host = {**HOST_ONLY, **HOST_FIELDS}
+    for i, raw in enumerate(top["hosts"]):
+        where = f"hosts[{i}]"
+        if not isinstance(raw, dict):
+            raise InventoryError(source, where, f"expected a mapping, got {type(raw).__name__}")
+        merged = {**{k: v for k, v in (data.get("defaults") or {}).items() if v is not None}, **raw}
+        try:
+            h = _fill(source, where, schema_host, merged)
+        except ExperimentError as e:
+            raise InventoryError(source, e.path, e.message) from None
+        for req in ("node", "host", "mesh_address"):
+            if not h[req]:
+                raise InventoryError(source, f"{where}.{req}", "required field missing")
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", h["node"]):
+            raise InventoryError(source, f"{where}.node", f"expected a node name (letters, digits, _ -), got {h['node']!r}")
+        try:
+            ipaddress.IPv4Address(h["mesh_address"])
+        except ValueError:
+            raise InventoryError(source, f"{where}.mesh_address", f"expected an IPv4 address, got {h['mesh_address']!r}") from None
+        if not re.fullmatch(r"[A-Za-z0-9_.:-]+", h["iface"]):
+            raise InventoryError(source, f"{where}.iface", f"expected an interface name, got {h['iface']!r}")
+        h["name"] = h["name"] or h["node"]
+        if h["key_file"]:
+            h["key_file"] = _expand_local(h["key_file"], base_dir)
+            if check_files and not Path(h["key_file"]).is_file():
+                raise InventoryError(source, f"{where}.key_file", f"no such file: {h['key_file']}")
+        if h["known_hosts"]:
+            h["known_hosts"] = _expand_local(h["known_hosts"], base_dir)
+        h["install_dir"] = str(PurePosixPath(h["install_dir"]))
+        if h["work_dir"]:
+            err = _abs_posix(h["work_dir"])
+            if err:
+                raise InventoryError(source, f"{where}.work_dir", err)
+        h["work_dir"] = h["work_dir"] or str(PurePosixPath(h["install_dir"]) / "runs")
+        if h["sudo"] is None:
+            h["sudo"] = h["user"] != "root"
+        hosts.append(Host(**h))
+    for attr in ("name", "node", "mesh_address"):
+        seen: dict[str, int] = {}
+        for i, h in enumerate(hosts):
+            v = getattr(h, attr)
+            if v in seen:
+                raise InventoryError(source, f"hosts[{i}].{attr}", f"{v!r} repeats hosts[{seen[v]}].{attr}")
+            seen[v] = i
+    nets = {ipaddress.IPv4Interface(f"{h.mesh_address}/{mesh['prefix']}").network for h in hosts}
+    if len(nets) > 1:
+        raise InventoryError(source, "hosts", "mesh addresses are not in one /"
+                             f"{mesh['prefix']} network (an IBSS cell is one subnet): "
+                             + ", ".join(sorted(str(n) for n in nets)))
+    return Inventory(source, hosts, mesh, top["udp_port"], float(top["start_margin_s"]),
+                     float(top["poll_interval_s"]), copy.deepcopy(data))
+
+
+def load_inventory_file(path: str | Path, check_files: bool = True) -> Inventory:
+    """Read and validate an inventory YAML file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InventoryError(str(p), "", f"cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InventoryError(str(p), "", f"not valid YAML: {e}") from None
+    return load_inventory(data, str(p), p.resolve().parent, check_files=check_files)
+

@@ -1,0 +1,287 @@
+"""Pi backend: one ``aspan node`` per Raspberry Pi of the inventory, driven over SSH (Fabric).
+
+Per (variant, repetition): check every host (installed, no node left running), measure
+its clock offset, write and upload each node's config (the local backend's format, with
+``bind`` = the host's mesh address and the inventory's UDP port, ``peers`` = the other
+hosts' mesh addresses, start time and deadline converted to the host's clock), start
+every node in parallel, poll until the flows finish, stop every node and gather every
+host's files into the run directory.  Loss is the nodes' own loss model from the YAML.
+
+A host that cannot be reached, a command that fails or a node that dies ends the
+repetition with status ``failed`` and one line per host in ``meta.json`` ``error``;
+the nodes on the other hosts are stopped and their logs gathered all the same.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from deploy import clock, nodes
+from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, failure_lines,
+                          on_hosts, open_remotes)
+from deploy.inventory import Inventory, InventoryError, load_inventory_file
+from experiments.build import base_meta, write_meta
+from experiments.schema import ExperimentError, Variant
+
+POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
+DEADLINE_MARGIN_S = 30.0
+
+
+class RunFailed(RuntimeError):
+    """The repetition cannot go on; ``lines`` says why, one line per host."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("; ".join(lines))
+
+
+def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
+    """The runner's per-repetition entry point for ``options["inventory"]`` (a path or an Inventory)."""
+    inv = options.get("inventory")
+    if inv is None:
+        raise ExperimentError("--inventory", "inventory", "the pi backend needs an inventory: "
+                              "aspan run EXP.yaml --backend pi --inventory INV.yaml")
+    if not isinstance(inv, Inventory):
+        inv = load_inventory_file(inv)
+    return functools.partial(run_rep, inventory=inv, dry_run=bool(options.get("dry_run", False)),
+                             echo=options.get("echo"))
+
+
+def _group(remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[str, Any]:
+    """``on_hosts`` keyed by host name; any host failing raises RunFailed with a line per host."""
+    try:
+        return by_name(on_hosts(remotes, task), remotes)
+    except GroupException as e:
+        raise RunFailed(failure_lines(e, remotes)) from None
+
+
+def check_hosts(inv: Inventory, names: list[str]) -> None:
+    missing = [n for n in names if n not in inv.by_node()]
+    if missing:
+        raise InventoryError(inv.source, "hosts", f"no host runs node(s) {', '.join(missing)} of the experiment; "
+                             f"the inventory has {', '.join(h.node for h in inv.hosts)}")
+
+
+def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offsets: dict[str, float],
+                 rdirs: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each node's ``aspan node`` config; times are converted to the node's own clock."""
+    names = cfg["topology"]["chain"]
+    addrs = cfg["topology"]["addresses"]
+    hosts = inv.by_node()
+    udp = {n: [hosts[n].mesh_address, inv.udp_port] for n in names}
+    deadline = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"] + DEADLINE_MARGIN_S
+    return {n: {"experiment": cfg, "node": n, "seed": seed,
+                "t0": t0 + offsets.get(n, 0.0), "deadline": deadline + offsets.get(n, 0.0),
+                "log": f"{rdirs[n]}/{n}.log", "done_file": f"{rdirs[n]}/{n}.done",
+                "bind": udp[n], "peers": {addrs[m]: udp[m] for m in names if m != n},
+                "watch_parent": False}
+            for n in names}
+
+
+class _Progress:
+    """Bytes delivered at the receiver, printed every 10 s (or on one line on a terminal)."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total = label, total
+        self._tty = sys.stderr.isatty()
+        self._last = 0.0
+
+    def show(self, delivered: int) -> None:
+        now = time.time()
+        if not self._tty and now - self._last < 10:
+            return
+        self._last = now
+        frac = delivered / self.total if self.total else 0.0
+        msg = f"{self.label} [{'#' * int(frac * 30):<30}] {delivered / 1e6:6.2f}/{self.total / 1e6:.2f} MB"
+        print(("\r" if self._tty else "") + msg, end="" if self._tty else "\n", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self._tty:
+            print(file=sys.stderr, flush=True)
+
+
+def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
+            echo: TextIO | None = None) -> dict[str, Any]:
+    cfg = variant.config
+    names: list[str] = cfg["topology"]["chain"]
+    check_hosts(inventory, names)
+    seed = cfg["seed"] + repetition
+    hosts = inventory.by_node()
+    meta = base_meta(cfg, variant.name, repetition, seed, "pi", variant.sweep_value)
+    rel = "/".join(rep_dir.parts[-4:])      # <experiment>/<stamp>/<variant>/rep<k>
+    rdirs = {n: nodes.rep_dir_remote(hosts[n].work_dir, rel) for n in names}
+    meta["hosts"] = {n: {"name": hosts[n].name, "ssh": f"{hosts[n].user}@{hosts[n].host}:{hosts[n].port}",
+                         "mesh_address": hosts[n].mesh_address, "dir": rdirs[n]} for n in names}
+    meta["udp"] = {n: [hosts[n].mesh_address, inventory.udp_port] for n in names}
+    if not dry_run:
+        rep_dir.mkdir(parents=True, exist_ok=True)
+    remotes = open_remotes([hosts[n] for n in names], dry_run=dry_run, echo=echo)
+    rnode = {r.name: r.host.node for r in remotes}
+    started: list[Remote] = []      # hosts where a node was started (or may have been)
+    endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
+    receiver = cfg["flows"][0]["receiver"]
+    progress = _Progress(f"{variant.name} rep {repetition}",
+                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
+    try:
+        offsets = _preflight(remotes, rdirs, meta)
+        t0 = time.time() + inventory.start_margin_s
+        confs = node_configs(cfg, inventory, seed, t0, offsets, rdirs)
+        for n, conf in confs.items():
+            if dry_run:
+                print(f"[local] node config {n}: bind {conf['bind'][0]}:{conf['bind'][1]}, peers "
+                      + ", ".join(f"{a}->{e[0]}:{e[1]}" for a, e in conf["peers"].items()), file=echo or sys.stdout)
+            else:
+                (rep_dir / f"{n}.node.json").write_text(json.dumps(conf))
+
+        def start_one(r: Remote) -> int | None:
+            n = r.host.node
+            started.append(r)
+            return nodes.start(r, rdirs[n], n, rep_dir / f"{n}.node.json")
+
+        meta["pids"] = {rnode[name]: pid for name, pid in _group(remotes, start_one).items()}
+        end_by = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]
+        _wait(remotes, rdirs, endpoints, receiver, end_by, inventory.poll_interval_s, meta, progress,
+              cfg["limits"]["max_duration_s"])
+        if meta["status"] == "running":
+            meta["status"] = "ok"
+    except RunFailed as e:
+        meta["status"] = "failed"
+        meta["error"] = str(e)
+        meta["host_report"] = list(e.lines)
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        meta["error"] = "stopped by Ctrl-C"
+        raise
+    finally:
+        progress.finish()
+        _finish(remotes, started, rdirs, rep_dir, meta, rnode)
+        if not dry_run:
+            write_meta(rep_dir, meta)
+        close_all(remotes)
+    return meta
+
+
+def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any]) -> dict[str, float]:
+    """Every host: installed, no node still running, its run directory made, clock offset measured."""
+
+    def check(r: Remote) -> clock.ClockSample:
+        h = r.host
+        running = r.run(f"test -x {shlex.quote(h.aspan)} || {{ echo 'not installed at {h.install_dir}: "
+                        f"run aspan deploy setup' >&2; exit 1; }}; mkdir -p {shlex.quote(rdirs[h.node])} && "
+                        + nodes.running_nodes_command(h.work_dir)).stdout.split()
+        if running:
+            raise HostError(f"an aspan node still runs there (pid file {running[0]}): run aspan deploy stop")
+        return clock.measure(r)
+
+    samples = _group(remotes, check)
+    by_node = {r.host.node: samples[r.name] for r in remotes}
+    meta["clock_offsets"] = {n: round(s.offset, 6) for n, s in by_node.items()}
+    meta["clock_rtt_s"] = {n: round(s.rtt, 6) for n, s in by_node.items()}
+    return {n: s.offset for n, s in by_node.items()}
+
+
+def _wait(remotes: list[Remote], rdirs: dict[str, str], endpoints: set[str], receiver: str, end_by: float,
+          interval: float, meta: dict[str, Any], progress: _Progress, limit_s: float) -> None:
+    """Poll every host until the endpoints are done; a dead node or a lost host raises RunFailed."""
+    misses: dict[str, int] = {r.name: 0 for r in remotes}
+    while True:
+        try:
+            states = by_name(on_hosts(remotes, lambda r: nodes.poll(r, rdirs[r.host.node], r.host.node)), remotes)
+        except GroupException as e:
+            states = by_name(e.result, remotes)
+        lost = []
+        for r in remotes:
+            v = states[r.name]
+            misses[r.name] = misses[r.name] + 1 if isinstance(v, BaseException) else 0
+            if misses[r.name] >= POLL_TRIES or (r.dry_run and isinstance(v, BaseException)):
+                lost.append(f"{r.host.label()}: lost during the run: {describe_error(v)}")
+        if lost:
+            raise RunFailed(lost)
+        dead = [r for r in remotes if isinstance(states[r.name], nodes.NodeState) and states[r.name].state == "exited"]
+        if dead:
+            raise RunFailed([_death_line(r, rdirs[r.host.node], states[r.name]) for r in dead])
+        for r in remotes:
+            st = states[r.name]
+            if r.host.node == receiver and isinstance(st, nodes.NodeState) and st.delivered is not None:
+                progress.show(st.delivered)
+        done = {r.host.node for r in remotes if isinstance(states[r.name], nodes.NodeState)
+                and states[r.name].state == "done"}
+        if endpoints <= done:
+            return
+        if time.time() > end_by:
+            meta["status"] = "incomplete"
+            meta["error"] = f"flows not finished after {limit_s} s"
+            return
+        time.sleep(interval)
+
+
+def _death_line(r: Remote, rdir: str, st: nodes.NodeState) -> str:
+    n = r.host.node
+    try:
+        tail = r.run(f"tail -n 5 {shlex.quote(rdir + '/' + n + '.stderr')} 2>/dev/null; true").stdout
+    except Exception as e:  # the stderr tail is a courtesy; say why it is missing
+        tail = f"(stderr not readable: {describe_error(e)})"
+    tail = " | ".join(ln.strip() for ln in tail.strip().splitlines() if ln.strip()) or "no error output"
+    return f"{r.host.label()}: node {n} {st.describe_exit()} before the flows finished: {tail}"
+
+
+def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str], rep_dir: Path,
+            meta: dict[str, Any], rnode: dict[str, str]) -> None:
+    """Stop the started nodes, read their exit codes, gather their hosts' files.
+
+    Runs after a failure too: a host that cannot be reached is recorded and the others
+    are still stopped and gathered.
+    """
+    problems: dict[str, str] = {}
+
+    def stop_one(r: Remote) -> tuple[str, int | None]:
+        return nodes.stop(r, rdirs[r.host.node], r.host.node)
+
+    stopped: dict[str, Any] = {}
+    if started:
+        try:
+            stopped = by_name(on_hosts(started, stop_one), started)
+        except GroupException as e:
+            stopped = by_name(e.result, started)
+    meta["exit_codes"] = {}
+    meta["stopped"] = {}
+    for name, v in stopped.items():
+        if isinstance(v, BaseException):
+            problems[rnode[name]] = (f"stop: {describe_error(v)} (its node may still run until its deadline: "
+                                     f"aspan deploy stop --hosts {name}, then aspan deploy gather, once the "
+                                     "host is back)")
+        else:
+            meta["stopped"][rnode[name]] = v[0]
+            meta["exit_codes"][rnode[name]] = v[1]
+
+    def gather_one(r: Remote) -> list[str]:
+        return nodes.gather(r, rdirs[r.host.node], r.host.node, rep_dir)
+
+    # a host that failed before any start has nothing to gather (and is named already);
+    # one that could not be stopped is not reachable now: it is named, its files stay there
+    reachable = [r for r in started if not isinstance(stopped.get(r.name), BaseException)]
+    got: dict[str, Any] = {}
+    if reachable:
+        try:
+            got = by_name(on_hosts(reachable, gather_one), reachable)
+        except GroupException as e:
+            got = by_name(e.result, reachable)
+    meta["gathered"] = {}
+    for name, v in got.items():
+        if isinstance(v, BaseException):
+            problems.setdefault(rnode[name], f"gather: {describe_error(v)}")
+        else:
+            meta["gathered"][rnode[name]] = v
+    meta["host_errors"] = problems
+    if problems:
+        labels = {r.host.node: r.host.label() for r in remotes}
+        lines = [f"{labels[n]}: {p}" for n, p in problems.items()]
+        if meta["status"] in ("ok", "running"):
+            meta["status"] = "failed"
+        meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + lines)
+        meta["host_report"] = meta.get("host_report", []) + lines

@@ -1,0 +1,394 @@
+"""``aspan deploy`` end to end on four virtual Raspberry Pis (network namespaces + sshd).
+
+The lab (tests/vpi.py): one namespace and one sshd per Pi, their mesh interfaces in one
+bridge (one broadcast domain, like an IBSS cell), ssh over per-Pi management links only,
+and in the root namespace nothing but ``unreachable 10.2.0.0/16`` towards the mesh.
+The Pis have no default route: whatever ``setup`` installs, it installs offline.
+
+Needs root and /usr/sbin/sshd (``.ci/run`` installs openssh-server); skipped otherwise.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import kill_group, wait_for
+from plots.summary import SUMMARY_COLUMNS
+from vpi import VirtualPiLab, available, ns_pids, sh
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(available() is not None, reason=f"virtual Pis: {available()}")
+
+
+def aspan(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aspan", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def start_aspan(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "aspan", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def small_exp(tmp: Path, name: str = "small", segments: int = 500, max_s: float = 60, variants=None) -> Path:
+    doc = {"name": name, "repetitions": 1, "loss": {"default": {"model": "bernoulli", "rate": 0.005}},
+           "etx": {"settle_s": 1}, "limits": {"max_duration_s": max_s},
+           "flows": [{"sender": "A", "receiver": "D", "segments": segments}],
+           "variants": variants or [{"name": "sack", "tcp": {"variant": "sack"}},
+                                    {"name": "aspan", "tcp": {"variant": "sack"},
+                                     "snoop": {"policy": "adaptive", "pkt_qos": 1.0}}]}
+    p = tmp / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def only_run(out: Path, name: str) -> Path:
+    [d] = list((out / name).iterdir())
+    return d
+
+
+def node_processes(lab: VirtualPiLab) -> list[str]:
+    """Processes in the Pis' namespaces other than sshd (sessions included)."""
+    left = []
+    for pi in lab.pis.values():
+        for pid in ns_pids(pi.ns):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            except OSError:
+                continue
+            if not cmd.startswith("sshd") and not cmd.startswith("/usr/sbin/sshd"):
+                left.append(f"{pi.node}: {pid} {cmd}")
+    return left
+
+
+# ---- fixtures -------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory) -> Path:
+    """Dependency wheels downloaded once per test session (setup uploads them to each Pi)."""
+    return tmp_path_factory.mktemp("wheelhouse")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    base = tmp_path_factory.mktemp("vpi")
+    lab = VirtualPiLab(base / "lab")
+    try:
+        lab.start()
+        lab.inv = lab.inventory(base / "inv.yaml", base / "install", connect_timeout_s=3)
+        lab.base = base
+        yield lab
+    finally:
+        lab.stop()
+        if (base / "install").exists():
+            shutil.rmtree(base / "install")      # four venvs with numpy, pandas, matplotlib: ~1.3 GB
+    assert lab.leftovers() == []
+    assert [k for k in lab.killed if "sshd" not in k] == [], "processes the tests left running in the Pis"
+
+
+@pytest.fixture(scope="module")
+def installed(lab, wheelhouse):
+    """`aspan deploy setup` on the four Pis (once for the module)."""
+    t = time.time()
+    r = aspan("deploy", "setup", "-i", str(lab.inv), "--wheelhouse", str(wheelhouse), timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lab.setup_output = r.stdout
+    lab.setup_seconds = time.time() - t
+    return lab
+
+
+@pytest.fixture
+def clean(lab):
+    """Fails a test that leaves a node (or any process but sshd) running in a Pi."""
+    yield lab
+    left = []
+    try:
+        wait_for(lambda: not node_processes(lab), 15, "the Pis' processes to end")
+    except AssertionError:
+        left = node_processes(lab)
+    assert left == []
+
+
+# ---- the lab itself ------------------------------------------------------------------------
+def test_traffic_never_leaves_the_namespaces(lab):
+    r = sh("ip", "route", "get", "10.2.1.1", check=False)
+    assert r.returncode != 0 and "No route to host" in r.stderr        # root: unreachable only
+    routes = sh("ip", "-4", "route", "show").stdout
+    assert "unreachable 10.2.0.0/16" in routes
+    assert "10.2.1." not in routes
+    for pi in lab.pis.values():
+        inside = sh("ip", "-n", pi.ns, "-4", "route", "show").stdout
+        assert "default" not in inside                                # no way out: setup must be offline
+        assert f"{pi.mgmt_ip.rsplit('.', 1)[0]}." in inside and "10.2.1.0/24 dev mesh0" in inside
+
+
+# ---- setup ----------------------------------------------------------------------------------
+def test_setup_installs_from_uploaded_wheels_into_each_install_dir(installed):
+    lab = installed
+    out = lab.setup_output
+    for pi in lab.pis.values():
+        d = lab.base / "install" / pi.node
+        assert f"vpi-{pi.node.lower()}: installed 0.1.0 in {d}/venv" in out
+        assert any((d / "wheels").glob("aspan_testbed-*.whl")) and any((d / "wheels").glob("numpy-*.whl"))
+        assert (d / "venv" / "bin" / "aspan").exists()
+    assert "iw missing (apt-get install iw; needed by mesh)" in out    # listed and checked, not needed here
+    uploads = [int(w.split("uploaded ")[1].split()[0]) for w in out.splitlines() if "uploaded " in w]
+    assert len(uploads) == 4 and min(uploads) >= 10                 # the project and its dependencies
+
+
+def test_setup_again_uploads_only_the_project_wheel(installed, wheelhouse):
+    r = aspan("deploy", "setup", "-i", str(installed.inv), "--wheelhouse", str(wheelhouse), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[local] using the cached wheels in" in r.stdout
+    assert r.stdout.count("uploaded 1 wheel(s)") == 4
+
+
+# ---- routes (kernel-TCP mode) -------------------------------------------------------------
+def _forwarded(ns: str) -> int:
+    snmp = sh("ip", "netns", "exec", ns, "cat", "/proc/net/snmp").stdout.splitlines()
+    head, vals = [ln.split() for ln in snmp if ln.startswith("Ip:")][:2]
+    return int(vals[head.index("ForwDatagrams")])
+
+
+def test_routes_forward_kernel_tcp_along_the_chain(installed, clean):
+    lab = installed
+    r = aspan("deploy", "routes", "-i", str(lab.inv))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "vpi-a: ip_forward=1 ; 10.2.1.0/24" in r.stdout and "10.2.1.4 via 10.2.1.2" in r.stdout
+    a, b, c, d = (lab.pis[n].ns for n in "ABCD")
+    assert "via 10.2.1.2" in sh("ip", "-n", a, "route", "get", "10.2.1.4").stdout
+    before = _forwarded(b), _forwarded(c)
+    server = subprocess.Popen(["ip", "netns", "exec", d, sys.executable, "-c",
+                               "import socket; s=socket.create_server(('10.2.1.4', 7777)); c,_=s.accept(); "
+                               "n=0\nwhile True:\n b=c.recv(65536)\n if not b: break\n n+=len(b)\nc.sendall(str(n).encode())"])
+    try:
+        time.sleep(0.5)
+        client = sh("ip", "netns", "exec", a, sys.executable, "-c",
+                    "import socket; c=socket.create_connection(('10.2.1.4', 7777), timeout=10); "
+                    "c.sendall(b'x'*200000); c.shutdown(socket.SHUT_WR); print(c.recv(100).decode())")
+        assert client.stdout.strip() == "200000"                        # kernel TCP A -> D
+    finally:
+        server.wait(timeout=10)
+    after = _forwarded(b), _forwarded(c)
+    # through B and C (GSO on the veths: a few large datagrams carry the 200 kB)
+    assert after[0] - before[0] >= 5 and after[1] - before[1] >= 5
+    again = aspan("deploy", "routes", "-i", str(lab.inv))                 # idempotent
+    assert again.returncode == 0 and again.stdout == r.stdout
+    rm = aspan("deploy", "routes", "-i", str(lab.inv), "--remove")
+    assert rm.returncode == 0 and "via" not in rm.stdout
+
+
+# ---- runs ------------------------------------------------------------------------------------
+def test_pi_run_writes_the_same_run_directory_as_a_local_run(installed, tmp_path, clean):
+    lab = installed
+    exp = small_exp(tmp_path)
+    r = aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "pi"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    loc = aspan("run", str(exp), "--backend", "local", "--out", str(tmp_path / "local"))
+    assert loc.returncode == 0, loc.stdout + loc.stderr
+    pi_run, local_run = only_run(tmp_path / "pi", "small"), only_run(tmp_path / "local", "small")
+    df, ldf = pd.read_csv(pi_run / "summary.csv"), pd.read_csv(local_run / "summary.csv")
+    assert list(df.columns) == list(ldf.columns) == SUMMARY_COLUMNS
+    assert list(df["backend"]) == ["pi", "pi"] and (df["status"] == "ok").all() and df["integrity_ok"].all()
+    assert (df["tx_per_pkt_p50"] >= 3).all()
+    assert sorted(p.name for p in (pi_run / "figures").iterdir()) == \
+        sorted(p.name for p in (local_run / "figures").iterdir())
+    assert (pi_run / "report.md").exists()
+    for rep in pi_run.glob("*/rep0"):
+        meta = json.loads((rep / "meta.json").read_text())
+        assert meta["status"] == "ok" and set(meta["exit_codes"].values()) == {0}
+        assert set(meta["clock_offsets"]) == set("ABCD")
+        assert all(abs(o) < 0.05 for o in meta["clock_offsets"].values())   # one machine: ~0
+        assert meta["hosts"]["B"]["name"] == "vpi-b" and meta["udp"]["B"] == ["10.2.1.2", 7000]
+        for n in "ABCD":
+            lines = (rep / f"{n}.log").read_text().splitlines()
+            assert json.loads(lines[0])["ev"] == "node_start" and json.loads(lines[-1])["ev"] == "node_stop"
+
+
+def test_deploy_run_paper_lossy_end_to_end(installed, tmp_path, clean):
+    """The issue's demonstration: experiments/paper-lossy.yaml (16,000 segments, 6 variants), 1 repetition."""
+    lab = installed
+    r = aspan("deploy", "run", "experiments/paper-lossy.yaml", "-i", str(lab.inv), "--repetitions", "1",
+              "--out", str(tmp_path / "runs"), timeout=1200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = only_run(tmp_path / "runs", "paper-lossy")
+    df = pd.read_csv(run / "summary.csv")
+    assert list(df.columns) == SUMMARY_COLUMNS
+    assert list(df["variant"]) == ["reno", "sack", "aspan-0.99", "aspan-1.00", "aspan-0.99-once", "aspan-1.00-once"]
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 16000).all()
+    assert (df["drops_loss"] > 0).all()                                   # the YAML's 0.5 % per node
+    assert (df.loc[df["variant"].str.startswith("aspan"), "cache_max_segments"] > 0).all()
+    figures = {p.name for p in (run / "figures").iterdir()}
+    for f in ("cwnd_cdf", "losses", "tx_per_pkt_cdf", "snoop_cache_max"):
+        assert {f"{f}.png", f"{f}.svg"} <= figures
+    assert (run / "experiment.yaml").exists() and (run / "report.md").exists()
+
+
+# ---- failures ------------------------------------------------------------------------------------
+def _rep_dir(out: Path, name: str, variant: str) -> Path:
+    return wait_for(lambda: next(out.glob(f"{name}/*/{variant}/rep0"), None), 60, "the rep directory")
+
+
+def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(installed, tmp_path, clean):
+    lab = installed
+    exp = small_exp(tmp_path, "long", segments=200000, max_s=120, variants=[{"name": "reno"}])
+    p = start_aspan("deploy", "run", str(exp), "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "long", "reno")
+        on_host = {n: lab.base / "install" / n / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0"
+                   for n in "BD"}                               # the Pis share our file system
+        dlog, blog = on_host["D"] / "D.log", on_host["B"] / "B.log"
+        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        pid = json.loads(blog.read_text().splitlines()[0])["pid"]
+        os.kill(pid, signal.SIGKILL)
+        out, _ = p.communicate(timeout=120)
+    finally:
+        kill_group(p)
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "failed"
+    assert meta["error"].startswith("vpi-b (root@") and "node B exited with code 137 (killed by signal 9)" in meta["error"]
+    assert "rep 0: failed (vpi-b (root@" in out
+    assert "reno rep 0: failed\n  vpi-b (root@" in out                     # the per-host report
+    assert meta["exit_codes"]["B"] == 137 and {meta["exit_codes"][n] for n in "ACD"} == {0}
+    assert meta["stopped"] == {"A": "stopped", "B": "not-running", "C": "stopped", "D": "stopped"}
+    for n in "ACD":                                          # the others: stopped cleanly, logs complete
+        assert json.loads((rep / f"{n}.log").read_text().splitlines()[-1])["ev"] == "node_stop"
+    assert '"deliver"' in (rep / "D.log").read_text()
+    assert (rep / "B.log").exists()                          # what B logged before it died
+
+
+def test_ctrl_c_stops_every_node_and_gathers_the_logs(installed, tmp_path, clean):
+    lab = installed
+    exp = small_exp(tmp_path, "long", segments=200000, max_s=120, variants=[{"name": "reno"}])
+    p = start_aspan("deploy", "run", str(exp), "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "long", "reno")
+        dlog = lab.base / "install" / "D" / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0" / "D.log"
+        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        os.killpg(p.pid, signal.SIGINT)
+        p.communicate(timeout=60)
+    finally:
+        kill_group(p)
+    assert p.returncode != 0
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "interrupted" and set(meta["stopped"].values()) == {"stopped"}
+    for n in "ABCD":
+        assert json.loads((rep / f"{n}.log").read_text().splitlines()[-1])["ev"] == "node_stop"
+
+
+def test_a_host_that_is_down_is_named_and_nothing_starts(installed, tmp_path, clean):
+    lab = installed
+    lab.stop_sshd("C")
+    try:
+        exp = small_exp(tmp_path, variants=[{"name": "sack", "tcp": {"variant": "sack"}}])
+        r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+        st = aspan("deploy", "status", "-i", str(lab.inv))
+    finally:
+        lab.start_sshd("C")
+    assert r.returncode == 0, r.stderr
+    c = lab.pis["C"]
+    assert f"rep 0: failed (vpi-c (root@{c.mgmt_ip}:22): unreachable:" in r.stderr
+    assert f"sack rep 0: failed\n  vpi-c (root@{c.mgmt_ip}:22): unreachable:" in r.stdout
+    rep = only_run(tmp_path / "runs", "small") / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "failed" and meta["error"].count("vpi-") == 1   # only C is named
+    assert len(meta["host_report"]) == 1
+    assert meta.get("pids") is None                              # no node was started anywhere
+    assert st.returncode == 1
+    assert f"vpi-c (root@{c.mgmt_ip}:22): FAILED: unreachable:" in st.stdout
+    for n in "ABD":
+        assert f"vpi-{n.lower()}: aspan-testbed 0.1.0; 0 node(s) running" in st.stdout
+
+
+def test_a_host_lost_mid_run_then_stop_and_gather_recover_it(installed, tmp_path, clean):
+    lab = installed
+    exp = small_exp(tmp_path, "long", segments=200000, max_s=120, variants=[{"name": "reno"}])
+    c = lab.pis["C"]
+    p = start_aspan("deploy", "run", str(exp), "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "long", "reno")
+        stamp = rep.parent.parent.name
+        dlog = lab.base / "install" / "D" / "runs" / "long" / stamp / "reno" / "rep0" / "D.log"
+        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        sh("ip", "link", "set", c.root_dev, "down")             # C drops off the management network
+        out, _ = p.communicate(timeout=180)
+    finally:
+        kill_group(p)
+        sh("ip", "link", "set", c.root_dev, "up")
+        sh("ip", "addr", "replace", f"{c.root_ip}/30", "dev", c.root_dev)
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "failed"
+    assert f"vpi-c (root@{c.mgmt_ip}:22): lost during the run: unreachable" in meta["error"]
+    assert "aspan deploy stop --hosts vpi-c" in meta["error"]
+    assert "rep 0: failed (vpi-c" in out
+    for n in "ABD":
+        assert json.loads((rep / f"{n}.log").read_text().splitlines()[-1])["ev"] == "node_stop"
+    assert not (rep / "C.log").exists()
+    # back on the network: its node still runs; stop and gather recover the host
+    wait_for(lambda: aspan("deploy", "status", "-i", str(lab.inv), "--hosts", "C").returncode == 0, 30, "C back")
+    st = aspan("deploy", "status", "-i", str(lab.inv), "--hosts", "C")
+    assert "vpi-c: aspan-testbed 0.1.0; 1 node(s) running" in st.stdout
+    stop = aspan("deploy", "stop", "-i", str(lab.inv))
+    assert stop.returncode == 0 and "vpi-c: stopped 1 node(s)" in stop.stdout and "vpi-a: stopped 0 node(s)" in stop.stdout
+    g = aspan("deploy", "gather", "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--run", f"long/{stamp}")
+    assert g.returncode == 0, g.stdout + g.stderr
+    lines = (rep / "C.log").read_text().splitlines()
+    assert json.loads(lines[0])["ev"] == "node_start" and json.loads(lines[-1])["ev"] == "node_stop"
+
+
+# ---- mesh (IBSS) on an interface without WiFi -----------------------------------------------
+@pytest.fixture
+def wifi_pi(tmp_path):
+    """One virtual Pi whose `wlan0` is a dummy interface (a veth where the kernel has no dummy
+    driver) and whose PATH starts with a fake `iw` (tests/data/fake_iw) keeping IBSS state."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "iw").write_bytes((ROOT / "tests" / "data" / "fake_iw").read_bytes())
+    (fake / "iw").chmod(0o755)
+    lab = VirtualPiLab(tmp_path / "lab", nodes=("A",), mesh="dummy", iface="wlan0", extra_path=str(fake))
+    try:
+        lab.start()
+        lab.inv = lab.inventory(tmp_path / "inv.yaml", tmp_path / "install")
+        lab.fake = fake
+        yield lab
+    finally:
+        lab.stop()
+    assert lab.leftovers() == [] and lab.killed == []
+
+
+def test_mesh_sets_up_ibss_and_the_address_and_is_idempotent(wifi_pi):
+    lab = wifi_pi
+    ns = lab.pis["A"].ns
+    assert "10.2.1.1" not in sh("ip", "-n", ns, "addr", "show", "wlan0").stdout
+    r = aspan("deploy", "mesh", "-i", str(lab.inv))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "vpi-a: ok: wlan0: type IBSS, joined aspv-mesh at 2412 MHz, up, 10.2.1.1/24"
+    addr = sh("ip", "-n", ns, "addr", "show", "wlan0").stdout
+    assert "inet 10.2.1.1/24" in addr and ",UP" in addr           # the ip part, on a real interface
+    first = (lab.fake / "calls.log").read_text().splitlines()
+    assert "dev wlan0 set type ibss" in first and "dev wlan0 ibss join aspv-mesh 2412 fixed-freq" in first
+    (lab.fake / "calls.log").write_text("")
+    again = aspan("deploy", "mesh", "-i", str(lab.inv))
+    assert again.returncode == 0 and again.stdout == r.stdout
+    second = (lab.fake / "calls.log").read_text().splitlines()
+    assert not any("set type" in c or "ibss join" in c or "ibss leave" in c for c in second)   # nothing to change
+    assert sh("ip", "-n", ns, "addr", "show", "wlan0").stdout.count("inet 10.2.1.1/24") == 1
+
+
+def test_mesh_reports_a_host_whose_interface_is_missing(wifi_pi, tmp_path):
+    lab = wifi_pi
+    doc = yaml.safe_load(lab.inv.read_text())
+    doc["defaults"]["iface"] = "wlan9"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    r = aspan("deploy", "mesh", "-i", str(bad))
+    assert r.returncode == 1
+    assert r.stdout.startswith(f"vpi-a (root@{lab.pis['A'].mgmt_ip}:22): FAILED: command failed (exit ")
+    assert "No such device" in r.stdout
