@@ -23,8 +23,11 @@ def backend_runner(backend: str) -> RepRunner:
     if backend == "local":
         from experiments.backends.local import run_rep
         return run_rep
+    if backend == "netns":
+        from experiments.backends.netns import run_rep as netns_rep
+        return netns_rep
     raise ExperimentError("--backend", "backend", f"backend {backend!r} is not available in this version "
-                          "(implemented: sim, local)")
+                          "(implemented: sim, local, netns)")
 
 
 def new_run_dir(out: Path, name: str) -> Path:
