@@ -14,6 +14,7 @@ the wire with the option, never black-holed.  TSO/GSO/GRO are off on every veth
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,3 +240,34 @@ def nfq_counters(ns: str) -> dict[str, int] | None:
     """Counters of our queue inside ``ns`` (None if no handler has it bound)."""
     r = run(["cat", "/proc/net/netfilter/nfnetlink_queue"], ns=ns, check=False)
     return parse_nfq(r.stdout).get(QUEUE_NUM)
+
+
+def link_counters(plan: MeshPlan, n: str) -> dict[str, dict[str, int]]:
+    """Per veth of node ``n``: packets and drops of the interface and its root qdisc (tbf when rate-limited).
+
+    A qdisc drop is a queue drop (the rate limit's queue was full), never wireless loss.
+    """
+    out: dict[str, dict[str, int]] = {}
+    r = run(["ip", "-s", "-j", "link", "show"], ns=plan.ns(n), check=False)
+    try:
+        links = json.loads(r.stdout or "[]")
+    except ValueError:
+        links = []
+    for link in links:
+        dev = link.get("ifname", "")
+        if dev not in plan.devs[n].values():
+            continue
+        st = link.get("stats64", {})
+        out[dev] = {"rx_packets": st.get("rx", {}).get("packets", 0), "rx_dropped": st.get("rx", {}).get("dropped", 0),
+                    "tx_packets": st.get("tx", {}).get("packets", 0), "tx_dropped": st.get("tx", {}).get("dropped", 0),
+                    "qdisc_dropped": 0}
+    q = run(["tc", "-s", "-j", "qdisc", "show"], ns=plan.ns(n), check=False)
+    try:
+        qdiscs = json.loads(q.stdout or "[]")
+    except ValueError:
+        qdiscs = []
+    for qd in qdiscs:
+        dev = qd.get("dev")
+        if dev in out and qd.get("root") and qd.get("kind") == "tbf":
+            out[dev]["qdisc_dropped"] = int(qd.get("drops", 0))
+    return out

@@ -24,7 +24,7 @@ from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import base_meta, flow_plans, write_meta
 from experiments.schema import Variant
 
-START_MARGIN_S = 0.5
+START_MARGIN_S = 1.0
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
 PROBE_PORT = 7700
@@ -88,10 +88,10 @@ class Procs:
         return {n: p.returncode for n, p in self.procs.items()}
 
 
-def _wait_files(paths: list[Path], procs: Procs, timeout: float) -> None:
+def _wait_files(paths: list[Path], procs: Procs, timeout: float, may_end: set[str] = frozenset()) -> None:
     end = time.time() + timeout
     while not all(p.exists() for p in paths):
-        msg = procs.failed(set())
+        msg = procs.failed(set(may_end))
         if msg:
             raise RunFailed(msg)
         if time.time() > end:
@@ -161,9 +161,35 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
 
 def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
                variant: Variant, repetition: int, meta: dict[str, Any]) -> None:
+    """Apps first (they prepare their data, then wait for ``go.json``), then t0 and the daemons.
+
+    The daemons time ETX settling and loss ``down`` intervals from t0, so t0 is
+    fixed only once the apps are ready: a sender that is still generating its
+    payload cannot start its flow late and shift the loss pattern against it.
+    """
     nx = cfg["netns"]
     settle = cfg["etx"]["settle_s"]
     max_dur = cfg["limits"]["max_duration_s"]
+    addrs = plan.addrs
+    go = rep_dir / "go.json"
+    apps: set[str] = set()
+    app_ready: list[Path] = []
+    done: list[Path] = []
+    for fp in flow_plans(cfg, seed, 0.0):
+        flow = {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
+                "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
+                "data_seed": fp.data_seed, "start_s": fp.start}
+        for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
+            name = f"{node}.{role}{fp.index}"
+            conf = {"role": role, "node": node, "flow": flow, "traffic": nx["traffic"],
+                    "congestion": nx["congestion"], "poll_ms": nx["cwnd_poll_ms"], "variant": cfg["tcp"]["variant"],
+                    "log": str(rep_dir / f"{node}.log"), "go_file": str(go),
+                    "ready_file": str(rep_dir / f"{name}.ready"), "done_file": str(rep_dir / f"{name}.done")}
+            procs.start(name, plan.ns(node), "experiments.backends.netns.tcpapp", conf)
+            apps.add(name)
+            app_ready.append(rep_dir / f"{name}.ready")
+            done.append(rep_dir / f"{name}.done")
+    _wait_files(app_ready, procs, READY_TIMEOUT_S, apps)
     t0 = time.time() + START_MARGIN_S
     t_flows = t0 + settle
     ready = []
@@ -174,24 +200,14 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
                 "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n)}
         procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
         ready.append(rep_dir / f"{n}.ready")
-    _wait_files(ready, procs, READY_TIMEOUT_S)
+    _wait_files(ready, procs, READY_TIMEOUT_S, apps)
+    late = time.time() - t_flows
+    if late > 0:
+        meta["late_start_s"] = round(late, 3)   # the nodes were not up by t_flows: settling was shorter
     queued = [n for n in plan.nodes if plan.handlers != "kernel"]
     before = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
-    addrs = plan.addrs
-    apps: set[str] = set()
-    done: list[Path] = []
-    for fp in flow_plans(cfg, seed, t_flows):
-        flow = {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
-                "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
-                "data_seed": fp.data_seed, "start": fp.start}
-        for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
-            name = f"{node}.{role}{fp.index}"
-            conf = {"role": role, "node": node, "flow": flow, "traffic": nx["traffic"],
-                    "congestion": nx["congestion"], "poll_ms": nx["cwnd_poll_ms"], "variant": cfg["tcp"]["variant"],
-                    "log": str(rep_dir / f"{node}.log"), "done_file": str(rep_dir / f"{name}.done")}
-            procs.start(name, plan.ns(node), "experiments.backends.netns.tcpapp", conf)
-            apps.add(name)
-            done.append(rep_dir / f"{name}.done")
+    (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
+    (rep_dir / "go.tmp").replace(go)
     progress = Progress(f"{variant.name} rep {repetition}",
                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
                         rep_dir / f"{cfg['flows'][0]['receiver']}.log")
@@ -215,11 +231,16 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
         stat = {n: meshmod.statistic_drops(plan, n) for n in plan.loss_rates}
         if stat:
             meta["statistic_drops"] = stat
+        links = {n: meshmod.link_counters(plan, n) for n in plan.nodes}
+        meta["links"] = links
         meta["exit_codes"] = procs.stop_all()
         for n in queued:
             b, a = before[n] or {}, after[n] or {}
             for key in ("queue_dropped", "user_dropped"):
                 _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
+        for n, devs in links.items():
+            for dev, c in devs.items():
+                _append_drops(rep_dir / f"{n}.log", n, "queue", c.get("qdisc_dropped", 0), f"qdisc {dev}")
         for n, count in stat.items():
             _append_drops(rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
     if meta["status"] == "running":

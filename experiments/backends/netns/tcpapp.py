@@ -155,6 +155,17 @@ def _connect(sock: socket.socket, addr: tuple[str, int], until: float) -> None:
             time.sleep(0.05)
 
 
+def _ready_then_go(conf: dict[str, Any]) -> float:
+    """Say this app is prepared, wait for the runner's go (t0 fixed), return the flow's start time."""
+    ready = Path(conf["ready_file"])
+    ready.with_suffix(".tmp").write_text(str(os.getpid()))
+    ready.with_suffix(".tmp").replace(ready)
+    go = Path(conf["go_file"])
+    while not go.exists():
+        time.sleep(0.01)
+    return float(json.loads(go.read_text())["t_flows"]) + float(conf["flow"]["start_s"])
+
+
 def _timestamps_on() -> bool:
     try:
         return Path("/proc/sys/net/ipv4/tcp_timestamps").read_text().strip() != "0"
@@ -175,7 +186,7 @@ def run_sender(conf: dict[str, Any], log: AppendLog) -> None:
                     fl["segment_size"] + (TIMESTAMP_OPTION_LEN if _timestamps_on() else 0))
     sock.bind((fl["src"], fl["sport"]))
     sampler = Sampler(fl["name"], log.emit, conf["poll_ms"] / 1000.0, LossCounter(), sock)
-    _wait_until(fl["start"])
+    _wait_until(_ready_then_go(conf))
     log.emit(time.time(), "flow_start", flow=fl["name"], segments=fl["segments"], segment_size=fl["segment_size"],
              variant=conf["variant"], congestion=conf["congestion"], traffic="bulk")
     _connect(sock, (fl["dst"], fl["dport"]), time.time() + 10.0)
@@ -202,6 +213,7 @@ def run_receiver(conf: dict[str, Any], log: AppendLog) -> None:
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((fl["dst"], fl["dport"]))
     lsock.listen(4)
+    _ready_then_go(conf)
     while True:
         conn, peer = lsock.accept()
         if peer == (fl["src"], fl["sport"]):
@@ -235,6 +247,7 @@ def run_receiver(conf: dict[str, Any], log: AppendLog) -> None:
 def run_iperf3_receiver(conf: dict[str, Any], log: AppendLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
+    _ready_then_go(conf)
     r = subprocess.run(["iperf3", "-s", "-1", "-J", "-B", fl["dst"], "-p", str(fl["dport"])],
                        capture_output=True, text=True)
     res = _iperf3_json(r, "server")
@@ -248,7 +261,7 @@ def run_iperf3_sender(conf: dict[str, Any], log: AppendLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
     sampler = Sampler(fl["name"], log.emit, conf["poll_ms"] / 1000.0, LossCounter())
-    _wait_until(fl["start"])
+    _wait_until(_ready_then_go(conf))
     t_start = time.time()
     log.emit(t_start, "flow_start", flow=fl["name"], segments=fl["segments"], segment_size=fl["segment_size"],
              variant=conf["variant"], congestion=conf["congestion"], traffic="iperf3")
