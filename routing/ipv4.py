@@ -130,12 +130,25 @@ def find_option(data: bytes, ihl: int, option_type: int) -> int:
     return -1
 
 
+_PAIR_CACHE: dict[bytes, tuple[str, str]] = {}
+
+
+def _pair(raw: bytes) -> tuple[str, str]:
+    """(src, dst) of the 8 address bytes of an IPv4 header (memoised per pair)."""
+    pair = _PAIR_CACHE.get(raw)
+    if pair is None:
+        if len(_PAIR_CACHE) > 4096:
+            _PAIR_CACHE.clear()
+        pair = _PAIR_CACHE[raw] = (_addr(raw[:4]), _addr(raw[4:]))
+    return pair
+
+
 def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
     """Parse an IPv4 packet; None if it is not TCP, PacketError if malformed."""
     n = len(data)
     if n < 20:
         raise PacketError(f"shorter than an IPv4 header ({n} bytes)")
-    vihl, _tos, total, _id, frag, ttl, proto, _csum, src, dst = _IP.unpack_from(data)
+    vihl, _tos, total, _id, frag, ttl, proto, _csum, _src, _dst = _IP.unpack_from(data)
     ihl = (vihl & 15) * 4
     if vihl >> 4 != 4 or ihl < 20 or total < ihl or total > n or frag & 0x1FFF:
         ip_header(data)                 # raises with the precise reason
@@ -148,7 +161,8 @@ def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
     if doff < 20 or ihl + doff > total:
         raise PacketError(f"bad TCP data offset {doff}")
     opt = find_option(data, ihl, option_type) if ihl > 20 else -1
-    return TcpPacket(ihl, _addr(src), _addr(dst), ttl, sport, dport, seq, ack, flags, total - ihl - doff, opt)
+    src, dst = _pair(data[12:20])
+    return TcpPacket(ihl, src, dst, ttl, sport, dport, seq, ack, flags, total - ihl - doff, opt)
 
 
 def udp_dport(data: bytes, ihl: int) -> int:

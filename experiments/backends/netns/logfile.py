@@ -49,7 +49,7 @@ class AppendLog:
 
     def format(self, now: float, ev: str, fields: dict[str, Any]) -> str:
         """One JSON line: ints and plain strings formatted directly (the hot path), the rest by json."""
-        parts = [f'{{"t":{round(now, 6)!r},"node":{self._node_json},"ev":{_ENCODE(ev)}']
+        parts = [f'{{"t":{now:.6f},"node":{self._node_json},"ev":{_ENCODE(ev)}']
         for k, v in fields.items():
             t = type(v)
             if t is int:
@@ -66,7 +66,7 @@ class AppendLog:
 
         ``flow`` and ``kind`` are plain ASCII (addresses, ports, kind names), so they need no escaping.
         """
-        line = (f'{{"t":{round(now, 6)!r},"node":{self._node_json},"ev":"tx","flow":"{flow}","seq":{seq},'
+        line = (f'{{"t":{now:.6f},"node":{self._node_json},"ev":"tx","flow":"{flow}","seq":{seq},'
                 f'"len":{length},"kind":"{kind}","hop":{"null" if hop is None else hop}}}\n')
         with self._lock:
             if self._fd is None:

@@ -100,7 +100,8 @@ def run_node(conf: dict[str, Any]) -> int:
             while tick(time.time()):
                 stop.wait(0.2)
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        extra: dict[str, Any] = {"probes": dict(prober.stats), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
+        extra: dict[str, Any] = {"probes": dict(prober.stats), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+                                 "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3)}
         if driver is not None:
             extra["queue"] = dict(driver.stats)
         if fw is not None:
