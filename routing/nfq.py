@@ -47,7 +47,7 @@ class NfqDriver:
         self._flush = flush
         self.stop_event = threading.Event()
         self.stats = {"packets": 0, "accepted": 0, "dropped": 0, "injected": 0, "inject_errors": 0,
-                      "handler_errors": 0}
+                      "handler_errors": 0, "batches": 0}
         self._raw: socket.socket | None = None
         if forwarder is not None:
             self._raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
@@ -74,6 +74,7 @@ class NfqDriver:
             while not self.stop_event.is_set():
                 ready, _, _ = select.select([fd, self._wake_r], [], [], 0.2)
                 if fd in ready:
+                    self.stats["batches"] += 1
                     self._queue.run(block=False)   # every packet pending, then back here
                     self._flush()
                 if self._wake_r in ready:
