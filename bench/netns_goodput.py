@@ -33,7 +33,7 @@ MODES = [
 
 
 def _handler_cost(rep: Path) -> dict[str, float]:
-    """CPU microseconds per queued packet of each node's handler (from node_stop)."""
+    """CPU microseconds per queued packet of each node's handler, after its start-up (from node_stop)."""
     out = {}
     for n in "ABCD":
         for line in reversed((rep / f"{n}.log").read_text().splitlines()):
@@ -41,7 +41,7 @@ def _handler_cost(rep: Path) -> dict[str, float]:
             if e["ev"] == "node_stop":
                 pk = (e.get("queue") or {}).get("packets")
                 if pk:
-                    out[n] = 1e6 * e["cpu_s"] / pk
+                    out[n] = 1e6 * e.get("cpu_run_s", e["cpu_s"]) / pk
                 break
     return out
 

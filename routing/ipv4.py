@@ -39,7 +39,7 @@ MAX_NIBBLE = 15
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 _IP = struct.Struct("!BBHHHBBH4s4s")
-_TCP = struct.Struct("!HHIIBB")
+_TCP_REST = struct.Struct("!IIBB")     # seq, ack, data offset, flags (after the ports)
 _PORTS = struct.Struct("!HH")
 _OPT = struct.Struct("!BBHHBB")
 _U16 = struct.Struct("!H")
@@ -47,6 +47,24 @@ _U16 = struct.Struct("!H")
 
 class PacketError(ValueError):
     """Bytes that are not a well-formed IPv4 packet of the kind expected (the only error raised here)."""
+
+
+class Flow:
+    """The identity of a TCP packet's direction: addresses, ports, key and name (one object per flow).
+
+    ``key`` is the agent's flow key (src, sport, dst, dport) and ``name`` the log's
+    ``"src:sport>dst:dport"``; ``rkey``/``rname`` are those of the opposite direction
+    (an ACK belongs to the data flow ``rkey``).
+    """
+
+    __slots__ = ("src", "dst", "sport", "dport", "key", "name", "rkey", "rname")
+
+    def __init__(self, src: str, dst: str, sport: int, dport: int) -> None:
+        self.src, self.dst, self.sport, self.dport = src, dst, sport, dport
+        self.key = (src, sport, dst, dport)
+        self.name = f"{src}:{sport}>{dst}:{dport}"
+        self.rkey = (dst, dport, src, sport)
+        self.rname = f"{dst}:{dport}>{src}:{sport}"
 
 
 @dataclass(slots=True)
@@ -57,16 +75,29 @@ class TcpPacket:
     """
 
     ihl: int
-    src: str
-    dst: str
+    flow: Flow
     ttl: int
-    sport: int
-    dport: int
     seq: int
     ack: int
     flags: int
     payload_len: int
     opt_offset: int
+
+    @property
+    def src(self) -> str:
+        return self.flow.src
+
+    @property
+    def dst(self) -> str:
+        return self.flow.dst
+
+    @property
+    def sport(self) -> int:
+        return self.flow.sport
+
+    @property
+    def dport(self) -> int:
+        return self.flow.dport
 
     @property
     def is_pure_ack(self) -> bool:
@@ -130,17 +161,18 @@ def find_option(data: bytes, ihl: int, option_type: int) -> int:
     return -1
 
 
-_PAIR_CACHE: dict[bytes, tuple[str, str]] = {}
+_FLOW_CACHE: dict[bytes, Flow] = {}
 
 
-def _pair(raw: bytes) -> tuple[str, str]:
-    """(src, dst) of the 8 address bytes of an IPv4 header (memoised per pair)."""
-    pair = _PAIR_CACHE.get(raw)
-    if pair is None:
-        if len(_PAIR_CACHE) > 4096:
-            _PAIR_CACHE.clear()
-        pair = _PAIR_CACHE[raw] = (_addr(raw[:4]), _addr(raw[4:]))
-    return pair
+def _flow(raw: bytes) -> Flow:
+    """The Flow of 8 address bytes + 4 port bytes (memoised: a run has a handful of flows)."""
+    fl = _FLOW_CACHE.get(raw)
+    if fl is None:
+        if len(_FLOW_CACHE) > 65536:
+            _FLOW_CACHE.clear()
+        sport, dport = _PORTS.unpack_from(raw, 8)
+        fl = _FLOW_CACHE[raw] = Flow(_addr(raw[:4]), _addr(raw[4:8]), sport, dport)
+    return fl
 
 
 def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
@@ -156,13 +188,12 @@ def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
         return None
     if total < ihl + 20:
         raise PacketError("truncated TCP header")
-    sport, dport, seq, ack, off, flags = _TCP.unpack_from(data, ihl)
+    seq, ack, off, flags = _TCP_REST.unpack_from(data, ihl + 4)
     doff = (off >> 4) * 4
     if doff < 20 or ihl + doff > total:
         raise PacketError(f"bad TCP data offset {doff}")
     opt = find_option(data, ihl, option_type) if ihl > 20 else -1
-    src, dst = _pair(data[12:20])
-    return TcpPacket(ihl, src, dst, ttl, sport, dport, seq, ack, flags, total - ihl - doff, opt)
+    return TcpPacket(ihl, _flow(data[12:20] + data[ihl:ihl + 4]), ttl, seq, ack, flags, total - ihl - doff, opt)
 
 
 def udp_dport(data: bytes, ihl: int) -> int:

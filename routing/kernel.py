@@ -39,7 +39,6 @@ DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
 
 Emit = Callable[..., None]
 EmitTx = Callable[[float, str, int, int, str, "int | None"], None]
-FlowKey = tuple[str, int, str, int]
 
 
 def _no_emit(now: float, ev: str, **fields: Any) -> None:
@@ -107,7 +106,6 @@ class KernelForwarder:
         self.option_type = option_type
         self._emit = emit or _no_emit
         self._tx = emit_tx or _tx_via(self._emit)
-        self._flows: dict[FlowKey, str] = {}   # flow key -> "src:sport>dst:dport" (memo: one per flow)
         self.drops = {r: 0 for r in DROP_REASONS}
         self.stats = {"in": 0, "fwd": 0, "out": 0, "tx_send": 0, "tx_fwd": 0, "tx_local": 0,
                       "no_option": 0, "no_room": 0, "rtx": 0}
@@ -139,26 +137,18 @@ class KernelForwarder:
         return ACCEPT
 
     # ---- data --------------------------------------------------------------
-    def _flow(self, key: FlowKey) -> str:
-        name = self._flows.get(key)
-        if name is None:
-            if len(self._flows) > 65536:
-                self._flows.clear()
-            name = self._flows[key] = f"{key[0]}:{key[1]}>{key[2]}:{key[3]}"
-        return name
-
     def _p_next(self, dst: str) -> float | None:
         nxt = self.next_hop(dst)
         return None if nxt is None else self.quality(nxt)
 
     def _send(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
         """A data segment of this node's TCP enters the mesh: stamp the option (hop index 0)."""
-        key = (tcp.src, tcp.sport, tcp.dst, tcp.dport)
-        flow = self._flow(key)
+        key = tcp.flow.key
+        flow = tcp.flow.name
         self._note_retransmission(flow, tcp, now)
         if tcp.opt_offset >= 0:       # already stamped (cannot happen for our TCP): leave it
             return ACCEPT
-        p = self._p_next(tcp.dst)
+        p = self._p_next(tcp.flow.dst)
         if p is None:
             return self._drop_tcp(tcp, "no_route", now)
         fields = self.fields.copy()
@@ -187,14 +177,14 @@ class KernelForwarder:
 
     def _forward(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
         """A data segment relayed by this node: the A-SPAN rules at the option's hop index."""
-        key = (tcp.src, tcp.sport, tcp.dst, tcp.dport)
-        flow = self._flow(key)
+        key = tcp.flow.key
+        flow = tcp.flow.name
         self.stats["tx_fwd"] += 1
         if tcp.opt_offset < 0:        # not stamped where it entered the mesh: relay, no snooping
             self.stats["no_option"] += 1
             self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", None)
             return ACCEPT
-        p = self._p_next(tcp.dst)
+        p = self._p_next(tcp.flow.dst)
         if p is None:
             self.stats["tx_fwd"] -= 1
             return self._drop_tcp(tcp, "no_route", now)
@@ -208,7 +198,7 @@ class KernelForwarder:
 
     # ---- ACKs --------------------------------------------------------------
     def _ack(self, tcp: TcpPacket, now: float) -> Verdict:
-        verdict = self.agent.on_ack((tcp.dst, tcp.dport, tcp.src, tcp.sport), tcp.ack, now)
+        verdict = self.agent.on_ack(tcp.flow.rkey, tcp.ack, now)
         if verdict.forward and not verdict.retransmit:
             return ACCEPT
         inject = []
@@ -218,8 +208,8 @@ class KernelForwarder:
             self._tx(now, held.flow, held.seq, held.length, "local", held.hop)
         if not verdict.forward:
             self.drops["suppressed"] += 1
-            self._emit(now, "drop", reason="suppressed", ptype="ack",
-                       flow=f"{tcp.src}:{tcp.sport}>{tcp.dst}:{tcp.dport}", seq=tcp.seq, ack=tcp.ack, len=0)
+            self._emit(now, "drop", reason="suppressed", ptype="ack", flow=tcp.flow.name, seq=tcp.seq,
+                       ack=tcp.ack, len=0)
             return Verdict(False, None, inject)
         return Verdict(True, None, inject)
 
@@ -232,8 +222,7 @@ class KernelForwarder:
         except PacketError:
             tcp = None
         if tcp is not None:
-            self._emit(now, "drop", reason="loss", ptype="tcp",
-                       flow=f"{tcp.src}:{tcp.sport}>{tcp.dst}:{tcp.dport}", seq=tcp.seq, ack=tcp.ack,
+            self._emit(now, "drop", reason="loss", ptype="tcp", flow=tcp.flow.name, seq=tcp.seq, ack=tcp.ack,
                        len=tcp.payload_len)
         else:
             self._emit(now, "drop", reason="loss", ptype=self._ptype(data))
@@ -241,8 +230,7 @@ class KernelForwarder:
 
     def _drop_tcp(self, tcp: TcpPacket, reason: str, now: float) -> Verdict:
         self.drops[reason] += 1
-        self._emit(now, "drop", reason=reason, ptype="tcp",
-                   flow=f"{tcp.src}:{tcp.sport}>{tcp.dst}:{tcp.dport}", seq=tcp.seq, ack=tcp.ack,
+        self._emit(now, "drop", reason=reason, ptype="tcp", flow=tcp.flow.name, seq=tcp.seq, ack=tcp.ack,
                    len=tcp.payload_len)
         return Verdict(False)
 

@@ -41,11 +41,22 @@ def test_plan_of_the_paper_chain():
 
 
 def test_iptables_rules_per_role_and_mode():
-    p = mesh.plan_mesh(cfg(), "0a1b2c")
+    p = mesh.plan_mesh(cfg(loss={"default": {"model": "bernoulli", "rate": 0.005}}), "0a1b2c")
     a, b, d = (mesh._iptables_rules(p, n) for n in "ABD")
     assert "-A OUTPUT -o an0a1b2c+ -p tcp -m mark ! --mark 0xa5 -j NFQUEUE --queue-num 0" in a
     assert "FORWARD" not in a and "-A FORWARD -j NFQUEUE --queue-num 0" in b and "OUTPUT" not in b
-    assert "-A INPUT -i an0a1b2c+ -j NFQUEUE --queue-num 0" in d and "statistic" not in d
+    # forwarders apply the loss model in their handler; the endpoints use the statistic match
+    assert "-A INPUT -i an0a1b2c+ -j NFQUEUE --queue-num 0" in b and "statistic" not in b
+    assert "NFQUEUE" not in d and "INPUT" not in a
+    assert "--probability 0.005000" in a and "--probability 0.005000" in d
+    assert p.handler_loss == {"B", "C"} and p.loss_rates == {"A": 0.005, "D": 0.005}
+    ge = mesh.plan_mesh(cfg(loss={"default": {"model": "bernoulli", "rate": 0.01},
+                                  "nodes": {"D": {"model": "gilbert-elliott"}}}), "0a1b2c")
+    assert ge.handler_loss == {"B", "C", "D"} and "-A INPUT" in mesh._iptables_rules(ge, "D")
+    perfect = mesh.plan_mesh(cfg(snoop={"policy": "perfect"}), "0a1b2c")
+    assert perfect.handler_loss == {"A", "B", "C"}            # the sender's layer answers dupacks
+    acc = mesh.plan_mesh(cfg(netns={"handlers": "accept"}), "0a1b2c")
+    assert [mesh.queued_input(acc, n) for n in "ABCD"] == [False, True, True, False]
     k = mesh.plan_mesh(cfg(netns={"handlers": "kernel"}, loss={"default": {"model": "bernoulli", "rate": 0.005}}),
                        "0a1b2c")
     rules = mesh._iptables_rules(k, "C")

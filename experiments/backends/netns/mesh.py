@@ -53,7 +53,8 @@ class MeshPlan:
     mtu: int
     rate_mbit: float
     handlers: str
-    loss_rates: dict[str, float] = field(default_factory=dict)   # node -> statistic-match rate (kernel, accept)
+    loss_rates: dict[str, float] = field(default_factory=dict)   # node -> rate of its iptables statistic match
+    handler_loss: set[str] = field(default_factory=set)          # nodes whose NFQUEUE handler applies the loss model
 
     @property
     def advmss(self) -> int:
@@ -106,18 +107,38 @@ def plan_mesh(cfg: dict[str, Any], rid: str) -> MeshPlan:
     senders = {f["sender"] for f in cfg["flows"]}
     handlers = nx["handlers"]
     loss_rates: dict[str, float] = {}
-    if handlers != "snoop":
-        for n in names:
-            spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
-            if spec.get("down"):
-                raise NetnsError(f"loss of node {n}: 'down' intervals need netns.handlers: snoop")
-            if spec["model"] == "bernoulli" and spec["rate"] > 0:
-                loss_rates[n] = float(spec["rate"])
-            elif spec["model"] not in ("none", "bernoulli"):
-                raise NetnsError(f"loss of node {n}: model {spec['model']} needs netns.handlers: snoop "
-                                 "(the iptables statistic match is Bernoulli only)")
+    handler_loss: set[str] = set()
+    perfect = cfg["snoop"]["policy"] == "perfect"
+    for n in names:
+        spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
+        plain = spec["model"] == "none" or (spec["model"] == "bernoulli" and not spec.get("down"))
+        # A node whose handler must see what it hears anyway (a forwarder; a perfect-snoop sender, whose
+        # layer answers dupacks) applies its loss model there; so does one whose model the statistic
+        # match cannot express.  Every other node drops with the iptables statistic match and queues
+        # nothing it hears (the receiver: the option stays in, nothing to do).
+        if handlers == "snoop" and (n in forwarders or (perfect and n in senders) or not plain):
+            handler_loss.add(n)
+        elif not plain:
+            raise NetnsError(f"loss of node {n}: model {spec['model']}" + (" with down intervals" if spec.get("down") else "")
+                             + " needs netns.handlers: snoop (the iptables statistic match is Bernoulli only)")
+        elif spec["model"] == "bernoulli" and spec["rate"] > 0:
+            loss_rates[n] = float(spec["rate"])
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
-                    cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates)
+                    cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
+                    handler_loss)
+
+
+def queued_input(plan: MeshPlan, n: str) -> bool:
+    """Does node ``n`` queue what it hears (INPUT)?  Where its handler applies the loss model.
+
+    Accept-only handlers queue the same packets as the snoop handlers would
+    (their loss comes from the statistic match), so the benchmark compares like with like.
+    """
+    if plan.handlers == "kernel":
+        return False
+    if plan.handlers == "snoop":
+        return n in plan.handler_loss
+    return n in plan.forwarders
 
 
 # ---- setup -------------------------------------------------------------------------
@@ -146,10 +167,12 @@ def _ip_batch(plan: MeshPlan, n: str) -> str:
 
 
 def _iptables_rules(plan: MeshPlan, n: str) -> str:
-    """filter: NFQUEUE on what the node hears (INPUT), relays (FORWARD) and sends as a TCP sender (OUTPUT).
+    """filter: NFQUEUE on what a forwarder relays (FORWARD), what a TCP sender sends into the mesh
+    (OUTPUT: the option is stamped there) and what a node hears when its handler applies the loss
+    model (INPUT, see :func:`queued_input`).
 
     raw: the iptables statistic match drops a packet heard with the node's loss
-    rate when no snoop handler applies the loss model (handlers kernel, accept).
+    rate on every node whose handler does not apply the loss model.
     """
     mesh = f"{plan.dev_prefix()}+"
     q = f"-j NFQUEUE --queue-num {QUEUE_NUM}"
@@ -159,7 +182,8 @@ def _iptables_rules(plan: MeshPlan, n: str) -> str:
         lines.append(f"-A PREROUTING -i {mesh} -m statistic --mode random --probability {rate:.6f} -j DROP")
     lines += ["COMMIT", "*filter"]
     if plan.handlers != "kernel":
-        lines.append(f"-A INPUT -i {mesh} {q}")
+        if queued_input(plan, n):
+            lines.append(f"-A INPUT -i {mesh} {q}")
         if n in plan.forwarders:
             lines.append(f"-A FORWARD {q}")
         if n in plan.senders:

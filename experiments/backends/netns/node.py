@@ -30,13 +30,17 @@ from routing.udp_probe import UdpProber
 
 
 def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
-               log: AppendLog, option: int) -> KernelForwarder:
-    """The snoop step of node ``name``: its loss model, snoop agent and routes (as experiments.build.build_node)."""
+               log: AppendLog, option: int, handler_loss: bool) -> KernelForwarder:
+    """The snoop step of node ``name``: its loss model, snoop agent and routes (as experiments.build.build_node).
+
+    Without ``handler_loss`` the node's loss is the iptables statistic match and its
+    handler sees nothing it hears, so it gets no loss model.
+    """
     addrs = cfg["topology"]["addresses"]
     table = route_tables(cfg)[name]
     loss_spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
     loss_spec["down"] = [[t_flows + a, t_flows + b] for a, b in loss_spec.get("down", [])]
-    loss = build_loss_model(loss_spec, node_rng(seed, name, "loss"))
+    loss = build_loss_model(loss_spec if handler_loss else {"model": "none"}, node_rng(seed, name, "loss"))
     s = cfg["snoop"]
     agent = SnoopAgent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"], dupack=s["dupack"],
                                          cache_bytes=s["cache_bytes"]), log.emit)
@@ -72,8 +76,8 @@ def run_node(conf: dict[str, Any]) -> int:
         prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"])
         fw = None
         if conf["handlers"] == "snoop":
-            fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"])
-        if conf["handlers"] != "kernel":
+            fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"])
+        if conf["queue_bound"]:
             driver = NfqDriver(conf["queue"], fw, log.emit, log.flush, max_len=conf["max_len"])
 
         def halt(*_: Any) -> None:
@@ -84,6 +88,7 @@ def run_node(conf: dict[str, Any]) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, halt)
         prober.start()
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
         ready = Path(conf["ready_file"])
         ready.with_suffix(".tmp").write_text(str(os.getpid()))
         ready.with_suffix(".tmp").replace(ready)
@@ -101,7 +106,8 @@ def run_node(conf: dict[str, Any]) -> int:
                 stop.wait(0.2)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         extra: dict[str, Any] = {"probes": dict(prober.stats), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
-                                 "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3)}
+                                 "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
+                                 "cpu_run_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3)}
         if driver is not None:
             extra["queue"] = dict(driver.stats)
         if fw is not None:

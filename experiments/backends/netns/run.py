@@ -127,6 +127,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     meta["netns"] = {"run_id": rid, "namespaces": {n: plan.ns(n) for n in plan.nodes},
                      "links": [[l.a, l.b, l.dev_a, l.dev_b] for l in plan.links],
                      "handlers": plan.handlers, "congestion": cfg["netns"]["congestion"],
+                     "loss_in_handler": sorted(plan.handler_loss), "loss_statistic": plan.loss_rates,
                      "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg["netns"]["traffic"]}
     procs = Procs(rep_dir)
     old_term = signal.signal(signal.SIGTERM, _raise_terminated)
@@ -197,14 +198,18 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
         conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": t_flows + max_dur + 60.0,
                 "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
                 "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
-                "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n)}
+                "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
+                "handler_loss": n in plan.handler_loss,
+                "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                              or meshmod.queued_input(plan, n))}
         procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
         ready.append(rep_dir / f"{n}.ready")
     _wait_files(ready, procs, READY_TIMEOUT_S, apps)
     late = time.time() - t_flows
     if late > 0:
         meta["late_start_s"] = round(late, 3)   # the nodes were not up by t_flows: settling was shorter
-    queued = [n for n in plan.nodes if plan.handlers != "kernel"]
+    queued = [n for n in plan.nodes if plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                                        or meshmod.queued_input(plan, n))]
     before = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
     (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
     (rep_dir / "go.tmp").replace(go)
