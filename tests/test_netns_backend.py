@@ -133,6 +133,22 @@ def test_iperf3_through_snooping_forwarders(netns):
     assert fwd and all(e["hop"] == 1 for e in fwd)          # the data stream was stamped at A
 
 
+def test_full_size_segments_carry_the_option_without_black_holes(netns):
+    """1460-byte segments asked for: the routes' advmss caps them at 1440 + 12 (timestamps), 1500 bytes with the option."""
+    exp = write_exp(netns, segments=2000, loss=0.0, variants=[
+        {"name": "full", "tcp": {"variant": "sack"}, "flows": [{"sender": "A", "receiver": "D", "segments": 2000,
+                                                                "segment_size": 1460}]}])
+    p = start_run(exp, netns / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    df = pd.read_csv(run_dir(netns / "runs") / "summary.csv")
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all()
+    rep = run_dir(netns / "runs") / "full" / "rep0"
+    lens = {e["len"] for e in events(rep, "C") if e["ev"] == "tx"}
+    assert max(lens) == 1440                                 # 20 IP + 8 option + 32 TCP + 1440 = 1500
+    assert {e["mss"] for e in events(rep, "A") if e["ev"] == "cwnd"} == {1440}
+
+
 def test_kernel_forwarding_and_accept_only_modes(netns):
     exp = write_exp(netns, segments=3000, loss=0.01, variants=[
         {"name": "kernel", "netns": {"handlers": "kernel"}}, {"name": "accept", "netns": {"handlers": "accept"}}])

@@ -37,7 +37,11 @@ class AppendLog:
         self.lines = 0
 
     def emit(self, now: float, ev: str, **fields: Any) -> None:
-        line = self.format(now, ev, fields)
+        if ev == "cache" and len(fields) == 2:   # the snoop agent's event on every cache change
+            line = (f'{{"t":{now:.6f},"node":{self._node_json},"ev":"cache","segments":{fields["segments"]:d},'
+                    f'"bytes":{fields["bytes"]:d}}}\n')
+        else:
+            line = self.format(now, ev, fields)
         with self._lock:
             if self._fd is None:
                 return
