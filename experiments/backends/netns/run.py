@@ -146,7 +146,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         meta["error"] = "stopped by SIGTERM" if isinstance(e, Terminated) else "stopped by Ctrl-C"
         raise
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)   # finish the teardown whatever arrives
+        # finish the teardown whatever arrives (a second Ctrl-C must not leave namespaces behind)
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
             meta["exit_codes"] = procs.stop_all()
             errors = meshmod.teardown(plan)
@@ -156,6 +158,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                 meta["teardown_errors"] = errors
         finally:
             signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGINT, old_int)
             write_meta(rep_dir, meta)
     return meta
 
