@@ -52,6 +52,18 @@ def _cmd_node(args: argparse.Namespace) -> int:
     return node_main(args.config)
 
 
+def _cmd_clean(args: argparse.Namespace) -> int:
+    """Remove leftovers of crashed netns runs (namespaces aspn-*, their processes, the safety route)."""
+    import os
+    if os.geteuid() != 0:
+        print("aspan clean: needs root (network namespaces)", file=sys.stderr)
+        return 2
+    from experiments.backends.netns import clean
+    done = clean(force=args.force)
+    print("\n".join(done) if done else "nothing to clean")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed")
     sub = p.add_subparsers(dest="command", required=True)
@@ -77,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", default=None, help="where comparison figures of several runs go")
     pl.add_argument("--resummarize", action="store_true", help="recompute summary.csv from the logs")
     pl.set_defaults(func=_cmd_plot)
+    c = sub.add_parser("clean", help="remove leftovers of a crashed netns run (root)")
+    c.add_argument("--force", action="store_true",
+                   help="also remove the namespaces of netns runs that are still going")
+    c.set_defaults(func=_cmd_clean)
     n = sub.add_parser("node", help="run one mesh node (started by the runner; see docs/LOGS.md)")
     n.add_argument("--config", required=True, help="node configuration written by the runner")
     n.set_defaults(func=_cmd_node)

@@ -29,8 +29,11 @@ def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRu
     if backend == "local":
         from experiments.backends.local import run_rep
         return run_rep
+    if backend == "netns":
+        from experiments.backends.netns import run_rep as netns_rep
+        return netns_rep
     raise ExperimentError("--backend", "backend", f"backend {backend!r} is not available in this version "
-                          "(implemented: sim, local, pi)")
+                          "(implemented: sim, local, netns, pi)")
 
 
 def new_run_dir(out: Path, name: str) -> Path:

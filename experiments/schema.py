@@ -56,6 +56,12 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
     return check
 
 
+def _one_of_int(*choices: int) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if v in choices else f"expected one of {', '.join(map(str, choices))}, got {v!r}"
+    return check
+
+
 INT = (int,)
 NUM = (int, float)
 STR = (str,)
@@ -125,6 +131,17 @@ SCHEMA: dict[str, Any] = {
         "snoop_tick_s": F(NUM, 0.1, _range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
         "max_local_rxmit": F(INT, 10, _range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
         "max_cached_segments": F(INT, 100, _range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
+    },
+    "netns": {   # backend netns only (docs/NETNS.md); the other backends ignore this section
+        "handlers": F(STR, "snoop", _one_of("snoop", "accept", "kernel"),
+                      "snoop: the NFQUEUE snoop agent on every node; accept: NFQUEUE accept-only; kernel: plain forwarding"),
+        "congestion": F(STR, "reno", _one_of("reno", "cubic"), "kernel TCP congestion control of the senders"),
+        "traffic": F(STR, "bulk", _one_of("bulk", "iperf3"), "bulk: the Python kernel-TCP sender/receiver; iperf3"),
+        "option": F(INT, 94, _one_of_int(30, 94, 158, 222), "IPv4 option type of the A-SPAN fields (RFC 4727 experimental)"),
+        "rate_mbit": F(NUM, 0.0, _range(0), "tc tbf rate limit on every veth (0: none)"),
+        "mtu": F(INT, 1500, _range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
+        "cwnd_poll_ms": F(NUM, 5.0, _range(0.5, 1000), "TCP_INFO sampling period of the sender"),
+        "queue_maxlen": F(INT, 4096, _range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {

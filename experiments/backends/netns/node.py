@@ -1,0 +1,142 @@
+"""The per-node daemon of the netns backend: NFQUEUE snoop handler + ETX prober, in the node's namespace.
+
+``python -m experiments.backends.netns.node --config FILE`` (started by the
+backend with ``ip netns exec``).  It ends on SIGTERM/SIGINT, at its deadline,
+or when the runner that started it disappears.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from aspan.agent import SnoopAgent
+from aspan.policy import SnoopConfig
+from etx.estimator import EtxTable
+from experiments.backends.netns.logfile import AppendLog
+from experiments.build import header_fields, route_tables
+from routing.kernel import KernelForwarder
+from routing.loss import build_loss_model, node_rng
+from routing.nfq import NfqDriver
+from routing.udp_probe import UdpProber
+
+
+def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
+               log: AppendLog, option: int, handler_loss: bool) -> KernelForwarder:
+    """The snoop step of node ``name``: its loss model, snoop agent and routes (as experiments.build.build_node).
+
+    Without ``handler_loss`` the node's loss is the iptables statistic match and its
+    handler sees nothing it hears, so it gets no loss model.
+    """
+    addrs = cfg["topology"]["addresses"]
+    table = route_tables(cfg)[name]
+    loss_spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
+    loss_spec["down"] = [[t_flows + a, t_flows + b] for a, b in loss_spec.get("down", [])]
+    loss = build_loss_model(loss_spec if handler_loss else {"model": "none"}, node_rng(seed, name, "loss"))
+    s = cfg["snoop"]
+    agent = SnoopAgent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"], dupack=s["dupack"],
+                                         cache_bytes=s["cache_bytes"]), log.emit)
+    return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
+                           option, log.emit, log.tx)
+
+
+def run_node(conf: dict[str, Any]) -> int:
+    name = conf["node"]
+    cfg = conf["experiment"]
+    log = AppendLog(Path(conf["log"]), name, autoflush=False)
+    addr = cfg["topology"]["addresses"][name]
+    parent = os.getppid()
+    stop = threading.Event()
+    driver: NfqDriver | None = None
+    prober: UdpProber | None = None
+    code = 0
+    try:
+        log.emit(time.time(), "node_start", address=addr, pid=os.getpid(), handlers=conf["handlers"],
+                 ns=conf["ns"])
+        log.flush()
+        etx_cfg = cfg["etx"]
+        t_flows = conf["t0"] + etx_cfg["settle_s"]
+        table = route_tables(cfg)[name]
+        etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
+                       before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
+        jrng = node_rng(conf["seed"], name, "jitter")
+
+        def interval(now: float) -> float:
+            base = etx_cfg["warmup_interval_s"] if now < t_flows else etx_cfg["interval_s"]
+            return base * (1.0 + jrng.uniform(-0.1, 0.1))
+
+        prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"])
+        fw = None
+        if conf["handlers"] == "snoop":
+            fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"])
+        if conf["queue_bound"]:
+            driver = NfqDriver(conf["queue"], fw, log.emit, log.flush, max_len=conf["max_len"])
+
+        def halt(*_: Any) -> None:
+            stop.set()
+            if driver is not None:
+                driver.stop()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, halt)
+        prober.start()
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        ready = Path(conf["ready_file"])
+        ready.with_suffix(".tmp").write_text(str(os.getpid()))
+        ready.with_suffix(".tmp").replace(ready)
+
+        def tick(now: float) -> bool:
+            log.flush()
+            if prober is not None and prober.error is not None:
+                raise prober.error
+            return not (stop.is_set() or now >= conf["deadline"] or os.getppid() != parent)
+
+        if driver is not None:
+            driver.run(tick)
+        else:
+            while tick(time.time()):
+                stop.wait(0.2)
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        extra: dict[str, Any] = {"probes": dict(prober.stats), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+                                 "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
+                                 "cpu_run_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3)}
+        if driver is not None:
+            extra["queue"] = dict(driver.stats)
+        if fw is not None:
+            extra.update(drops=dict(fw.drops), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
+                         snoop=dict(fw.agent.stats))
+        log.emit(time.time(), "node_stop", address=addr, **extra)
+    except Exception as e:
+        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
+        traceback.print_exc()
+        code = 1
+    finally:
+        stop.set()
+        if prober is not None:
+            prober.stop()
+        log.close()
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m experiments.backends.netns.node")
+    ap.add_argument("--config", required=True)
+    args = ap.parse_args(argv)
+    try:
+        conf = json.loads(Path(args.config).read_text())
+    except (OSError, ValueError) as e:
+        print(f"netns node: cannot read config {args.config}: {e}", file=sys.stderr)
+        return 2
+    return run_node(conf)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""One (variant, repetition) on the netns backend: build the mesh, run the flows, always tear down.
+
+Timeline: refuse on leftovers -> safety route -> namespaces, veths, routes,
+rules -> one daemon per node (NFQUEUE handler + ETX prober) -> nfnetlink_queue
+counters -> receivers, then senders after ``etx.settle_s`` -> wait for the
+flows -> counters again -> stop everything -> delete the namespaces.  The
+teardown runs at the end, on Ctrl-C (and SIGTERM), and when anything fails.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from experiments.backends.local import Progress
+from experiments.backends.netns import mesh as meshmod
+from experiments.backends.netns import state
+from experiments.backends.netns.sh import NetnsError, require_prerequisites
+from experiments.build import base_meta, flow_plans, write_meta
+from experiments.schema import Variant
+
+START_MARGIN_S = 1.0
+READY_TIMEOUT_S = 20.0
+STOP_GRACE_S = 5.0
+PROBE_PORT = 7700
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to the runner: handled like Ctrl-C (stop, tear down, status interrupted)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+class Procs:
+    """The processes this run started, by role name; all are stopped in :meth:`stop_all`."""
+
+    def __init__(self, rep_dir: Path) -> None:
+        self.rep_dir = rep_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, ns: str, module: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
+        cpath = self.rep_dir / f"{name}.json"
+        cpath.write_text(json.dumps(conf))
+        with open(self.rep_dir / f"{name}.stderr", "wb") as err:
+            p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", module, "--config", str(cpath)],
+                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        self.procs[name] = p
+        return p
+
+    def failed(self, allow_done: set[str]) -> str | None:
+        """A message for the first process that died (an app in ``allow_done`` may end with 0)."""
+        for name, p in self.procs.items():
+            code = p.poll()
+            if code is None or (code == 0 and name in allow_done):
+                continue
+            return f"{name} exited with code {code} before the flows finished: {self.tail(name) or 'no error output'}"
+        return None
+
+    def tail(self, name: str, n: int = 5) -> str:
+        try:
+            text = (self.rep_dir / f"{name}.stderr").read_text(errors="replace").strip()
+        except OSError:
+            return ""
+        return " | ".join(text.splitlines()[-n:])
+
+    def stop_all(self) -> dict[str, int | None]:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.time() + STOP_GRACE_S
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        return {n: p.returncode for n, p in self.procs.items()}
+
+
+def _wait_files(paths: list[Path], procs: Procs, timeout: float, may_end: set[str] = frozenset()) -> None:
+    end = time.time() + timeout
+    while not all(p.exists() for p in paths):
+        msg = procs.failed(set(may_end))
+        if msg:
+            raise RunFailed(msg)
+        if time.time() > end:
+            missing = [p.name for p in paths if not p.exists()]
+            raise RunFailed(f"not ready after {timeout} s: {', '.join(missing)}")
+        time.sleep(0.05)
+
+
+def _append_drops(log: Path, node: str, reason: str, count: int, detail: str) -> None:
+    """Drops counted by the kernel (queue overflow, statistic match), one ``drop`` event each."""
+    if count <= 0:
+        return
+    line = json.dumps({"t": round(time.time(), 6), "node": node, "ev": "drop", "reason": reason,
+                       "detail": detail}, separators=(",", ":")) + "\n"
+    with open(log, "a") as f:
+        f.write(line * count)
+
+
+def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
+    require_prerequisites()
+    cfg = variant.config
+    seed = cfg["seed"] + repetition
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    meta = base_meta(cfg, variant.name, repetition, seed, "netns", variant.sweep_value)
+    rid = state.new_run_id()
+    plan = meshmod.plan_mesh(cfg, rid)
+    with state.locked():
+        left = state.leftovers()
+        if left:
+            raise NetnsError(f"leftovers of an earlier netns run: {', '.join(left)}; "
+                             "remove them with `aspan clean` (as root) and run again")
+        state.record_run(rid, plan.nodes)
+    meta["netns"] = {"run_id": rid, "namespaces": {n: plan.ns(n) for n in plan.nodes},
+                     "links": [[l.a, l.b, l.dev_a, l.dev_b] for l in plan.links],
+                     "handlers": plan.handlers, "congestion": cfg["netns"]["congestion"],
+                     "loss_in_handler": sorted(plan.handler_loss), "loss_statistic": plan.loss_rates,
+                     "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg["netns"]["traffic"]}
+    procs = Procs(rep_dir)
+    old_term = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        state.ensure_unreachable_route()
+        meshmod.setup(plan)
+        _run_flows(cfg, plan, procs, rep_dir, seed, variant, repetition, meta)
+    except RunFailed as e:
+        meta["status"] = "failed"
+        meta["error"] = str(e)
+    except NetnsError as e:
+        meta["status"] = "failed"
+        meta["error"] = str(e)
+    except KeyboardInterrupt as e:
+        meta["status"] = "interrupted"
+        meta["error"] = "stopped by SIGTERM" if isinstance(e, Terminated) else "stopped by Ctrl-C"
+        raise
+    finally:
+        # finish the teardown whatever arrives (a second Ctrl-C must not leave namespaces behind)
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            meta["exit_codes"] = procs.stop_all()
+            errors = meshmod.teardown(plan)
+            state.forget_run(rid)
+            state.release_route()
+            if errors:
+                meta["teardown_errors"] = errors
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGINT, old_int)
+            write_meta(rep_dir, meta)
+    return meta
+
+
+def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
+               variant: Variant, repetition: int, meta: dict[str, Any]) -> None:
+    """Apps first (they prepare their data, then wait for ``go.json``), then t0 and the daemons.
+
+    The daemons time ETX settling and loss ``down`` intervals from t0, so t0 is
+    fixed only once the apps are ready: a sender that is still generating its
+    payload cannot start its flow late and shift the loss pattern against it.
+    """
+    nx = cfg["netns"]
+    settle = cfg["etx"]["settle_s"]
+    max_dur = cfg["limits"]["max_duration_s"]
+    addrs = plan.addrs
+    go = rep_dir / "go.json"
+    apps: set[str] = set()
+    app_ready: list[Path] = []
+    done: list[Path] = []
+    for fp in flow_plans(cfg, seed, 0.0):
+        flow = {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
+                "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
+                "data_seed": fp.data_seed, "start_s": fp.start}
+        for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
+            name = f"{node}.{role}{fp.index}"
+            conf = {"role": role, "node": node, "flow": flow, "traffic": nx["traffic"],
+                    "congestion": nx["congestion"], "poll_ms": nx["cwnd_poll_ms"], "variant": cfg["tcp"]["variant"],
+                    "log": str(rep_dir / f"{node}.log"), "go_file": str(go),
+                    "ready_file": str(rep_dir / f"{name}.ready"), "done_file": str(rep_dir / f"{name}.done")}
+            procs.start(name, plan.ns(node), "experiments.backends.netns.tcpapp", conf)
+            apps.add(name)
+            app_ready.append(rep_dir / f"{name}.ready")
+            done.append(rep_dir / f"{name}.done")
+    _wait_files(app_ready, procs, READY_TIMEOUT_S, apps)
+    t0 = time.time() + START_MARGIN_S
+    t_flows = t0 + settle
+    ready = []
+    for n in plan.nodes:
+        conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": t_flows + max_dur + 60.0,
+                "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
+                "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
+                "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
+                "handler_loss": n in plan.handler_loss,
+                "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                              or meshmod.queued_input(plan, n))}
+        procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
+        ready.append(rep_dir / f"{n}.ready")
+    _wait_files(ready, procs, READY_TIMEOUT_S, apps)
+    late = time.time() - t_flows
+    if late > 0:
+        meta["late_start_s"] = round(late, 3)   # the nodes were not up by t_flows: settling was shorter
+    queued = [n for n in plan.nodes if plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                                        or meshmod.queued_input(plan, n))]
+    before = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
+    (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
+    (rep_dir / "go.tmp").replace(go)
+    progress = Progress(f"{variant.name} rep {repetition}",
+                        sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
+                        rep_dir / f"{cfg['flows'][0]['receiver']}.log")
+    end_by = t_flows + max_dur
+    try:
+        while not all(p.exists() for p in done):
+            msg = procs.failed(apps)
+            if msg:
+                raise RunFailed(msg)
+            progress.poll()
+            if time.time() > end_by:
+                meta["status"] = "incomplete"
+                meta["error"] = f"flows not finished after {max_dur} s"
+                break
+            time.sleep(0.1)
+        progress.poll()
+    finally:
+        progress.finish()
+        after = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
+        meta["nfqueue"] = {n: {"before": before[n], "after": after[n]} for n in queued}
+        stat = {n: meshmod.statistic_drops(plan, n) for n in plan.loss_rates}
+        if stat:
+            meta["statistic_drops"] = stat
+        links = {n: meshmod.link_counters(plan, n) for n in plan.nodes}
+        meta["links"] = links
+        meta["exit_codes"] = procs.stop_all()
+        for n in queued:
+            b, a = before[n] or {}, after[n] or {}
+            for key in ("queue_dropped", "user_dropped"):
+                _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
+        for n, devs in links.items():
+            for dev, c in devs.items():
+                _append_drops(rep_dir / f"{n}.log", n, "queue", c.get("qdisc_dropped", 0), f"qdisc {dev}")
+        for n, count in stat.items():
+            _append_drops(rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
+    if meta["status"] == "running":
+        meta["status"] = "ok"

@@ -1,0 +1,299 @@
+"""IPv4 and TCP headers of kernel packets, parsed with struct, and the A-SPAN IPv4 option.
+
+The NFQUEUE driver sees raw IPv4 packets.  Parsing them with ``struct`` costs a
+few microseconds; scapy takes about 17 times longer, so scapy stays in tools
+and tests.  No I/O here.
+
+The A-SPAN option (8 bytes, one 32-bit word pair, so the header stays aligned)::
+
+    byte 0   type      an RFC 4727 experimental option number (default 94 = 0x5E:
+                       copy 0, class 2, number 30; 30, 158 and 222 are the others)
+    byte 1   length    8
+    bytes 2-3          pkt_effort, unsigned 16-bit fixed point, value / 65535
+    bytes 4-5          pkt_qos, same encoding
+    byte 6             hops (high nibble) | snoop_count (low nibble)
+    byte 7             snoop_after (high nibble) | snoop_limit (low nibble)
+
+``hops`` is the number of nodes that transmitted the packet before the one
+reading it (0 at the sender's own layer, 1 at the first forwarder): the hop
+index of ``aspan.policy``.  Nibbles limit hops, snoop_count, snoop_after and
+snoop_limit to 0..15 (hops saturates at 15), so the netns backend accepts
+chains of at most 16 nodes and snoop_after / snoop_limit of at most 15.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+
+from aspan.fields import AspanFields
+
+PROTO_TCP = 6
+PROTO_UDP = 17
+EXPERIMENTAL_OPTIONS = (30, 94, 158, 222)   # RFC 4727, section 2.5
+DEFAULT_OPTION = 94
+OPTION_LEN = 8
+FIXED_ONE = 65535
+MAX_NIBBLE = 15
+
+FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+_IP = struct.Struct("!BBHHHBBH4s4s")
+_TCP_REST = struct.Struct("!IIBB")     # seq, ack, data offset, flags (after the ports)
+_PORTS = struct.Struct("!HH")
+_OPT = struct.Struct("!BBHHBB")
+_U16 = struct.Struct("!H")
+
+
+class PacketError(ValueError):
+    """Bytes that are not a well-formed IPv4 packet of the kind expected (the only error raised here)."""
+
+
+class Flow:
+    """The identity of a TCP packet's direction: addresses, ports, key and name (one object per flow).
+
+    ``key`` is the agent's flow key (src, sport, dst, dport) and ``name`` the log's
+    ``"src:sport>dst:dport"``; ``rkey``/``rname`` are those of the opposite direction
+    (an ACK belongs to the data flow ``rkey``).
+    """
+
+    __slots__ = ("src", "dst", "sport", "dport", "key", "name", "rkey", "rname")
+
+    def __init__(self, src: str, dst: str, sport: int, dport: int) -> None:
+        self.src, self.dst, self.sport, self.dport = src, dst, sport, dport
+        self.key = (src, sport, dst, dport)
+        self.name = f"{src}:{sport}>{dst}:{dport}"
+        self.rkey = (dst, dport, src, sport)
+        self.rname = f"{dst}:{dport}>{src}:{sport}"
+
+
+@dataclass(slots=True)
+class TcpPacket:
+    """The parts of an IPv4 TCP packet the snoop driver needs.
+
+    ``opt_offset`` is the byte offset of the A-SPAN option inside the packet, -1 if absent.
+    """
+
+    ihl: int
+    flow: Flow
+    ttl: int
+    seq: int
+    ack: int
+    flags: int
+    payload_len: int
+    opt_offset: int
+
+    @property
+    def src(self) -> str:
+        return self.flow.src
+
+    @property
+    def dst(self) -> str:
+        return self.flow.dst
+
+    @property
+    def sport(self) -> int:
+        return self.flow.sport
+
+    @property
+    def dport(self) -> int:
+        return self.flow.dport
+
+    @property
+    def is_pure_ack(self) -> bool:
+        """An ACK without data, SYN, FIN or RST: the only kind the snoop agent reads on the way back."""
+        return self.payload_len == 0 and (self.flags & (SYN | FIN | RST | ACK)) == ACK
+
+
+_ADDR_CACHE: dict[bytes, str] = {}
+
+
+def _addr(raw: bytes) -> str:
+    """Dotted form of a 4-byte address (memoised: a mesh has a handful of addresses)."""
+    s = _ADDR_CACHE.get(raw)
+    if s is None:
+        if len(_ADDR_CACHE) > 4096:
+            _ADDR_CACHE.clear()
+        s = _ADDR_CACHE[raw] = socket.inet_ntoa(raw)
+    return s
+
+
+def ip_header(data: bytes) -> tuple[int, int, int, str, str]:
+    """(ihl in bytes, protocol, total length, src, dst) of an IPv4 packet; PacketError if malformed."""
+    if len(data) < 20:
+        raise PacketError(f"shorter than an IPv4 header ({len(data)} bytes)")
+    vihl, _tos, total, _id, frag, _ttl, proto, _csum, src, dst = _IP.unpack_from(data)
+    if vihl >> 4 != 4:
+        raise PacketError(f"not IPv4 (version {vihl >> 4})")
+    ihl = (vihl & 15) * 4
+    if ihl < 20 or total < ihl or total > len(data):
+        raise PacketError(f"bad lengths (ihl {ihl}, total {total}, captured {len(data)})")
+    if frag & 0x1FFF:
+        raise PacketError("a non-first fragment")
+    return ihl, proto, total, _addr(src), _addr(dst)
+
+
+def find_option(data: bytes, ihl: int, option_type: int) -> int:
+    """Offset of the option ``option_type`` (length 8) in the header, -1 if absent.
+
+    PacketError for a malformed options area or an option of our type with a wrong length.
+    """
+    if ihl >= 28 and data[20] == option_type and data[21] == OPTION_LEN:
+        return 20                       # where this backend puts it
+    i = 20
+    while i < ihl:
+        t = data[i]
+        if t == 0:                      # end of option list
+            return -1
+        if t == 1:                      # no-operation
+            i += 1
+            continue
+        if i + 1 >= ihl:
+            raise PacketError("truncated IPv4 option")
+        n = data[i + 1]
+        if n < 2 or i + n > ihl:
+            raise PacketError(f"bad IPv4 option length {n}")
+        if t == option_type:
+            if n != OPTION_LEN:
+                raise PacketError(f"A-SPAN option of length {n}, expected {OPTION_LEN}")
+            return i
+        i += n
+    return -1
+
+
+_FLOW_CACHE: dict[bytes, Flow] = {}
+
+
+def _flow(raw: bytes) -> Flow:
+    """The Flow of 8 address bytes + 4 port bytes (memoised: a run has a handful of flows)."""
+    fl = _FLOW_CACHE.get(raw)
+    if fl is None:
+        if len(_FLOW_CACHE) > 65536:
+            _FLOW_CACHE.clear()
+        sport, dport = _PORTS.unpack_from(raw, 8)
+        fl = _FLOW_CACHE[raw] = Flow(_addr(raw[:4]), _addr(raw[4:8]), sport, dport)
+    return fl
+
+
+def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
+    """Parse an IPv4 packet; None if it is not TCP, PacketError if malformed."""
+    n = len(data)
+    if n < 20:
+        raise PacketError(f"shorter than an IPv4 header ({n} bytes)")
+    vihl, _tos, total, _id, frag, ttl, proto, _csum, _src, _dst = _IP.unpack_from(data)
+    ihl = (vihl & 15) * 4
+    if vihl >> 4 != 4 or ihl < 20 or total < ihl or total > n or frag & 0x1FFF:
+        ip_header(data)                 # raises with the precise reason
+    if proto != PROTO_TCP:
+        return None
+    if total < ihl + 20:
+        raise PacketError("truncated TCP header")
+    seq, ack, off, flags = _TCP_REST.unpack_from(data, ihl + 4)
+    doff = (off >> 4) * 4
+    if doff < 20 or ihl + doff > total:
+        raise PacketError(f"bad TCP data offset {doff}")
+    opt = find_option(data, ihl, option_type) if ihl > 20 else -1
+    return TcpPacket(ihl, _flow(data[12:20] + data[ihl:ihl + 4]), ttl, seq, ack, flags, total - ihl - doff, opt)
+
+
+def udp_dport(data: bytes, ihl: int) -> int:
+    """Destination port of a UDP packet whose IPv4 header is ``ihl`` bytes long."""
+    if len(data) < ihl + 8:
+        raise PacketError("truncated UDP header")
+    return _PORTS.unpack_from(data, ihl)[1]
+
+
+# ---- the A-SPAN option ----------------------------------------------------
+def check_fields(fields: AspanFields) -> None:
+    """ValueError if the header fields do not fit the option (snoop_after, snoop_limit: 4 bits)."""
+    for name in ("snoop_after", "snoop_limit"):
+        v = getattr(fields, name)
+        if not 0 <= v <= MAX_NIBBLE:
+            raise ValueError(f"{name} = {v} does not fit the option's 4 bits (0..{MAX_NIBBLE})")
+
+
+def encode_option(fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
+    """The 8 option bytes for ``fields`` after ``hops`` transmissions (hops and snoop_count saturate at 15).
+
+    snoop_after and snoop_limit are masked to 4 bits: check them once with :func:`check_fields`.
+    """
+    e = fields.pkt_effort
+    q = fields.pkt_qos
+    return _OPT.pack(option_type, OPTION_LEN,
+                     int((0.0 if e < 0.0 else 1.0 if e > 1.0 else e) * FIXED_ONE + 0.5),
+                     int((0.0 if q < 0.0 else 1.0 if q > 1.0 else q) * FIXED_ONE + 0.5),
+                     ((hops if hops < MAX_NIBBLE else MAX_NIBBLE) << 4)
+                     | (fields.snoop_count if fields.snoop_count < MAX_NIBBLE else MAX_NIBBLE),
+                     ((fields.snoop_after & 15) << 4) | (fields.snoop_limit & 15))
+
+
+def decode_option(data: bytes, offset: int) -> tuple[AspanFields, int]:
+    """(fields, hops) of the option at ``offset`` (found by :func:`find_option`)."""
+    _t, _n, effort, qos, hc, al = _OPT.unpack_from(data, offset)
+    return AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, al >> 4, al & 15, hc & 15), hc >> 4
+
+
+def checksum(header: bytes | bytearray) -> int:
+    """The Internet checksum (RFC 1071) of an IPv4 header whose checksum field is zero."""
+    s = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def _finish(header: bytearray) -> bytearray:
+    header[10] = header[11] = 0
+    _U16.pack_into(header, 10, checksum(header))
+    return header
+
+
+def _fold(s: int) -> int:
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+_W4 = struct.Struct("!HHHH")
+
+
+def insert_option(data: bytes, ihl: int, option: bytes) -> bytes:
+    """``data`` with the 8-byte ``option`` appended to its IPv4 header (IHL, total length, checksum updated).
+
+    The checksum is updated incrementally (RFC 1624, eqn. 3): word 0 (version/IHL)
+    and word 1 (total length) change, the option's four words are added.
+    PacketError if the header has no room left (60 bytes at most).
+    """
+    if ihl + OPTION_LEN > 60:
+        raise PacketError("no room for the A-SPAN option in the IPv4 header")
+    w0, w1, hc = data[0] << 8 | data[1], _U16.unpack_from(data, 2)[0], _U16.unpack_from(data, 10)[0]
+    n0 = w0 + (2 << 8)                       # IHL + 2 words
+    n1 = w1 + OPTION_LEN
+    a, b, c, d = _W4.unpack(option)
+    s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + a + b + c + d
+    return b"".join((bytes((n0 >> 8, n0 & 0xFF)), _U16.pack(n1), data[4:10], _U16.pack(_fold(s)),
+                     data[12:ihl], option, data[ihl:]))
+
+
+_W3 = struct.Struct("!HHH")
+
+
+def rewrite_option(data: bytes, ihl: int, offset: int, option: bytes) -> bytes:
+    """``data`` with the option at ``offset`` replaced by ``option`` (same type and length).
+
+    The header checksum is updated incrementally over the three changed 16-bit
+    words (RFC 1624, eqn. 3), which is cheaper than summing the whole header.
+    """
+    hc = _U16.unpack_from(data, 10)[0]
+    o0, o1, o2 = _W3.unpack_from(data, offset + 2)
+    n0, n1, n2 = _W3.unpack_from(option, 2)
+    s = (~hc & 0xFFFF) + (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2
+    return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset], option, data[offset + OPTION_LEN:]))
+
+
+def strip_option(data: bytes, ihl: int, offset: int) -> bytes:
+    """``data`` without the 8-byte option at ``offset`` (for tools; the backend leaves it in)."""
+    header = bytearray(data[:ihl])
+    del header[offset:offset + OPTION_LEN]
+    header[0] = 0x40 | (len(header) // 4)
+    _U16.pack_into(header, 2, len(data) - OPTION_LEN)
+    return b"".join((_finish(header), memoryview(data)[ihl:]))

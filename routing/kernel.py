@@ -1,0 +1,248 @@
+"""The snoop step for kernel packets: raw IPv4 bytes + netfilter hook + now -> a verdict.
+
+No sockets, no netfilterqueue, no clock: the NFQUEUE driver (routing.nfq) feeds
+packets in and carries verdicts out, and tests drive it with crafted bytes.  The
+rules are those of routing.engine for the overlay; the snoop decisions are made
+by the same aspan.agent.SnoopAgent, which stores the packet as an opaque object.
+
+Which hook sees what, on every node (paper, Design and Evaluation; paper 003 put
+Snoop in the Linux forwarding path the same way):
+
+* LOCAL_IN (packets this node hears for itself) and FORWARD (packets it relays):
+  the node's loss model applies first, as at the overlay node's listener.
+* LOCAL_OUT (packets this node's own TCP sends into the mesh): the packet enters
+  the mesh here, so a data segment gets the A-SPAN option, the sender's layer
+  multiplies pkt_effort by p(next hop) (hop index 0) and logs ``tx`` kind ``send``.
+* FORWARD data: option read, agent.on_data at the option's hop index, option
+  rewritten (pkt_effort, hops, snoop_count), ``tx`` kind ``fwd``.
+* A pure ACK on FORWARD or LOCAL_IN: agent.on_ack; a suppressed dupack gets a
+  DROP verdict, cached segments come back to be injected with a raw socket.
+
+The option is left in at the receiver: Linux ignores an unknown IPv4 option
+(RFC 1122, 3.2.1.8), so no handler has to rewrite every packet it delivers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aspan.agent import SnoopAgent
+from aspan.cache import unwrap
+from aspan.fields import AspanFields
+from routing.ipv4 import (DEFAULT_OPTION, PROTO_UDP, PacketError, TcpPacket, check_fields, decode_option,
+                          encode_option, insert_option, ip_header, parse_tcp, rewrite_option)
+from routing.loss import LossModel
+
+HOOK_IN, HOOK_FWD, HOOK_OUT = 1, 2, 3   # NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT
+HOOK_NAMES = {HOOK_IN: "in", HOOK_FWD: "fwd", HOOK_OUT: "out"}
+DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
+
+Emit = Callable[..., None]
+EmitTx = Callable[[float, str, int, int, str, "int | None"], None]
+
+
+def _no_emit(now: float, ev: str, **fields: Any) -> None:
+    return None
+
+
+def _tx_via(emit: Emit) -> EmitTx:
+    def tx(now: float, flow: str, seq: int, length: int, kind: str, hop: int | None) -> None:
+        emit(now, "tx", flow=flow, seq=seq, len=length, kind=kind, hop=hop)
+    return tx
+
+
+class CachedSegment:
+    """What the snoop agent caches for a kernel packet: the bytes as sent to the next hop.
+
+    ``data`` is set right after ``SnoopAgent.on_data`` returns (the agent only
+    stores the reference), and never changed afterwards.
+    """
+
+    __slots__ = ("data", "flow", "seq", "length", "hop")
+
+    def __init__(self, flow: str, seq: int, length: int, hop: int) -> None:
+        self.data = b""
+        self.flow = flow
+        self.seq = seq
+        self.length = length
+        self.hop = hop
+
+
+@dataclass(slots=True)
+class Verdict:
+    """Accept (with ``payload`` replacing the packet's bytes when set) or drop; ``inject``: raw packets to send."""
+
+    accept: bool = True
+    payload: bytes | None = None
+    inject: list[bytes] = field(default_factory=list)
+
+
+ACCEPT = Verdict()
+
+
+class KernelForwarder:
+    """One node's snoop step for kernel IPv4 packets.
+
+    ``next_hop(dst)`` returns the neighbour address towards ``dst`` (None: no
+    route); ``quality(neighbour)`` its delivery ratio p (ETX).  ``fields`` is
+    the header the sender stamps on data entering the mesh (pkt_effort 1,
+    pkt_qos, snoop_after, snoop_limit of the experiment).  ``probe_port``:
+    UDP probes to this port are heard (loss applies) and passed to the prober.
+    ``emit_tx`` (optional) writes the one event logged per data packet faster
+    than the generic ``emit``; it must log the same ``tx`` event.
+    """
+
+    def __init__(self, address: str, next_hop: Callable[[str], str | None],
+                 quality: Callable[[str], float], agent: SnoopAgent, loss: LossModel,
+                 fields: AspanFields, option_type: int = DEFAULT_OPTION,
+                 emit: Emit | None = None, emit_tx: EmitTx | None = None) -> None:
+        self.address = address
+        self.next_hop = next_hop
+        self.quality = quality
+        self.agent = agent
+        self.loss = loss
+        check_fields(fields)
+        self.fields = fields
+        self.option_type = option_type
+        self._emit = emit or _no_emit
+        self._tx = emit_tx or _tx_via(self._emit)
+        self.drops = {r: 0 for r in DROP_REASONS}
+        self.stats = {"in": 0, "fwd": 0, "out": 0, "tx_send": 0, "tx_fwd": 0, "tx_local": 0,
+                      "no_option": 0, "no_room": 0, "rtx": 0}
+        self._sent_end: dict[str, int] = {}   # flow -> unwrapped end of the highest segment sent (LOCAL_OUT)
+
+    # ---- the step --------------------------------------------------------
+    def on_packet(self, hook: int, data: bytes, now: float) -> Verdict:
+        """Decide what happens to one queued packet.  Never raises for any bytes."""
+        if hook == HOOK_OUT:
+            self.stats["out"] += 1
+        else:
+            self.stats["in" if hook == HOOK_IN else "fwd"] += 1
+            if self.loss.drop(now):
+                return self._drop_heard(data, now)
+        try:
+            tcp = parse_tcp(data, self.option_type)
+        except PacketError as e:
+            return self._malformed(data, str(e), now)
+        if tcp is None:
+            return ACCEPT                               # probes and other protocols: heard, passed on
+        if tcp.payload_len:
+            if hook == HOOK_OUT:
+                return self._send(tcp, data, now)
+            if hook == HOOK_FWD:
+                return self._forward(tcp, data, now)
+            return ACCEPT                               # data for this node: the option stays in
+        if tcp.is_pure_ack and hook != HOOK_OUT:
+            return self._ack(tcp, now)
+        return ACCEPT
+
+    # ---- data --------------------------------------------------------------
+    def _p_next(self, dst: str) -> float | None:
+        nxt = self.next_hop(dst)
+        return None if nxt is None else self.quality(nxt)
+
+    def _send(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
+        """A data segment of this node's TCP enters the mesh: stamp the option (hop index 0)."""
+        key = tcp.flow.key
+        flow = tcp.flow.name
+        self._note_retransmission(flow, tcp, now)
+        if tcp.opt_offset >= 0:       # already stamped (cannot happen for our TCP): leave it
+            return ACCEPT
+        p = self._p_next(tcp.flow.dst)
+        if p is None:
+            return self._drop_tcp(tcp, "no_route", now)
+        fields = self.fields.copy()
+        held = CachedSegment(flow, tcp.seq, tcp.payload_len, 0)
+        self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, 0, now, held)
+        try:
+            out = insert_option(data, tcp.ihl, encode_option(fields, 1, self.option_type))
+        except PacketError:
+            self.stats["no_room"] += 1
+            out = data
+        held.data = out
+        self.stats["tx_send"] += 1
+        self._tx(now, flow, tcp.seq, tcp.payload_len, "send", 0)
+        return Verdict(True, out if out is not data else None)
+
+    def _note_retransmission(self, flow: str, tcp: TcpPacket, now: float) -> None:
+        """Log ``rtx`` for a segment below the highest one this node's TCP already sent."""
+        high = self._sent_end.get(flow)
+        seq = tcp.seq if high is None else unwrap(high, tcp.seq)
+        end = seq + tcp.payload_len
+        if high is None or end > high:
+            self._sent_end[flow] = end
+        if high is not None and seq < high:
+            self.stats["rtx"] += 1
+            self._emit(now, "rtx", flow=flow, seq=tcp.seq, len=tcp.payload_len)
+
+    def _forward(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
+        """A data segment relayed by this node: the A-SPAN rules at the option's hop index."""
+        key = tcp.flow.key
+        flow = tcp.flow.name
+        self.stats["tx_fwd"] += 1
+        if tcp.opt_offset < 0:        # not stamped where it entered the mesh: relay, no snooping
+            self.stats["no_option"] += 1
+            self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", None)
+            return ACCEPT
+        p = self._p_next(tcp.flow.dst)
+        if p is None:
+            self.stats["tx_fwd"] -= 1
+            return self._drop_tcp(tcp, "no_route", now)
+        fields, hop = decode_option(data, tcp.opt_offset)
+        held = CachedSegment(flow, tcp.seq, tcp.payload_len, hop)
+        self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, hop, now, held)
+        out = rewrite_option(data, tcp.ihl, tcp.opt_offset, encode_option(fields, hop + 1, self.option_type))
+        held.data = out
+        self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", hop)
+        return Verdict(True, out)
+
+    # ---- ACKs --------------------------------------------------------------
+    def _ack(self, tcp: TcpPacket, now: float) -> Verdict:
+        verdict = self.agent.on_ack(tcp.flow.rkey, tcp.ack, now)
+        if verdict.forward and not verdict.retransmit:
+            return ACCEPT
+        inject = []
+        for held in verdict.retransmit:
+            inject.append(held.data)
+            self.stats["tx_local"] += 1
+            self._tx(now, held.flow, held.seq, held.length, "local", held.hop)
+        if not verdict.forward:
+            self.drops["suppressed"] += 1
+            self._emit(now, "drop", reason="suppressed", ptype="ack", flow=tcp.flow.name, seq=tcp.seq,
+                       ack=tcp.ack, len=0)
+            return Verdict(False, None, inject)
+        return Verdict(True, None, inject)
+
+    # ---- drops -------------------------------------------------------------
+    def _drop_heard(self, data: bytes, now: float) -> Verdict:
+        """The loss model dropped a packet this node heard (paper: loss at every node's listener)."""
+        self.drops["loss"] += 1
+        try:
+            tcp = parse_tcp(data, self.option_type)
+        except PacketError:
+            tcp = None
+        if tcp is not None:
+            self._emit(now, "drop", reason="loss", ptype="tcp", flow=tcp.flow.name, seq=tcp.seq, ack=tcp.ack,
+                       len=tcp.payload_len)
+        else:
+            self._emit(now, "drop", reason="loss", ptype=self._ptype(data))
+        return Verdict(False)
+
+    def _drop_tcp(self, tcp: TcpPacket, reason: str, now: float) -> Verdict:
+        self.drops[reason] += 1
+        self._emit(now, "drop", reason=reason, ptype="tcp", flow=tcp.flow.name, seq=tcp.seq, ack=tcp.ack,
+                   len=tcp.payload_len)
+        return Verdict(False)
+
+    def _malformed(self, data: bytes, detail: str, now: float) -> Verdict:
+        self.drops["malformed"] += 1
+        self._emit(now, "drop", reason="malformed", detail=detail, size=len(data))
+        return Verdict(False)
+
+    @staticmethod
+    def _ptype(data: bytes) -> str:
+        try:
+            proto = ip_header(data)[1]
+        except PacketError:
+            return "?"
+        return "udp" if proto == PROTO_UDP else str(proto)

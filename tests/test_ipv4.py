@@ -1,0 +1,125 @@
+"""routing.ipv4: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scapy.all import IP, TCP, UDP, IPOption, Raw
+
+from aspan.fields import AspanFields
+from routing.ipv4 import (OPTION_LEN, PacketError, check_fields, decode_option, encode_option, find_option,
+                          insert_option, parse_tcp, rewrite_option, strip_option)
+
+
+def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
+    pkt = IP(src="10.2.1.1", dst="10.2.1.4", flags="DF", **ip)
+    if options is not None:
+        pkt.options = options
+    return bytes(pkt / TCP(sport=5000, dport=6000, seq=seq, ack=ack, flags=flags) / Raw(b"x" * payload))
+
+
+def checksum_ok(data: bytes) -> bool:
+    pkt = IP(data)
+    sent = pkt.chksum
+    del pkt.chksum
+    return IP(bytes(pkt)).chksum == sent
+
+
+def test_option_layout_is_eight_bytes_with_the_experimental_type():
+    opt = encode_option(AspanFields(1.0, 0.99, 2, 3, 1), hops=4, option_type=94)
+    assert len(opt) == OPTION_LEN == 8
+    assert opt[0] == 94 and opt[1] == 8
+    assert opt[2:4] == b"\xff\xff"                      # pkt_effort 1.0
+    assert opt[6] == (4 << 4) | 1 and opt[7] == (2 << 4) | 3
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 15), st.integers(0, 15), st.integers(0, 15),
+       st.integers(0, 15))
+def test_option_round_trip_within_fixed_point_resolution(effort, qos, after, limit, count, hops):
+    data = insert_option(tcp_bytes(), 20, encode_option(AspanFields(effort, qos, after, limit, count), hops))
+    fields, h = decode_option(data, find_option(data, 28, 94))
+    assert h == hops
+    assert abs(fields.pkt_effort - effort) <= 0.5 / 65535 + 1e-12
+    assert abs(fields.pkt_qos - qos) <= 0.5 / 65535 + 1e-12
+    assert (fields.snoop_after, fields.snoop_limit, fields.snoop_count) == (after, limit, count)
+
+
+def test_hops_and_count_saturate_and_header_fields_are_checked():
+    _, h = decode_option(encode_option(AspanFields(snoop_count=40), hops=99), 0)
+    assert h == 15
+    with pytest.raises(ValueError, match="snoop_after"):
+        check_fields(AspanFields(snoop_after=16))
+
+
+def test_insert_rewrite_strip_keep_valid_checksums_and_lengths():
+    rng = random.Random(4)
+    for _ in range(200):
+        p = tcp_bytes(payload=rng.randint(0, 1400), id=rng.randrange(65536), ttl=rng.randint(1, 255),
+                      seq=rng.randrange(1 << 32))
+        q = insert_option(p, 20, encode_option(AspanFields(rng.random(), rng.random()), 1))
+        assert len(q) == len(p) + 8 and IP(q).ihl == 7 and IP(q).len == len(q)
+        assert checksum_ok(q)
+        assert bytes(IP(q)[TCP]) == bytes(IP(p)[TCP])     # the TCP segment is untouched
+        r = rewrite_option(q, 28, 20, encode_option(AspanFields(rng.random(), rng.random(), 1, 2, 3), 5))
+        assert checksum_ok(r) and len(r) == len(q)
+        assert strip_option(r, 28, 20) == p
+
+
+def test_parse_tcp_fields():
+    data = insert_option(tcp_bytes(payload=321, seq=77, ack=99, flags="PA"), 20, encode_option(AspanFields(), 1))
+    t = parse_tcp(data, 94)
+    assert (t.src, t.sport, t.dst, t.dport, t.seq, t.ack) == ("10.2.1.1", 5000, "10.2.1.4", 6000, 77, 99)
+    assert t.payload_len == 321 and t.ihl == 28 and t.opt_offset == 20 and not t.is_pure_ack
+    ack = parse_tcp(tcp_bytes(payload=0, flags="A"), 94)
+    assert ack.is_pure_ack and ack.opt_offset == -1
+    assert not parse_tcp(tcp_bytes(payload=0, flags="FA"), 94).is_pure_ack
+    assert not parse_tcp(tcp_bytes(payload=0, flags="SA"), 94).is_pure_ack
+    assert parse_tcp(bytes(IP(dst="10.2.1.2") / UDP(dport=7700) / Raw(b"p")), 94) is None
+
+
+def test_the_option_is_found_after_other_options_and_nops():
+    ours = encode_option(AspanFields(0.5), 2)
+    data = tcp_bytes(options=[IPOption(b"\x01\x01\x01\x01"), IPOption(b"\x1e\x04ab"), IPOption(ours)])
+    t = parse_tcp(data, 94)
+    assert t.opt_offset == 28
+    assert decode_option(data, t.opt_offset)[1] == 2
+    assert parse_tcp(data, 158).opt_offset == -1           # another experimental number: not ours
+
+
+@pytest.mark.parametrize("mangle, reason", [
+    (lambda b: b[:12], "shorter"),
+    (lambda b: bytes([0x65]) + b[1:], "not IPv4"),
+    (lambda b: b[:2] + (9999).to_bytes(2, "big") + b[4:], "bad lengths"),
+    (lambda b: b[:6] + b"\x00\x10" + b[8:], "fragment"),
+    (lambda b: b[:32] + b"\x10" + b[33:], "data offset"),
+])
+def test_malformed_packets_raise_packet_error(mangle, reason):
+    with pytest.raises(PacketError, match=reason):
+        parse_tcp(mangle(tcp_bytes()), 94)
+
+
+def test_a_wrong_length_option_of_our_type_is_malformed():
+    data = tcp_bytes(options=[IPOption(b"\x5e\x04ab")])
+    with pytest.raises(PacketError, match="length 4"):
+        parse_tcp(data, 94)
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=120))
+def test_any_bytes_parse_or_raise_packet_error_only(blob):
+    try:
+        parse_tcp(blob, 94)
+    except PacketError:
+        pass
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 200), st.integers(0, 8 * 120 - 1))
+def test_bit_flips_in_a_valid_packet_parse_or_raise_packet_error(cut, bit):
+    data = bytearray(insert_option(tcp_bytes(payload=60), 20, encode_option(AspanFields(), 1)))
+    data[bit // 8 % len(data)] ^= 1 << (bit % 8)
+    try:
+        parse_tcp(bytes(data[:cut]), 94)
+        parse_tcp(bytes(data), 94)
+    except PacketError:
+        pass

@@ -1,0 +1,169 @@
+"""Netns backend pieces that need no root: mesh plan, rules, counters, logs, TCP_INFO sampling."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from experiments.backends.netns import mesh, state
+from experiments.backends.netns.logfile import AppendLog
+from experiments.backends.netns.sh import NetnsError
+from experiments.backends.netns.tcpapp import LossCounter, Sampler, payload_chunks, payload_sha256, read_tcpext, tcp_info
+from tcp_user.bulk import bulk_payload
+from experiments.schema import ExperimentError, load_experiment
+
+
+def cfg(**over):
+    doc = {"name": "t", "flows": [{"sender": "A", "receiver": "D", "segments": 10}]}
+    doc.update(over)
+    return load_experiment(doc, "t.yaml").variants[0].config
+
+
+def test_plan_of_the_paper_chain():
+    p = mesh.plan_mesh(cfg(tcp={"variant": "sack"}), "0a1b2c")
+    assert p.nodes == ["A", "B", "C", "D"] and p.forwarders == {"B", "C"} and p.senders == {"A"}
+    assert [(l.a, l.b, l.dev_a, l.dev_b) for l in p.links] == [
+        ("A", "B", "an0a1b2c0a", "an0a1b2c0b"), ("B", "C", "an0a1b2c1a", "an0a1b2c1b"),
+        ("C", "D", "an0a1b2c2a", "an0a1b2c2b")]
+    assert all(len(l.dev_a) <= 15 for l in p.links)
+    assert p.ns("B") == "aspn-0a1b2c-B"
+    assert sorted(p.routes["A"]) == [("10.2.1.2", "10.2.1.2", "an0a1b2c0a"), ("10.2.1.3", "10.2.1.2", "an0a1b2c0a"),
+                                     ("10.2.1.4", "10.2.1.2", "an0a1b2c0a")]
+    assert p.advmss == 1500 - 48 and p.sack
+    batch = mesh._ip_batch(p, "A")
+    assert "route add 10.2.1.4/32 via 10.2.1.2 dev an0a1b2c0a src 10.2.1.1 onlink advmss 1452" in batch
+    assert "default" not in batch                      # nothing leaves the mesh
+    assert "net.ipv4.ip_forward=1" in mesh._sysctls(p, "B") and "net.ipv4.ip_forward=0" in mesh._sysctls(p, "A")
+    assert "net.ipv4.tcp_sack=1" in mesh._sysctls(p, "A")
+
+
+def test_iptables_rules_per_role_and_mode():
+    p = mesh.plan_mesh(cfg(loss={"default": {"model": "bernoulli", "rate": 0.005}}), "0a1b2c")
+    a, b, d = (mesh._iptables_rules(p, n) for n in "ABD")
+    assert "-A OUTPUT -o an0a1b2c+ -p tcp -m mark ! --mark 0xa5 -j NFQUEUE --queue-num 0" in a
+    assert "FORWARD" not in a and "-A FORWARD -j NFQUEUE --queue-num 0" in b and "OUTPUT" not in b
+    # forwarders apply the loss model in their handler; the endpoints use the statistic match
+    assert "-A INPUT -i an0a1b2c+ -j NFQUEUE --queue-num 0" in b and "statistic" not in b
+    assert "NFQUEUE" not in d and "INPUT" not in a
+    assert "--probability 0.005000" in a and "--probability 0.005000" in d
+    assert p.handler_loss == {"B", "C"} and p.loss_rates == {"A": 0.005, "D": 0.005}
+    ge = mesh.plan_mesh(cfg(loss={"default": {"model": "bernoulli", "rate": 0.01},
+                                  "nodes": {"D": {"model": "gilbert-elliott"}}}), "0a1b2c")
+    assert ge.handler_loss == {"B", "C", "D"} and "-A INPUT" in mesh._iptables_rules(ge, "D")
+    perfect = mesh.plan_mesh(cfg(snoop={"policy": "perfect"}), "0a1b2c")
+    assert perfect.handler_loss == {"A", "B", "C"}            # the sender's layer answers dupacks
+    acc = mesh.plan_mesh(cfg(netns={"handlers": "accept"}), "0a1b2c")
+    assert [mesh.queued_input(acc, n) for n in "ABCD"] == [False, True, True, False]
+    k = mesh.plan_mesh(cfg(netns={"handlers": "kernel"}, loss={"default": {"model": "bernoulli", "rate": 0.005}}),
+                       "0a1b2c")
+    rules = mesh._iptables_rules(k, "C")
+    assert "NFQUEUE" not in rules
+    assert "-A PREROUTING -i an0a1b2c+ -m statistic --mode random --probability 0.005000 -j DROP" in rules
+
+
+def test_the_plan_refuses_what_the_backend_cannot_do():
+    with pytest.raises(NetnsError, match="outside the test range"):
+        mesh.plan_mesh(cfg(topology={"chain": ["A", "B"], "addresses": {"A": "192.168.1.1"}},
+                           flows=[{"sender": "A", "receiver": "B"}]), "0a1b2c")
+    with pytest.raises(NetnsError, match="needs netns.handlers: snoop"):
+        mesh.plan_mesh(cfg(netns={"handlers": "kernel"}, loss={"default": {"model": "gilbert-elliott"}}), "0a1b2c")
+    with pytest.raises(NetnsError, match="0..15"):
+        mesh.plan_mesh(cfg(snoop={"snoop_after": 20}), "0a1b2c")
+
+
+def test_the_netns_schema_section():
+    c = cfg()
+    assert c["netns"] == {"handlers": "snoop", "congestion": "reno", "traffic": "bulk", "option": 94,
+                          "rate_mbit": 0.0, "mtu": 1500, "cwnd_poll_ms": 5.0, "queue_maxlen": 4096}
+    with pytest.raises(ExperimentError, match="netns.option"):
+        cfg(netns={"option": 7})
+    with pytest.raises(ExperimentError, match="netns.congestion"):
+        cfg(netns={"congestion": "vegas"})
+
+
+def test_names_and_leftover_matching():
+    assert state.run_id_of("aspn-0a1b2c-A") == "0a1b2c"
+    assert state.run_id_of("aspv-17c2-A") is None and state.run_id_of("aspn-xyz-A") is None
+    assert len(state.new_run_id()) == 6
+    with pytest.raises(NetnsError):
+        state.veth_name("0a1b2c", 1234567, "a")
+
+
+def test_nfnetlink_queue_counters_parse():
+    text = "    0  28042     3 2  4016     5    17     7520  1\n    1  1 0 2 4016 0 0 9 1\n"
+    c = mesh.parse_nfq(text)
+    assert c[0]["queue_dropped"] == 5 and c[0]["user_dropped"] == 17 and c[0]["waiting"] == 3
+    assert set(c) == {0, 1} and mesh.parse_nfq("garbage\n") == {}
+
+
+def test_append_log_lines_from_two_writers_never_interleave(tmp_path):
+    path = tmp_path / "A.log"
+    code = ("import sys; from pathlib import Path; from experiments.backends.netns.logfile import AppendLog\n"
+            "log = AppendLog(Path(sys.argv[1]), 'A', autoflush=False)\n"
+            "for i in range(3000):\n"
+            "    log.emit(1.0 + i, 'x', who=sys.argv[2], i=i, pad='p' * 300)\n"
+            "    log.tx(2.0, '10.2.1.1:5000>10.2.1.4:6000', i, 1000, 'send', 0)\n"
+            "log.close()\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), w]) for w in "12"]
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    lines = path.read_text().splitlines()
+    assert len(lines) == 12000
+    recs = [json.loads(l) for l in lines]
+    assert {r["ev"] for r in recs} == {"x", "tx"}
+    assert recs[1] == {"t": 2.0, "node": "A", "ev": "tx", "flow": "10.2.1.1:5000>10.2.1.4:6000", "seq": 0,
+                       "len": 1000, "kind": "send", "hop": 0} or recs[0]["ev"] == "x"
+
+
+def test_loss_counter_counts_recoveries_and_timeouts():
+    reads = iter([{"TCPRenoRecovery": 1, "TCPSackRecovery": 2, "TCPTimeouts": 0},
+                  {"TCPRenoRecovery": 1, "TCPSackRecovery": 5, "TCPTimeouts": 1},
+                  {"TCPRenoRecovery": 2, "TCPSackRecovery": 5, "TCPTimeouts": 1}])
+    lc = LossCounter(lambda: next(reads))
+    assert lc.new_events() == (3, 1)
+    assert lc.new_events() == (1, 0)
+    assert lc.totals()["TCPSackRecovery"] == 3
+
+
+def test_tcpext_counters_of_this_namespace_are_readable():
+    c = read_tcpext()
+    assert "TCPTimeouts" in c and "TCPSackRecovery" in c
+
+
+def test_the_sampler_logs_cwnd_in_bytes_with_mss_from_tcp_info():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    cli = socket.create_connection(srv.getsockname())
+    conn, _ = srv.accept()
+    def drain():
+        got = 0
+        while got < 200000:
+            got += len(conn.recv(1 << 16))
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    cli.sendall(b"x" * 200000)
+    reader.join(timeout=10)
+    events = []
+    s = Sampler("f", lambda now, ev, **kw: events.append((ev, kw)), 0.005,
+                LossCounter(lambda: {}), cli)
+    s.sample(1.0)
+    info = tcp_info(cli)
+    assert info["snd_mss"] > 0 and info["snd_cwnd"] > 0
+    ev, kw = events[0]
+    assert ev == "cwnd" and kw["cwnd"] % kw["mss"] == 0 and kw["ssthresh"] > 0 and kw["flow"] == "f"
+    s.sample(1.1)
+    assert len(events) == 1 or events[1][1] != kw        # logged again only on a change
+    for sock in (cli, conn, srv):
+        sock.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 5, 1 << 20, (1 << 20) + 3, 3 * (1 << 20) + 7])
+def test_the_payload_in_pieces_is_the_bulk_payload_of_the_other_backends(size):
+    assert b"".join(payload_chunks(7, size)) == bulk_payload(7, size)
+    import hashlib
+    assert payload_sha256(7, size) == hashlib.sha256(bulk_payload(7, size)).hexdigest()
