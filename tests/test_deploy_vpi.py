@@ -224,7 +224,9 @@ def test_deploy_run_paper_lossy_end_to_end(installed, tmp_path, clean):
     assert list(df["variant"]) == ["reno", "sack", "aspan-0.99", "aspan-1.00", "aspan-0.99-once", "aspan-1.00-once"]
     assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 16000).all()
     assert (df["drops_loss"] > 0).all()                                   # the YAML's 0.5 % per node
-    assert (df.loc[df["variant"].str.startswith("aspan"), "cache_max_segments"] > 0).all()
+    # pkt_qos 1.00 caches whenever a link is lossy; 0.99 caches only when the ETX estimates put the
+    # path below 0.99 (0.995^3 = 0.985 on average, but one repetition may estimate higher): not asserted.
+    assert (df.loc[df["variant"].str.startswith("aspan-1.00"), "cache_max_segments"] > 0).all()
     figures = {p.name for p in (run / "figures").iterdir()}
     for f in ("cwnd_cdf", "losses", "tx_per_pkt_cdf", "snoop_cache_max"):
         assert {f"{f}.png", f"{f}.svg"} <= figures
