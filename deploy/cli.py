@@ -18,6 +18,7 @@ EXIT_HOST_FAILED = 1
 
 def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -> dict[str, Any]:
     """The runner's backend options for the pi backend: the loaded inventory, checked against ``exp``."""
+    need_fabric()
     from deploy.inventory import load_inventory_file
     from experiments.backends.pi import check_hosts
     from experiments.schema import ExperimentError
@@ -28,6 +29,15 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     for v in exp.variants:
         check_hosts(inv, v.config["topology"]["chain"])
     return {"inventory": inv, "dry_run": dry_run}
+
+
+def need_fabric() -> None:
+    """Fabric is an extra (``.[pi]``): say how to get it instead of a traceback."""
+    import importlib.util
+    if importlib.util.find_spec("fabric") is None:
+        from experiments.schema import ExperimentError
+        raise ExperimentError("aspan deploy", "fabric", "the Pi orchestration needs Fabric 3: "
+                              "pip install -e '.[pi]'")
 
 
 def report_failures(run_dir: Path) -> int:
@@ -101,6 +111,7 @@ def add_deploy_parser(sub: Any) -> None:
 
 # ---- helpers --------------------------------------------------------------------
 def _remotes(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    need_fabric()
     from deploy.hosts import open_remotes
     from deploy.inventory import load_inventory_file
     inv = load_inventory_file(args.inventory, check_files=not args.dry_run)

@@ -289,3 +289,10 @@ def test_the_example_inventory_is_valid():
     assert [(h.node, h.mesh_address) for h in inv.hosts] == [("A", "10.2.1.1"), ("B", "10.2.1.2"),
                                                              ("C", "10.2.1.3"), ("D", "10.2.1.4")]
     assert inv.hosts[0].sudo and inv.hosts[0].strict_host_keys and inv.freq == 2412
+
+
+def test_without_fabric_deploy_says_how_to_install_it(tmp_path):
+    code = ("import sys; sys.modules['fabric'] = None; from aspan.cli import main; "
+            f"sys.exit(main(['deploy', 'status', '-i', {str(write_inv(tmp_path))!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "needs Fabric 3: pip install -e '.[pi]'" in r.stderr
