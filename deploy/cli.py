@@ -18,6 +18,7 @@ EXIT_HOST_FAILED = 1
 
 def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -> dict[str, Any]:
     """The runner's backend options for the pi backend: the loaded inventory, checked against ``exp``."""
+    need_fabric()
     from deploy.inventory import load_inventory_file
     from experiments.backends.pi import check_hosts
     from experiments.schema import ExperimentError
@@ -28,6 +29,23 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     for v in exp.variants:
         check_hosts(inv, v.config["topology"]["chain"])
     return {"inventory": inv, "dry_run": dry_run}
+
+
+def need_fabric() -> None:
+    """Fabric is an extra (``.[pi]``): say how to get it instead of a traceback."""
+    import importlib.util
+    if importlib.util.find_spec("fabric") is None:
+        from experiments.schema import ExperimentError
+        raise ExperimentError("aspan deploy", "fabric", "the Pi orchestration needs Fabric 3: "
+                              "pip install -e '.[pi]'")
+
+
+def _with_fabric(cmd: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A deploy subcommand that first checks Fabric is installed."""
+    def run(args: argparse.Namespace) -> int:
+        need_fabric()
+        return cmd(args)
+    return run
 
 
 def report_failures(run_dir: Path) -> int:
@@ -64,17 +82,17 @@ def add_deploy_parser(sub: Any) -> None:
                    help="local cache of dependency wheels per host platform (default: %(default)s)")
     s.add_argument("--extra-index-url", default=None,
                    help="extra index for pip download (e.g. https://www.piwheels.org/simple for armv7l)")
-    s.set_defaults(func=_cmd_setup)
+    s.set_defaults(func=_with_fabric(_cmd_setup))
 
     m = ds.add_parser("mesh", help="wireless interface in IBSS mode with the static mesh address (idempotent)")
     _common(m)
-    m.set_defaults(func=_cmd_mesh)
+    m.set_defaults(func=_with_fabric(_cmd_mesh))
 
     r = ds.add_parser("routes", help="static kernel routes and ip_forward (kernel-TCP mode; the overlay needs none)")
     _common(r)
     r.add_argument("--experiment", default=None, help="take the chain from this experiment (default: host order)")
     r.add_argument("--remove", action="store_true", help="delete the routes instead")
-    r.set_defaults(func=_cmd_routes)
+    r.set_defaults(func=_with_fabric(_cmd_routes))
 
     u = ds.add_parser("run", help="run an experiment on the hosts (= aspan run EXP --backend pi --inventory INV)")
     _common(u)
@@ -82,21 +100,21 @@ def add_deploy_parser(sub: Any) -> None:
     u.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")
     u.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
     u.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
-    u.set_defaults(func=_cmd_run)
+    u.set_defaults(func=_with_fabric(_cmd_run))
 
     st = ds.add_parser("status", help="per host: reachable, installed version, running nodes, mesh interface, clock")
     _common(st)
-    st.set_defaults(func=_cmd_status)
+    st.set_defaults(func=_with_fabric(_cmd_status))
 
     sp = ds.add_parser("stop", help="stop every aspan node the hosts run (SIGTERM, then SIGKILL)")
     _common(sp)
-    sp.set_defaults(func=_cmd_stop)
+    sp.set_defaults(func=_with_fabric(_cmd_stop))
 
     g = ds.add_parser("gather", help="copy every node's files from the hosts into the local run directories")
     _common(g)
     g.add_argument("--out", default="runs", help="local directory the run paths are copied under (default: runs)")
     g.add_argument("--run", default=None, help="only this run, as <experiment>/<stamp> (default: every run)")
-    g.set_defaults(func=_cmd_gather)
+    g.set_defaults(func=_with_fabric(_cmd_gather))
 
 
 # ---- helpers --------------------------------------------------------------------

@@ -19,8 +19,14 @@ from pathlib import Path, PurePosixPath
 from deploy.hosts import HostError, Remote
 
 STOP_GRACE_S = 5.0
-# "is this pid a live process": kill -0 also succeeds on a zombie nobody reaped yet
-ALIVE_FN = "alive() { s=$(sed 's/.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -c1); [ -n \"$s\" ] && [ \"$s\" != Z ]; }; "
+# alive PID: a running process (kill -0 also succeeds on a zombie nobody reaped yet).
+# ours PID PIDFILE: alive, and it is the node of that pid file: its working directory is the pid
+# file's directory.  A pid file outlives its process, and PIDs are reused: without this check a
+# stale pid file would name some unrelated process (and `stop` would signal its group).
+ALIVE_FN = ("alive() { s=$(sed 's/.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -c1); "
+            "[ -n \"$s\" ] && [ \"$s\" != Z ]; }; "
+            "ours() { alive \"$1\" && [ \"$(readlink /proc/\"$1\"/cwd 2>/dev/null)\" = "
+            "\"$(cd \"$(dirname \"$2\")\" 2>/dev/null && pwd -P)\" ]; }; ")
 FILES = ("log", "stderr", "done", "exit", "node.json")
 
 
@@ -44,7 +50,8 @@ def poll_command(rdir: str, node: str) -> str:
     q = shlex.quote
     d = q(rdir)
     return (f"{ALIVE_FN}cd {d} && if [ -f {q(node + '.done')} ]; then echo done; "
-            f"elif [ -f {q(node + '.pid')} ] && alive \"$(cat {q(node + '.pid')})\"; then echo running; "
+            f"elif [ -f {q(node + '.pid')} ] && ours \"$(cat {q(node + '.pid')})\" {q(node + '.pid')}; "
+            f"then echo running; "
             f"else echo exited $(cat {q(node + '.exit')} 2>/dev/null || echo unknown); fi; "
             f"tail -c 4000 {q(node + '.log')} 2>/dev/null | grep '\"ev\":\"deliver\"' | tail -n 1; true")
 
@@ -52,7 +59,7 @@ def poll_command(rdir: str, node: str) -> str:
 def _stop_snippet(pidfile: str, grace_s: float) -> str:
     """Shell code: SIGTERM the process group in ``pidfile`` (a shell word), SIGKILL after ``grace_s``."""
     steps = int(grace_s / 0.1)
-    return (f"if [ -f {pidfile} ] && P=$(cat {pidfile}) && alive \"$P\"; then "
+    return (f"if [ -f {pidfile} ] && P=$(cat {pidfile}) && ours \"$P\" {pidfile}; then "
             f"kill -TERM -- -\"$P\" 2>/dev/null; i=0; "
             f"while alive \"$P\" && [ $i -lt {steps} ]; do sleep 0.1; i=$((i+1)); done; "
             f"if alive \"$P\"; then kill -KILL -- -\"$P\" 2>/dev/null; echo killed \"$P\"; "
@@ -76,7 +83,7 @@ def running_nodes_command(work_dir: str) -> str:
     """Prints ``<pidfile> <pid>`` for every live node under ``work_dir``."""
     q = shlex.quote
     return (f"{ALIVE_FN}test -d {q(work_dir)} || exit 0; find {q(work_dir)} -name '*.pid' -type f | "
-            "while read -r f; do P=$(cat \"$f\"); alive \"$P\" && echo \"$f $P\"; done; true")
+            "while read -r f; do P=$(cat \"$f\"); ours \"$P\" \"$f\" && echo \"$f $P\"; done; true")
 
 
 @dataclass

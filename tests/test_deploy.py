@@ -2,7 +2,10 @@
 
 The end-to-end tests on virtual Pis (namespaces + sshd) are in test_deploy_vpi.py.
 """
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -289,3 +292,46 @@ def test_the_example_inventory_is_valid():
     assert [(h.node, h.mesh_address) for h in inv.hosts] == [("A", "10.2.1.1"), ("B", "10.2.1.2"),
                                                              ("C", "10.2.1.3"), ("D", "10.2.1.4")]
     assert inv.hosts[0].sudo and inv.hosts[0].strict_host_keys and inv.freq == 2412
+
+
+def test_without_fabric_deploy_says_how_to_install_it(tmp_path):
+    code = ("import sys; sys.modules['fabric'] = None; from aspan.cli import main; "
+            f"sys.exit(main(['deploy', 'status', '-i', {str(write_inv(tmp_path))!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "needs Fabric 3: pip install -e '.[pi]'" in r.stderr
+
+
+def _bash(cmd: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=30).stdout
+
+
+def test_node_shell_plumbing_start_poll_stop_and_stale_pid_files(tmp_path):
+    """The start/poll/stop shell of deploy.nodes, run locally: a stale pid file naming some other
+    live process (PIDs are reused) is never taken for a node, nor signalled."""
+    work = tmp_path / "work"
+    rdir = work / "e" / "stamp" / "v" / "rep0"
+    rdir.mkdir(parents=True)
+    fake = tmp_path / "aspan"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    other = subprocess.Popen(["sleep", "60"], cwd=ROOT)           # alive, but not a node of ours
+    stale = work / "e" / "old" / "v" / "rep0"
+    stale.mkdir(parents=True)
+    (stale / "B.pid").write_text(f"{other.pid}\n")
+    pid = None
+    try:
+        pid = int(_bash(nodes.start_command(str(fake), str(rdir), "A")).strip())
+        assert nodes.NodeState.parse(_bash(nodes.poll_command(str(rdir), "A"))).state == "running"
+        assert _bash(nodes.running_nodes_command(str(work))).split() == [str(rdir / "A.pid"), str(pid)]
+        out = _bash(nodes.stop_all_command(str(work), grace_s=3)).splitlines()
+        assert sorted(out) == sorted([f"{rdir / 'A.pid'} stopped {pid}", f"{stale / 'B.pid'} not-running"])
+        assert other.poll() is None                                   # untouched
+        st = nodes.NodeState.parse(_bash(nodes.poll_command(str(rdir), "A")))
+        assert (st.state, st.exit_code) == ("exited", 143)            # SIGTERM, recorded by the wrapper
+        assert _bash(nodes.stop_pidfile_command(str(rdir / "A.pid"))).strip() == "not-running"
+    finally:
+        other.kill()
+        other.wait()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):   # normally stopped by the test already
+                os.killpg(pid, signal.SIGKILL)

@@ -238,6 +238,14 @@ def _rep_dir(out: Path, name: str, variant: str) -> Path:
     return wait_for(lambda: next(out.glob(f"{name}/*/{variant}/rep0"), None), 60, "the rep directory")
 
 
+def _wait_flowing(p: subprocess.Popen, dlog: Path) -> None:
+    """Until the receiver logged data; fails with the run's output if the run ended first."""
+    wait_for(lambda: p.poll() is not None or (dlog.exists() and '"deliver"' in dlog.read_text()), 60,
+             "data flowing")
+    if p.poll() is not None:
+        pytest.fail(f"the run ended before data flowed:\n{p.communicate()[0]}")
+
+
 def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(installed, tmp_path, clean):
     lab = installed
     exp = small_exp(tmp_path, "long", segments=200000, max_s=120, variants=[{"name": "reno"}])
@@ -247,7 +255,7 @@ def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(in
         on_host = {n: lab.base / "install" / n / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0"
                    for n in "BD"}                               # the Pis share our file system
         dlog, blog = on_host["D"] / "D.log", on_host["B"] / "B.log"
-        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        _wait_flowing(p, dlog)
         pid = json.loads(blog.read_text().splitlines()[0])["pid"]
         os.kill(pid, signal.SIGKILL)
         out, _ = p.communicate(timeout=120)
@@ -273,7 +281,7 @@ def test_ctrl_c_stops_every_node_and_gathers_the_logs(installed, tmp_path, clean
     try:
         rep = _rep_dir(tmp_path / "runs", "long", "reno")
         dlog = lab.base / "install" / "D" / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0" / "D.log"
-        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        _wait_flowing(p, dlog)
         os.killpg(p.pid, signal.SIGINT)
         p.communicate(timeout=60)
     finally:
@@ -318,7 +326,7 @@ def test_a_host_lost_mid_run_then_stop_and_gather_recover_it(installed, tmp_path
         rep = _rep_dir(tmp_path / "runs", "long", "reno")
         stamp = rep.parent.parent.name
         dlog = lab.base / "install" / "D" / "runs" / "long" / stamp / "reno" / "rep0" / "D.log"
-        wait_for(lambda: dlog.exists() and '"deliver"' in dlog.read_text(), 60, "data flowing")
+        _wait_flowing(p, dlog)
         sh("ip", "link", "set", c.root_dev, "down")             # C drops off the management network
         out, _ = p.communicate(timeout=180)
     finally:
