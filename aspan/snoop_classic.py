@@ -30,6 +30,10 @@ in bytes instead of ns-2's packet numbers:
   (``snoop_rtt``; note that ns-2 weights the *new* sample by 1 - g = 0.875, which is
   what paper 000, eq. (1), reproduces and what makes the RTO follow short RTTs).
 
+Bytes instead of packet numbers: "the segment the receiver waits for" is the lowest cached
+one if it covers the cumulative ACK (a receiver may take part of a segment that a window
+edge cut), and a longer copy of a cached segment replaces the shorter one.
+
 Not reproduced: ns-2 caches only while the interface queue has room (the agent does not
 see the queue here); ns-2's RTX_THRESH counter is one static variable shared by every
 snoop object (here it is per flow).
