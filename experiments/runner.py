@@ -36,6 +36,25 @@ def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRu
                           "(implemented: sim, local, netns, pi)")
 
 
+def check_backend_support(exp: Experiment, backend: str) -> None:
+    """Refuse, before anything starts, settings a backend would silently ignore.
+
+    The netns backend runs real kernel TCP through the A-SPAN snoop agent only: the schemes of the
+    other papers and the user-space TCP's SNACK option exist on the sim, local and pi backends
+    (docs/VARIANTS.md says which could be ported to kernel TCP and why).
+    """
+    if backend != "netns":
+        return
+    for v in exp.variants:
+        if v.config["snoop"]["scheme"] != "aspan":
+            raise ExperimentError(exp.source, f"variants[{v.name}].snoop.scheme",
+                                  f"the netns backend runs the A-SPAN agent only, not {v.config['snoop']['scheme']!r}; "
+                                  "run this scheme with --backend sim or local")
+        if v.config["tcp"]["snack"]:
+            raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
+                                  "kernel TCP has no SNACK option; run SNACK with --backend sim or local")
+
+
 def new_run_dir(out: Path, name: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = out / name / stamp
@@ -63,6 +82,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     """Run every (variant, repetition); returns the run directory."""
     backend = backend or exp.base["backend"]
     backend_runner(backend, backend_options)  # fail early on an unavailable backend or a bad inventory
+    check_backend_support(exp, backend)
     if backend == "pi" and jobs is not None and jobs > 1:
         raise ExperimentError("--jobs", "jobs", "the pi backend runs one repetition at a time (the hosts are shared)")
     out = Path(out or exp.base["out"])

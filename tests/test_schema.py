@@ -67,3 +67,14 @@ def test_every_shipped_experiment_validates(path):
     exp = load_file(path)
     assert exp.variants
     assert yaml.safe_dump(exp.resolved())
+
+
+def test_netns_refuses_schemes_it_would_silently_ignore(tmp_path):
+    from experiments.runner import run_experiment
+    exp = load_experiment({"variants": [{"name": "a"}, {"name": "snoop", "snoop": {"scheme": "classic", "policy": "fixed", "fixed_hop": 2}}]}, "x.yaml")
+    with pytest.raises(ExperimentError, match=r"variants\[snoop\]\.snoop\.scheme: the netns backend runs the A-SPAN agent only"):
+        run_experiment(exp, backend="netns", out=tmp_path, plot=False, progress=lambda s: None)
+    assert not any(tmp_path.iterdir())  # refused before a run directory was made
+    exp = load_experiment({"tcp": {"snack": True}}, "y.yaml")
+    with pytest.raises(ExperimentError, match="kernel TCP has no SNACK option"):
+        run_experiment(exp, backend="netns", out=tmp_path, plot=False, progress=lambda s: None)
