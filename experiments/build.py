@@ -155,6 +155,21 @@ def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:
     (rep_dir / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
+def rep_seed(cfg: dict[str, Any], repetition: int) -> int:
+    """The seed of one repetition: the YAML's ``seed`` + repetition, so repetition k of every
+    variant sees the same randomness (loss, ETX jitter, ISS, payload)."""
+    return cfg["seed"] + repetition
+
+
+def start_rep(variant: Any, repetition: int, rep_dir: Path, backend: str) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """What every backend does first: the variant's config, the repetition's seed, the rep
+    directory, and the initial meta.json contents."""
+    cfg = variant.config
+    seed = rep_seed(cfg, repetition)
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    return cfg, seed, base_meta(cfg, variant.name, repetition, seed, backend, variant.sweep_value)
+
+
 def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, backend: str,
               sweep_value: Any = None) -> dict[str, Any]:
     return {"variant": variant, "repetition": repetition, "seed": seed, "backend": backend,

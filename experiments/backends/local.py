@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.build import base_meta, write_meta
+from experiments.build import start_rep, write_meta
 from experiments.schema import Variant
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
@@ -122,10 +122,7 @@ def node_failure_reason(rep_dir: Path, node: str) -> str:
 
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
-    cfg = variant.config
-    seed = cfg["seed"] + repetition
-    rep_dir.mkdir(parents=True, exist_ok=True)
-    meta = base_meta(cfg, variant.name, repetition, seed, "local", variant.sweep_value)
+    cfg, seed, meta = start_rep(variant, repetition, rep_dir, "local")
     names = cfg["topology"]["chain"]
     addrs = cfg["topology"]["addresses"]
     port = free_port()

@@ -25,7 +25,7 @@ from deploy import clock, nodes
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, failure_lines,
                           on_hosts, open_remotes)
 from deploy.inventory import Inventory, InventoryError, load_inventory_file
-from experiments.build import base_meta, write_meta
+from experiments.build import base_meta, rep_seed, write_meta
 from experiments.schema import ExperimentError, Variant
 
 POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
@@ -110,7 +110,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     cfg = variant.config
     names: list[str] = cfg["topology"]["chain"]
     check_hosts(inventory, names)
-    seed = cfg["seed"] + repetition
+    seed = rep_seed(cfg, repetition)
     hosts = inventory.by_node()
     meta = base_meta(cfg, variant.name, repetition, seed, "pi", variant.sweep_value)
     rel = "/".join(rep_dir.parts[-4:])      # <experiment>/<stamp>/<variant>/rep<k>

@@ -10,7 +10,7 @@ import heapq
 from pathlib import Path
 from typing import Any, Callable
 
-from experiments.build import JsonlLog, base_meta, build_node, write_meta
+from experiments.build import JsonlLog, start_rep, build_node, write_meta
 from experiments.schema import Variant
 from routing.node import NodeCore
 from routing.wire import Packet, wire_size
@@ -112,10 +112,7 @@ class SimNode:
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     """Run one repetition of one variant in virtual time; writes node logs and meta.json into ``rep_dir``."""
-    cfg = variant.config
-    seed = cfg["seed"] + repetition
-    rep_dir.mkdir(parents=True, exist_ok=True)
-    meta = base_meta(cfg, variant.name, repetition, seed, "sim", variant.sweep_value)
+    cfg, seed, meta = start_rep(variant, repetition, rep_dir, "sim")
     names = cfg["topology"]["chain"]
     addrs = cfg["topology"]["addresses"]
     loop = EventLoop()

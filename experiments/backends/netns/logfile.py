@@ -42,14 +42,7 @@ class AppendLog:
                     f'"bytes":{fields["bytes"]:d}}}\n')
         else:
             line = self.format(now, ev, fields)
-        with self._lock:
-            if self._fd is None:
-                return
-            self._pending.append(line)
-            self._size += len(line)
-            self.lines += 1
-            if self.autoflush or self._size >= FLUSH_BYTES:
-                self._write()
+        self._append(line)
 
     def format(self, now: float, ev: str, fields: dict[str, Any]) -> str:
         """One JSON line: ints and plain strings formatted directly (the hot path), the rest by json."""
@@ -72,6 +65,10 @@ class AppendLog:
         """
         line = (f'{{"t":{now:.6f},"node":{self._node_json},"ev":"tx","flow":"{flow}","seq":{seq},'
                 f'"len":{length},"kind":"{kind}","hop":{"null" if hop is None else hop}}}\n')
+        self._append(line)
+
+    def _append(self, line: str) -> None:
+        """Queue one line; write now when autoflushing or once 64 KB are pending."""
         with self._lock:
             if self._fd is None:
                 return

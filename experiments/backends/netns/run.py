@@ -21,7 +21,7 @@ from experiments.backends.local import Progress
 from experiments.backends.netns import mesh as meshmod
 from experiments.backends.netns import state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
-from experiments.build import base_meta, flow_plans, write_meta
+from experiments.build import start_rep, flow_plans, write_meta
 from experiments.schema import Variant
 
 START_MARGIN_S = 1.0
@@ -112,10 +112,7 @@ def _append_drops(log: Path, node: str, reason: str, count: int, detail: str) ->
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     require_prerequisites()
-    cfg = variant.config
-    seed = cfg["seed"] + repetition
-    rep_dir.mkdir(parents=True, exist_ok=True)
-    meta = base_meta(cfg, variant.name, repetition, seed, "netns", variant.sweep_value)
+    cfg, seed, meta = start_rep(variant, repetition, rep_dir, "netns")
     rid = state.new_run_id()
     plan = meshmod.plan_mesh(cfg, rid)
     with state.locked():
