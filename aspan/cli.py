@@ -4,6 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from experiments.schema import Experiment
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -22,6 +26,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exp = load_file(args.experiment)
     if args.repetitions is not None:
         exp.base["repetitions"] = args.repetitions
+    if args.variants:
+        exp.variants = select_variants(exp, args.variants)
     backend = args.backend or ("pi" if args.inventory else None)
     if args.inventory and backend != "pi":
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
@@ -39,6 +45,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
     return 0
+
+
+def select_variants(exp: "Experiment", patterns: str) -> list:
+    """The variants whose names match one of the comma-separated shell patterns, in the file's order."""
+    from fnmatch import fnmatchcase
+
+    from experiments.schema import ExperimentError
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = [v for v in exp.variants if any(fnmatchcase(v.name, p) for p in pats)]
+    if not chosen:
+        raise ExperimentError(exp.source, "variants", f"--variants {patterns!r} matches none of "
+                              + ", ".join(v.name for v in exp.variants))
+    return chosen
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
@@ -80,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
     r.add_argument("--jobs", type=int, default=None, help="parallel repetitions (sim backend; default 2)")
     r.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
+    r.add_argument("--variants", default=None, metavar="PATTERNS",
+                   help="run only the variants matching these comma-separated shell patterns, e.g. 'disc-*,lossy-reno'")
     r.add_argument("--inventory", default=None, metavar="INV.yaml",
                    help="pi backend: the hosts (implies --backend pi); see aspan deploy")
     r.set_defaults(func=_cmd_run)

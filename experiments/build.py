@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from aspan.agent import SnoopAgent
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
@@ -110,6 +111,21 @@ def header_fields(cfg: dict[str, Any]) -> AspanFields:
     return AspanFields(1.0, s["pkt_qos"], s["snoop_after"], s["snoop_limit"], 0)
 
 
+def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, Any]:
+    """Node ``name``'s loss model spec, its link-down intervals moved to absolute time (flows start at ``t_flows``)."""
+    spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
+    spec["down"] = [[t_flows + a, t_flows + b] for a, b in spec.get("down", [])]
+    return spec
+
+
+def node_agent(cfg: dict[str, Any], name: str, emit: Callable[..., None]) -> SnoopAgent:
+    """Node ``name``'s snoop agent: the scheme ``snoop.scheme`` with the experiment's snoop settings."""
+    s = cfg["snoop"]
+    return make_agent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
+                                        dupack=s["dupack"], cache_bytes=s["cache_bytes"]), emit,
+                      scheme_config(cfg))
+
+
 def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., None],
                t0: float, internal_probes: bool = True, apps: bool = True) -> NodeCore:
     """The node core of ``name``: engine, snoop agent, ETX table, loss model and its TCP apps.
@@ -122,15 +138,10 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., No
     table = route_tables(cfg)[name]
     etx_cfg = cfg["etx"]
     t_flows = t0 + etx_cfg["settle_s"]
-    loss_spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
-    loss_spec["down"] = [[t_flows + a, t_flows + b] for a, b in loss_spec.get("down", [])]
-    loss = build_loss_model(loss_spec, node_rng(seed, name, "loss"))
+    loss = build_loss_model(node_loss_spec(cfg, name, t_flows), node_rng(seed, name, "loss"))
     etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
                    before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
-    s = cfg["snoop"]
-    agent = make_agent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
-                                         dupack=s["dupack"], cache_bytes=s["cache_bytes"]), emit,
-                       scheme_config(cfg))
+    agent = node_agent(cfg, name, emit)
     engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, emit)
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,

@@ -39,17 +39,17 @@ def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRu
 def check_backend_support(exp: Experiment, backend: str) -> None:
     """Refuse, before anything starts, settings a backend would silently ignore.
 
-    The netns backend runs real kernel TCP through the A-SPAN snoop agent only: the schemes of the
-    other papers and the user-space TCP's SNACK option exist on the sim, local and pi backends
-    (docs/VARIANTS.md says which could be ported to kernel TCP and why).
+    The netns backend runs real kernel TCP: every snoop scheme runs in its NFQUEUE handlers except
+    SNACK, whose option neither the kernel receiver sends nor the kernel sender reads
+    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").
     """
     if backend != "netns":
         return
     for v in exp.variants:
-        if v.config["snoop"]["scheme"] != "aspan":
+        if v.config["snoop"]["scheme"] == "snack":
             raise ExperimentError(exp.source, f"variants[{v.name}].snoop.scheme",
-                                  f"the netns backend runs the A-SPAN agent only, not {v.config['snoop']['scheme']!r}; "
-                                  "run this scheme with --backend sim or local")
+                                  "kernel TCP has no SNACK option, so SNACK-Snoop would see no SNACK and "
+                                  "SNACK-TCP cannot run; run it with --backend sim or local")
         if v.config["tcp"]["snack"]:
             raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
                                   "kernel TCP has no SNACK option; run SNACK with --backend sim or local")

@@ -297,3 +297,146 @@ def strip_option(data: bytes, ihl: int, offset: int) -> bytes:
     header[0] = 0x40 | (len(header) // 4)
     _U16.pack_into(header, 2, len(data) - OPTION_LEN)
     return b"".join((_finish(header), memoryview(data)[ihl:]))
+
+
+# ---- TCP options and forged ACKs (the schemes that send new ACKs: ACK-all, SLACK) ------------
+TCPOPT_EOL, TCPOPT_NOP, TCPOPT_WSCALE, TCPOPT_TIMESTAMP = 0, 1, 3, 8
+_TCP_HEAD = struct.Struct("!HHIIBBHHH")     # ports, seq, ack, data offset, flags, window, checksum, urgent
+_TS = struct.Struct("!II")
+_TS_OPTION = struct.Struct("!BBBBII")       # NOP, NOP, kind 8, length 10, TSval, TSecr (RFC 7323, appendix A)
+
+
+class TcpOptions:
+    """What the forged-ACK path reads from a TCP header's options: window scale and timestamps."""
+
+    __slots__ = ("wscale", "tsval", "tsecr")
+
+    def __init__(self, wscale: int | None = None, tsval: int | None = None, tsecr: int | None = None) -> None:
+        self.wscale = wscale            # shift count of a SYN's window scale option (RFC 7323, 2.2), None: absent
+        self.tsval = tsval              # timestamps option, None: absent
+        self.tsecr = tsecr
+
+
+def tcp_options(data: bytes, ihl: int) -> TcpOptions:
+    """The window scale and timestamps options of the TCP header at ``ihl``; PacketError if malformed."""
+    if len(data) < ihl + 20:
+        raise PacketError("truncated TCP header")
+    doff = (data[ihl + 12] >> 4) * 4
+    end = ihl + doff
+    if doff < 20 or end > len(data):
+        raise PacketError(f"bad TCP data offset {doff}")
+    out = TcpOptions()
+    i = ihl + 20
+    while i < end:
+        kind = data[i]
+        if kind == TCPOPT_EOL:
+            break
+        if kind == TCPOPT_NOP:
+            i += 1
+            continue
+        if i + 1 >= end:
+            raise PacketError("truncated TCP option")
+        n = data[i + 1]
+        if n < 2 or i + n > end:
+            raise PacketError(f"bad TCP option length {n} (kind {kind})")
+        if kind == TCPOPT_WSCALE and n == 3:
+            out.wscale = min(data[i + 2], 14)          # RFC 7323, 2.3: larger shifts are taken as 14
+        elif kind == TCPOPT_TIMESTAMP and n == 10:
+            out.tsval, out.tsecr = _TS.unpack_from(data, i + 2)
+        i += n
+    return out
+
+
+def tcp_window(data: bytes, ihl: int) -> int:
+    """The raw 16-bit window field of the TCP header at ``ihl`` (unscaled)."""
+    return _U16.unpack_from(data, ihl + 14)[0]
+
+
+def tcp_checksum(src: bytes, dst: bytes, segment: bytes | bytearray) -> int:
+    """The TCP checksum (RFC 9293, 3.1) of ``segment`` (checksum field zero) between 4-byte addresses."""
+    if len(segment) % 2:
+        segment = bytes(segment) + b"\0"
+    s = sum(struct.unpack(f"!{len(segment) // 2}H", segment))
+    s += sum(struct.unpack("!HHHH", src + dst)) + PROTO_TCP + len(segment)
+    return _fold(s)
+
+
+def forge_ack(template: bytes, ack: int, window: int, tsecr: int | None = None) -> bytes:
+    """A pure ACK built from ``template`` (an ACK of the same connection, same direction).
+
+    Kept from the template: the IPv4 header (addresses, TTL, options), ports, sequence
+    number, and the timestamps option's TSval (the receiver's clock: a copy never goes
+    back in time, so the sender's PAWS check (RFC 7323, 5) accepts it).  Set here: the
+    ACK number, the raw window field ``window``, TSecr (``tsecr``, or the template's),
+    flags ACK only.  Left out: every other TCP option (SACK blocks above all: a forged
+    ACK claims nothing about out-of-order data).  Both checksums are computed anew.
+    """
+    ihl, _proto, _total, _src, _dst = ip_header(template)
+    opts = tcp_options(template, ihl)
+    sport, dport, seq = struct.unpack_from("!HHI", template, ihl)
+    option = b""
+    if opts.tsval is not None:
+        option = _TS_OPTION.pack(TCPOPT_NOP, TCPOPT_NOP, TCPOPT_TIMESTAMP, 10, opts.tsval,
+                                 opts.tsecr if tsecr is None else tsecr)
+    tcp = bytearray(_TCP_HEAD.pack(sport, dport, seq, ack & 0xFFFFFFFF, (5 + len(option) // 4) << 4, ACK,
+                                   max(0, min(window, 0xFFFF)), 0, 0) + option)
+    _U16.pack_into(tcp, 16, tcp_checksum(template[12:16], template[16:20], tcp))
+    header = bytearray(template[:ihl])
+    _U16.pack_into(header, 2, ihl + len(tcp))
+    return bytes(_finish(header)) + bytes(tcp)
+
+
+_TS_LEAD = b"\x01\x01\x08\x0a"              # NOP, NOP, timestamps, length 10: how Linux lays the option out
+_U32 = struct.Struct("!I")
+
+
+def tcp_tsval_offset(data: bytes, ihl: int) -> int:
+    """Byte offset of the timestamps option's TSval in the packet, -1 without the option.
+
+    The common layout (NOP, NOP, TS first; RFC 7323, appendix A) is checked directly;
+    any other is parsed.  PacketError for a malformed options area.
+    """
+    o = ihl + 20
+    if data[o:o + 4] == _TS_LEAD and (data[ihl + 12] >> 4) * 4 >= 32:
+        return o + 4
+    if (data[ihl + 12] >> 4) <= 5:
+        return -1
+    end = ihl + (data[ihl + 12] >> 4) * 4
+    i = o
+    while i < end:
+        kind = data[i]
+        if kind == TCPOPT_EOL:
+            break
+        if kind == TCPOPT_NOP:
+            i += 1
+            continue
+        if i + 1 >= end or data[i + 1] < 2 or i + data[i + 1] > end:
+            raise PacketError("malformed TCP options")
+        if kind == TCPOPT_TIMESTAMP and data[i + 1] == 10:
+            return i + 2
+        i += data[i + 1]
+    return -1
+
+
+def tcp_tsval(data: bytes, ihl: int) -> int | None:
+    """The TSval of the packet's timestamps option, None without one."""
+    off = tcp_tsval_offset(data, ihl)
+    return None if off < 0 else _U32.unpack_from(data, off)[0]
+
+
+def with_tsval(data: bytes, ihl: int, tsval: int) -> bytes:
+    """``data`` with its TSval replaced by ``tsval`` (no option: unchanged).
+
+    The TCP checksum is updated incrementally over the two changed words (RFC 1624, eqn. 3).
+    """
+    off = tcp_tsval_offset(data, ihl)
+    if off < 0:
+        return data
+    o1, o2 = _U16.unpack_from(data, off), _U16.unpack_from(data, off + 2)
+    n1, n2 = tsval >> 16 & 0xFFFF, tsval & 0xFFFF
+    hc = _U16.unpack_from(data, ihl + 16)[0]
+    s = (~hc & 0xFFFF) + (~o1[0] & 0xFFFF) + (~o2[0] & 0xFFFF) + n1 + n2
+    out = bytearray(data)
+    _U32.pack_into(out, off, tsval & 0xFFFFFFFF)
+    _U16.pack_into(out, ihl + 16, _fold(s))
+    return bytes(out)

@@ -17,6 +17,12 @@ Snoop in the Linux forwarding path the same way):
   rewritten (pkt_effort, hops, snoop_count), ``tx`` kind ``fwd``.
 * A pure ACK on FORWARD or LOCAL_IN: agent.on_ack; a suppressed dupack gets a
   DROP verdict, cached segments come back to be injected with a raw socket.
+* The classic-Snoop family (docs/VARIANTS.md) also has a local retransmission
+  timer (:meth:`KernelForwarder.next_timer` / :meth:`KernelForwarder.on_timer`,
+  run by the driver) and, for SLACK and ACK-all, new ACKs toward the sender:
+  forged from the receiver's last ACK (routing.ipv4.forge_ack) and injected like
+  local retransmissions.  Those agents get the ACK's window in bytes (scaled by
+  the window scale the handshake announced) and the ACK's bytes as template.
 
 The option is left in at the receiver: Linux ignores an unknown IPv4 option
 (RFC 1122, 3.2.1.8), so no handler has to rewrite every packet it delivers.
@@ -26,11 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from aspan.agent import SnoopAgent
+from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
 from aspan.fields import AspanFields
-from routing.ipv4 import (DEFAULT_OPTION, PROTO_UDP, PacketError, TcpPacket, check_fields, decode_option,
-                          encode_option, insert_option, ip_header, parse_tcp, rewrite_option)
+from routing.ipv4 import (DEFAULT_OPTION, PROTO_UDP, SYN, PacketError, TcpPacket, check_fields, decode_option,
+                          encode_option, forge_ack, insert_option, ip_header, parse_tcp, rewrite_option,
+                          tcp_options, tcp_tsval_offset, tcp_window, with_tsval)
 from routing.loss import LossModel
 
 HOOK_IN, HOOK_FWD, HOOK_OUT = 1, 2, 3   # NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT
@@ -58,10 +65,11 @@ class CachedSegment:
     stores the reference), and never changed afterwards.
     """
 
-    __slots__ = ("data", "flow", "seq", "length", "hop")
+    __slots__ = ("data", "key", "flow", "seq", "length", "hop")
 
-    def __init__(self, flow: str, seq: int, length: int, hop: int) -> None:
+    def __init__(self, key: tuple[str, int, str, int], flow: str, seq: int, length: int, hop: int) -> None:
         self.data = b""
+        self.key = key
         self.flow = flow
         self.seq = seq
         self.length = length
@@ -108,8 +116,13 @@ class KernelForwarder:
         self._tx = emit_tx or _tx_via(self._emit)
         self.drops = {r: 0 for r in DROP_REASONS}
         self.stats = {"in": 0, "fwd": 0, "out": 0, "tx_send": 0, "tx_fwd": 0, "tx_local": 0,
-                      "no_option": 0, "no_room": 0, "rtx": 0}
+                      "no_option": 0, "no_room": 0, "rtx": 0, "ack_gen": 0, "ack_gen_errors": 0, "ts_refreshed": 0}
         self._sent_end: dict[str, int] = {}   # flow -> unwrapped end of the highest segment sent (LOCAL_OUT)
+        # A-SPAN's agent reads neither the ACK's window nor its bytes (aspan.agent.SnoopAgent.on_ack):
+        # only the other schemes pay for reading them and for the handshake bookkeeping.
+        self._ack_details = type(agent) is not SnoopAgent
+        self._wscale: dict[tuple[str, int, str, int], int | None] = {}  # direction -> its SYN's shift
+        self._tsval: dict[tuple[str, int, str, int], int] = {}          # data flow -> TSval of its last segment here
 
     # ---- the step --------------------------------------------------------
     def on_packet(self, hook: int, data: bytes, now: float) -> Verdict:
@@ -126,6 +139,8 @@ class KernelForwarder:
             return self._malformed(data, str(e), now)
         if tcp is None:
             return ACCEPT                               # probes and other protocols: heard, passed on
+        if tcp.flags & SYN and self._ack_details:
+            self._note_syn(tcp, data)
         if tcp.payload_len:
             if hook == HOOK_OUT:
                 return self._send(tcp, data, now)
@@ -133,7 +148,7 @@ class KernelForwarder:
                 return self._forward(tcp, data, now)
             return ACCEPT                               # data for this node: the option stays in
         if tcp.is_pure_ack and hook != HOOK_OUT:
-            return self._ack(tcp, now)
+            return self._ack(tcp, data, now)
         return ACCEPT
 
     # ---- data --------------------------------------------------------------
@@ -152,7 +167,7 @@ class KernelForwarder:
         if p is None:
             return self._drop_tcp(tcp, "no_route", now)
         fields = self.fields.copy()
-        held = CachedSegment(flow, tcp.seq, tcp.payload_len, 0)
+        held = CachedSegment(key, flow, tcp.seq, tcp.payload_len, 0)
         self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, 0, now, held)
         try:
             out = insert_option(data, tcp.ihl, encode_option(fields, 1, self.option_type))
@@ -162,6 +177,9 @@ class KernelForwarder:
         held.data = out
         self.stats["tx_send"] += 1
         self._tx(now, flow, tcp.seq, tcp.payload_len, "send", 0)
+        self._note_tsval(key, data, tcp.ihl)
+        if self._ack_details:
+            return Verdict(True, out if out is not data else None, self._generated(now))
         return Verdict(True, out if out is not data else None)
 
     def _note_retransmission(self, flow: str, tcp: TcpPacket, now: float) -> None:
@@ -189,29 +207,136 @@ class KernelForwarder:
             self.stats["tx_fwd"] -= 1
             return self._drop_tcp(tcp, "no_route", now)
         fields, hop = decode_option(data, tcp.opt_offset)
-        held = CachedSegment(flow, tcp.seq, tcp.payload_len, hop)
+        held = CachedSegment(key, flow, tcp.seq, tcp.payload_len, hop)
         self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, hop, now, held)
         out = rewrite_option(data, tcp.ihl, tcp.opt_offset, encode_option(fields, hop + 1, self.option_type))
         held.data = out
         self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", hop)
+        self._note_tsval(key, data, tcp.ihl)
+        if self._ack_details:
+            return Verdict(True, out, self._generated(now))
         return Verdict(True, out)
 
     # ---- ACKs --------------------------------------------------------------
-    def _ack(self, tcp: TcpPacket, now: float) -> Verdict:
-        verdict = self.agent.on_ack(tcp.flow.rkey, tcp.ack, now)
-        if verdict.forward and not verdict.retransmit:
-            return ACCEPT
-        inject = []
-        for held in verdict.retransmit:
-            inject.append(held.data)
-            self.stats["tx_local"] += 1
-            self._tx(now, held.flow, held.seq, held.length, "local", held.hop)
+    def _ack(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
+        if self._ack_details:
+            verdict = self.agent.on_ack(tcp.flow.rkey, tcp.ack, now, window=self._window_bytes(tcp, data),
+                                        packet=data)
+            inject = self._local(verdict.retransmit, now) + self._generated(now)
+            if verdict.forward and not inject:
+                return ACCEPT
+        else:
+            verdict = self.agent.on_ack(tcp.flow.rkey, tcp.ack, now)
+            if verdict.forward and not verdict.retransmit:
+                return ACCEPT
+            inject = self._local(verdict.retransmit, now)
         if not verdict.forward:
             self.drops["suppressed"] += 1
             self._emit(now, "drop", reason="suppressed", ptype="ack", flow=tcp.flow.name, seq=tcp.seq,
                        ack=tcp.ack, len=0)
             return Verdict(False, None, inject)
         return Verdict(True, None, inject)
+
+    def _local(self, cached: list[CachedSegment], now: float) -> list[bytes]:
+        """Cached packets to resend as they left this node (logged ``tx`` kind ``local``), with a fresh TSval.
+
+        A cached copy carries the TSval of its first transmission.  If the receiver has
+        meanwhile taken a newer TSval into TS.Recent (a sender retransmission of data it
+        already had does that), its PAWS check (RFC 7323, 5) would discard the old copy
+        and answer with a duplicate ACK, for ever.  So the copy goes out with the latest
+        TSval of the flow seen here: the sender's clock, which never goes back.
+        """
+        out = []
+        for held in cached:
+            out.append(self._refreshed(held))
+            self.stats["tx_local"] += 1
+            self._tx(now, held.flow, held.seq, held.length, "local", held.hop)
+        return out
+
+    def _note_tsval(self, key: tuple[str, int, str, int], data: bytes, ihl: int) -> None:
+        """Remember the TSval of the flow's latest data segment here (for local retransmissions and
+        for the TSecr of ACKs acknowledging data, which echo it as the receiver would: RFC 7323, 4.3)."""
+        try:
+            off = tcp_tsval_offset(data, ihl)
+        except PacketError:
+            return                                      # malformed TCP options: relayed, nothing to remember
+        if off >= 0:
+            self._tsval[key] = int.from_bytes(data[off:off + 4], "big")
+
+    def _refreshed(self, held: CachedSegment) -> bytes:
+        latest = self._tsval.get(held.key)
+        if latest is None:
+            return held.data
+        ihl = (held.data[0] & 15) * 4
+        off = tcp_tsval_offset(held.data, ihl)
+        if off < 0:
+            return held.data
+        old = int.from_bytes(held.data[off:off + 4], "big")
+        if not 0 < (latest - old) % (1 << 32) < (1 << 31):
+            return held.data                            # not newer (serial-number order)
+        self.stats["ts_refreshed"] += 1
+        return with_tsval(held.data, ihl, latest)
+
+    # ---- the agent's timer (classic-Snoop family) -----------------------------
+    def next_timer(self) -> float | None:
+        """When :meth:`on_timer` is due next (None: no timer pending)."""
+        return self.agent.next_timer()
+
+    def on_timer(self, now: float) -> list[bytes]:
+        """Expired local retransmission timers: the packets to inject (resent segments, new ACKs)."""
+        return self._local(self.agent.on_timer(now), now) + self._generated(now)
+
+    # ---- new ACKs toward the sender (ACK-all, SLACK) -------------------------
+    def _note_syn(self, tcp: TcpPacket, data: bytes) -> None:
+        """Remember the window scale a SYN or SYN-ACK announces for its direction (RFC 7323, 2.2)."""
+        try:
+            self._wscale[tcp.flow.key] = tcp_options(data, tcp.ihl).wscale
+        except PacketError:
+            self._wscale[tcp.flow.key] = None
+
+    def _window_bytes(self, tcp: TcpPacket, data: bytes) -> int | None:
+        """The ACK's window in bytes; None when this node did not see the handshake (scale unknown).
+
+        Windows are scaled only when both SYNs carried the option (RFC 7323, 2.2).
+        """
+        key, rkey = tcp.flow.key, tcp.flow.rkey
+        if key not in self._wscale or rkey not in self._wscale:
+            return None
+        mine, other = self._wscale[key], self._wscale[rkey]
+        shift = mine if mine is not None and other is not None else 0
+        return tcp_window(data, tcp.ihl) << shift
+
+    def _generated(self, now: float) -> list[bytes]:
+        """The agent's new ACKs (ACK-all, SLACK) as packets to inject toward the sender.
+
+        Each is forged from its template, the receiver's ACK (routing.ipv4.forge_ack).  The
+        window goes back into the 16-bit field with the receiver's scale.  TSecr: an ACK
+        repeating the template's ACK number (SLACK's duplicates) keeps the template's echo,
+        so it is the same ACK again; an ACK of newer data echoes the TSval of the latest
+        segment of the flow seen here, as the receiver would (RFC 7323, 4.3).
+        """
+        out = []
+        for g in self.agent.take_generated():
+            try:
+                pkt, flow = self._forge(g)
+            except PacketError as e:
+                self.stats["ack_gen_errors"] += 1
+                self._emit(now, "send_error", error=f"cannot forge the {g.reason} ACK {g.ack}: {e}")
+                continue
+            out.append(pkt)
+            self.stats["ack_gen"] += 1
+            self._emit(now, "ack_gen", flow=flow, ack=g.ack, window=g.window, reason=g.reason)
+        return out
+
+    def _forge(self, g: GeneratedAck) -> tuple[bytes, str]:
+        """(the forged ACK, the name of the data flow it acknowledges); PacketError for a bad template."""
+        tcp = parse_tcp(g.template, self.option_type)
+        if tcp is None:
+            raise PacketError("the template is not TCP")
+        mine, other = self._wscale.get(tcp.flow.key), self._wscale.get(tcp.flow.rkey)
+        shift = mine if mine is not None and other is not None else 0
+        tsecr = None if g.ack == tcp.ack else self._tsval.get(tcp.flow.rkey)
+        return forge_ack(g.template, g.ack, g.window >> shift, tsecr), tcp.flow.rname
 
     # ---- drops -------------------------------------------------------------
     def _drop_heard(self, data: bytes, now: float) -> Verdict:

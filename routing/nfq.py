@@ -25,6 +25,7 @@ from routing.kernel import KernelForwarder
 
 INJECT_MARK = 0xA5
 SOCK_RCVBUF = 8 * 1024 * 1024
+TICK_S = 0.2                 # the loop wakes at least this often (stop requests, deadline)
 
 Emit = Callable[..., None]
 
@@ -47,7 +48,7 @@ class NfqDriver:
         self._flush = flush
         self.stop_event = threading.Event()
         self.stats = {"packets": 0, "accepted": 0, "dropped": 0, "injected": 0, "inject_errors": 0,
-                      "handler_errors": 0, "batches": 0}
+                      "handler_errors": 0, "batches": 0, "timer_runs": 0}
         self._raw: socket.socket | None = None
         if forwarder is not None:
             self._raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
@@ -68,17 +69,21 @@ class NfqDriver:
             pass  # the pipe is full or closed: the loop is waking up or gone already
 
     def run(self, tick: Callable[[float], bool] | None = None) -> None:
-        """The loop; ``tick(now)`` runs at least every 0.2 s and ends the loop by returning False."""
+        """The loop; ``tick(now)`` runs at least every TICK_S and ends the loop by returning False.
+
+        The agent's timers fire between batches, at most a few milliseconds late under load.
+        """
         fd = self._queue.get_fd()
         try:
             while not self.stop_event.is_set():
-                ready, _, _ = select.select([fd, self._wake_r], [], [], 0.2)
+                ready, _, _ = select.select([fd, self._wake_r], [], [], self._timeout(time.time()))
                 if fd in ready:
                     self.stats["batches"] += 1
                     self._queue.run(block=False)   # every packet pending, then back here
                     self._flush()
                 if self._wake_r in ready:
                     os.read(self._wake_r, 64)
+                self._run_timers(time.time())
                 if tick is not None and not tick(time.time()):
                     break
         finally:
@@ -88,6 +93,31 @@ class NfqDriver:
                 self._raw.close()
             os.close(self._wake_r)
             os.close(self._wake_w)
+
+    # ---- the snoop agent's timer (classic-Snoop family; A-SPAN has none) -----
+    def _timeout(self, now: float) -> float:
+        """How long select may wait: until the agent's next timer, at most TICK_S."""
+        due = self.forwarder.next_timer() if self.forwarder is not None else None
+        return TICK_S if due is None else min(TICK_S, max(0.0, due - now))
+
+    def _run_timers(self, now: float) -> None:
+        """Fire the agent's expired timers and inject what they send (local retransmissions, ACKs)."""
+        fw = self.forwarder
+        if fw is None:
+            return
+        due = fw.next_timer()
+        if due is None or due > now:
+            return
+        try:
+            packets = fw.on_timer(now)
+        except Exception as e:  # as in _handle: a bug must not stop the queue; counted and logged
+            self.stats["handler_errors"] += 1
+            self._emit(now, "handler_error", error=f"timer: {type(e).__name__}: {e}",
+                       count=self.stats["handler_errors"])
+            return
+        for raw in packets:
+            self._inject(raw)
+        self.stats["timer_runs"] += 1
 
     # ---- callbacks (called by netfilterqueue for each packet) ----------------
     def _accept_only(self, pkt: Any) -> None:

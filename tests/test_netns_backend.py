@@ -117,6 +117,54 @@ def test_kernel_tcp_through_snoop_agents(netns):
         assert d_end[0]["ok"] is True and d_end[0]["bytes"] == 3_000_000
 
 
+def test_the_schemes_of_papers_000_to_004_on_kernel_tcp(netns):
+    """classic, multihop and ACK-all at 1 % loss per node: timers, local retransmissions, forged ACKs."""
+    snoop_c = {"policy": "fixed", "fixed_hop": 2}
+    exp = write_exp(netns, loss=0.01, tcp={"variant": "reno"}, netns={"congestion": "reno"}, variants=[
+        {"name": "classic", "snoop": {"scheme": "classic", **snoop_c}},
+        {"name": "multihop", "snoop": {"scheme": "multihop", "snoop_tick_s": 0.2}},
+        {"name": "ackall", "snoop": {"scheme": "ackall", **snoop_c}}])
+    p = start_run(exp, netns / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    run_d = run_dir(netns / "runs")
+    df = pd.read_csv(run_d / "summary.csv").set_index("variant", drop=False)
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 3000).all()
+    assert (df["local_retransmissions"] > 0).all() and (df["snoop_hits"] > 0).all()
+    for v in df.index:
+        rep = run_d / v / "rep0"
+        meta = json.loads((rep / "meta.json").read_text())
+        assert meta["tcp_counters"]["D"]["PAWSEstab"] == 0     # every local retransmission got past PAWS
+        caching = {n for n in "ABCD" if any(e["ev"] == "cache" for e in events(rep, n))}
+        assert caching == ({"B", "C"} if v == "multihop" else {"C"})
+    gen = [e for e in events(run_d / "ackall" / "rep0", "C") if e["ev"] == "ack_gen"]
+    assert len(gen) > 1000 and {e["reason"] for e in gen} <= {"ackall", "window"}   # C acknowledges for D
+
+
+def test_slack_releases_dupacks_when_the_receiver_falls_silent(netns):
+    """Paper 003 on kernel TCP: D hears nothing for 0.3 s; C's silent local timeout releases three dupacks."""
+    exp = write_exp(netns, segments=4000, loss=0.0, tcp={"variant": "reno"},
+                    netns={"congestion": "reno", "rate_mbit": 10},
+                    # the rate limit's queue lets cwnd pass ns-2's 100 cached segments; an uncached loss has no timer
+                    variants=[{"name": "slack", "snoop": {"scheme": "slack", "policy": "fixed", "fixed_hop": 2,
+                                                          "max_cached_segments": 1000},
+                               "loss": {"default": {"model": "none"},
+                                        "nodes": {"D": {"model": "none", "down": [[1.0, 1.3]]}}}}])
+    p = start_run(exp, netns / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    df = pd.read_csv(run_dir(netns / "runs") / "summary.csv")
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["drops_loss"] > 0).all()
+    rep = run_dir(netns / "runs") / "slack" / "rep0"
+    c = events(rep, "C")
+    assert any(e["ev"] == "local_rto" for e in c)              # the driver ran the agent's timer
+    releases = [e for e in c if e["ev"] == "slack"]
+    gen = [e for e in c if e["ev"] == "ack_gen"]
+    assert releases and len(gen) == 3 * len(releases) and {e["reason"] for e in gen} == {"slack"}
+    d_drops = [e for e in events(rep, "D") if e["ev"] == "drop"]
+    assert d_drops and all(e["reason"] == "loss" for e in d_drops)   # the down interval, in D's handler
+
+
 def test_iperf3_through_snooping_forwarders(netns):
     exp = write_exp(netns, segments=4000, variants=[
         {"name": "aspan", "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive", "pkt_qos": 1.0},

@@ -53,6 +53,9 @@ def test_iptables_rules_per_role_and_mode():
     ge = mesh.plan_mesh(cfg(loss={"default": {"model": "bernoulli", "rate": 0.01},
                                   "nodes": {"D": {"model": "gilbert-elliott"}}}), "0a1b2c")
     assert ge.handler_loss == {"B", "C", "D"} and "-A INPUT" in mesh._iptables_rules(ge, "D")
+    down = mesh.plan_mesh(cfg(loss={"default": {"model": "none"},
+                                    "nodes": {"D": {"model": "none", "down": [[1, 2]]}}}), "0a1b2c")
+    assert down.handler_loss == {"B", "C", "D"} and not down.loss_rates   # down intervals need the handler
     perfect = mesh.plan_mesh(cfg(snoop={"policy": "perfect"}), "0a1b2c")
     assert perfect.handler_loss == {"A", "B", "C"}            # the sender's layer answers dupacks
     acc = mesh.plan_mesh(cfg(netns={"handlers": "accept"}), "0a1b2c")
@@ -131,6 +134,7 @@ def test_loss_counter_counts_recoveries_and_timeouts():
 def test_tcpext_counters_of_this_namespace_are_readable():
     c = read_tcpext()
     assert "TCPTimeouts" in c and "TCPSackRecovery" in c
+    assert set(mesh.TCP_EXT_COUNTERS) <= set(c)
 
 
 def test_the_sampler_logs_cwnd_in_bytes_with_mss_from_tcp_info():

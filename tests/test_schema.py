@@ -69,12 +69,20 @@ def test_every_shipped_experiment_validates(path):
     assert yaml.safe_dump(exp.resolved())
 
 
-def test_netns_refuses_schemes_it_would_silently_ignore(tmp_path):
+def test_netns_refuses_snack_which_kernel_tcp_cannot_run(tmp_path):
     from experiments.runner import run_experiment
-    exp = load_experiment({"variants": [{"name": "a"}, {"name": "snoop", "snoop": {"scheme": "classic", "policy": "fixed", "fixed_hop": 2}}]}, "x.yaml")
-    with pytest.raises(ExperimentError, match=r"variants\[snoop\]\.snoop\.scheme: the netns backend runs the A-SPAN agent only"):
+    exp = load_experiment({"variants": [{"name": "a"}, {"name": "snoop", "snoop": {"scheme": "snack", "policy": "fixed", "fixed_hop": 2}}]}, "x.yaml")
+    with pytest.raises(ExperimentError, match=r"variants\[snoop\]\.snoop\.scheme: kernel TCP has no SNACK option"):
         run_experiment(exp, backend="netns", out=tmp_path, plot=False, progress=lambda s: None)
     assert not any(tmp_path.iterdir())  # refused before a run directory was made
     exp = load_experiment({"tcp": {"snack": True}}, "y.yaml")
     with pytest.raises(ExperimentError, match="kernel TCP has no SNACK option"):
         run_experiment(exp, backend="netns", out=tmp_path, plot=False, progress=lambda s: None)
+
+
+def test_run_selects_variants_by_pattern_and_names_the_choices_when_none_match():
+    from aspan.cli import select_variants
+    exp = load_experiment({"variants": [{"name": "lossy-reno"}, {"name": "lossy-aspan"}, {"name": "disc-reno"}]}, "v.yaml")
+    assert [v.name for v in select_variants(exp, "disc-*, lossy-reno")] == ["lossy-reno", "disc-reno"]
+    with pytest.raises(ExperimentError, match=r"v.yaml: variants: --variants 'x\*' matches none of lossy-reno, lossy-aspan, disc-reno"):
+        select_variants(exp, "x*")

@@ -20,6 +20,7 @@ from typing import Any
 
 from experiments.backends.netns import state
 from experiments.backends.netns.sh import IPTABLES, IPTABLES_RESTORE, NetnsError, run
+from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.build import route_tables
 from routing.ipv4 import OPTION_LEN
 from routing.nfq import INJECT_MARK
@@ -111,7 +112,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str) -> MeshPlan:
     perfect = cfg["snoop"]["policy"] == "perfect"
     for n in names:
         spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
-        plain = spec["model"] == "none" or (spec["model"] == "bernoulli" and not spec.get("down"))
+        plain = spec["model"] in ("none", "bernoulli") and not spec.get("down")   # down intervals: handler only
         # A node whose handler must see what it hears anyway (a forwarder; a perfect-snoop sender, whose
         # layer answers dupacks) applies its loss model there; so does one whose model the statistic
         # match cannot express.  Every other node drops with the iptables statistic match and queues
@@ -295,3 +296,17 @@ def link_counters(plan: MeshPlan, n: str) -> dict[str, dict[str, int]]:
         if dev in out and qd.get("root") and qd.get("kind") == "tbf":
             out[dev]["qdisc_dropped"] = int(qd.get("drops", 0))
     return out
+
+
+# TCP counters of an endpoint's namespace (/proc/net/netstat, TcpExt) that tell what happened to
+# snooped traffic at the kernel: segments discarded by PAWS (a stale TSval), duplicates the receiver
+# reported with D-SACK, out-of-order arrivals, and undone (spurious) retransmissions at the sender.
+TCP_EXT_COUNTERS = ("PAWSEstab", "TCPDSACKOldSent", "TCPDSACKRecv", "TCPOFOQueue", "TCPSpuriousRTOs",
+                    "TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo")
+
+
+def tcp_counters(ns: str) -> dict[str, int]:
+    """:data:`TCP_EXT_COUNTERS` of namespace ``ns`` (counted since the namespace was made: this run)."""
+    r = run(["cat", "/proc/net/netstat"], ns=ns, check=False)
+    ext = parse_tcpext(r.stdout)
+    return {k: ext[k] for k in TCP_EXT_COUNTERS if k in ext}

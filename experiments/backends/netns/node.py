@@ -18,11 +18,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from aspan.agent import SnoopAgent
-from aspan.policy import SnoopConfig
 from etx.estimator import EtxTable
 from experiments.backends.netns.logfile import AppendLog
-from experiments.build import header_fields, route_tables
+from experiments.build import header_fields, node_agent, node_loss_spec, route_tables
 from routing.kernel import KernelForwarder
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
@@ -31,19 +29,16 @@ from routing.udp_probe import UdpProber
 
 def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
                log: AppendLog, option: int, handler_loss: bool) -> KernelForwarder:
-    """The snoop step of node ``name``: its loss model, snoop agent and routes (as experiments.build.build_node).
+    """Node ``name``'s snoop step: loss model, snoop agent (``snoop.scheme``), routes (as in build_node).
 
     Without ``handler_loss`` the node's loss is the iptables statistic match and its
     handler sees nothing it hears, so it gets no loss model.
     """
     addrs = cfg["topology"]["addresses"]
     table = route_tables(cfg)[name]
-    loss_spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
-    loss_spec["down"] = [[t_flows + a, t_flows + b] for a, b in loss_spec.get("down", [])]
-    loss = build_loss_model(loss_spec if handler_loss else {"model": "none"}, node_rng(seed, name, "loss"))
-    s = cfg["snoop"]
-    agent = SnoopAgent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"], dupack=s["dupack"],
-                                         cache_bytes=s["cache_bytes"]), log.emit)
+    spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
+    loss = build_loss_model(spec, node_rng(seed, name, "loss"))
+    agent = node_agent(cfg, name, log.emit)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
                            option, log.emit, log.tx)
 

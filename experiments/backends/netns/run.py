@@ -238,6 +238,8 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
             meta["statistic_drops"] = stat
         links = {n: meshmod.link_counters(plan, n) for n in plan.nodes}
         meta["links"] = links
+        meta["tcp_counters"] = {n: meshmod.tcp_counters(plan.ns(n))
+                                for n in sorted({fp["sender"] for fp in cfg["flows"]} | {fp["receiver"] for fp in cfg["flows"]})}
         meta["exit_codes"] = procs.stop_all()
         for n in queued:
             b, a = before[n] or {}, after[n] or {}

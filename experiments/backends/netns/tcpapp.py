@@ -62,14 +62,19 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
             "snd_ssthresh": u32[17], "snd_cwnd": u32[18], "total_retrans": u32[23]}
 
 
-def read_tcpext(path: str = "/proc/net/netstat") -> dict[str, int]:
-    """TcpExt counters of this network namespace."""
-    with open(path) as f:
-        lines = f.read().splitlines()
+def parse_tcpext(text: str) -> dict[str, int]:
+    """The TcpExt counters of a /proc/net/netstat text (a line of names, then a line of values)."""
+    lines = text.splitlines()
     for names, values in zip(lines[::2], lines[1::2]):
         if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
             return dict(zip(names.split()[1:], (int(x) for x in values.split()[1:])))
     return {}
+
+
+def read_tcpext(path: str = "/proc/net/netstat") -> dict[str, int]:
+    """TcpExt counters of this network namespace."""
+    with open(path) as f:
+        return parse_tcpext(f.read())
 
 
 class LossCounter:
