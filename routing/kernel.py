@@ -268,7 +268,10 @@ class KernelForwarder:
         if latest is None:
             return held.data
         ihl = (held.data[0] & 15) * 4
-        off = tcp_tsval_offset(held.data, ihl)
+        try:
+            off = tcp_tsval_offset(held.data, ihl)
+        except PacketError:
+            return held.data                            # malformed TCP options: resent as cached
         if off < 0:
             return held.data
         old = int.from_bytes(held.data[off:off + 4], "big")
@@ -299,12 +302,16 @@ class KernelForwarder:
 
         Windows are scaled only when both SYNs carried the option (RFC 7323, 2.2).
         """
+        shift = self._shift(tcp)
+        return None if shift is None else tcp_window(data, tcp.ihl) << shift
+
+    def _shift(self, tcp: TcpPacket) -> int | None:
+        """The window scale of the packet's sender: 0 unless both SYNs carried the option; None if unseen."""
         key, rkey = tcp.flow.key, tcp.flow.rkey
         if key not in self._wscale or rkey not in self._wscale:
             return None
         mine, other = self._wscale[key], self._wscale[rkey]
-        shift = mine if mine is not None and other is not None else 0
-        return tcp_window(data, tcp.ihl) << shift
+        return mine if mine is not None and other is not None else 0
 
     def _generated(self, now: float) -> list[bytes]:
         """The agent's new ACKs (ACK-all, SLACK) as packets to inject toward the sender.
@@ -333,8 +340,7 @@ class KernelForwarder:
         tcp = parse_tcp(g.template, self.option_type)
         if tcp is None:
             raise PacketError("the template is not TCP")
-        mine, other = self._wscale.get(tcp.flow.key), self._wscale.get(tcp.flow.rkey)
-        shift = mine if mine is not None and other is not None else 0
+        shift = self._shift(tcp) or 0
         tsecr = None if g.ack == tcp.ack else self._tsval.get(tcp.flow.rkey)
         return forge_ack(g.template, g.ack, g.window >> shift, tsecr), tcp.flow.rname
 
