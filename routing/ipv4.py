@@ -25,6 +25,7 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass
+from typing import Iterator
 
 from aspan.fields import AspanFields
 
@@ -317,20 +318,19 @@ class TcpOptions:
         self.tsecr = tsecr
 
 
-def tcp_options(data: bytes, ihl: int) -> TcpOptions:
-    """The window scale and timestamps options of the TCP header at ``ihl``; PacketError if malformed."""
+def _tcp_option_items(data: bytes, ihl: int) -> Iterator[tuple[int, int, int]]:
+    """(kind, offset, length) of each TCP option but NOP and EOL; PacketError if malformed."""
     if len(data) < ihl + 20:
         raise PacketError("truncated TCP header")
     doff = (data[ihl + 12] >> 4) * 4
     end = ihl + doff
     if doff < 20 or end > len(data):
         raise PacketError(f"bad TCP data offset {doff}")
-    out = TcpOptions()
     i = ihl + 20
     while i < end:
         kind = data[i]
         if kind == TCPOPT_EOL:
-            break
+            return
         if kind == TCPOPT_NOP:
             i += 1
             continue
@@ -339,11 +339,18 @@ def tcp_options(data: bytes, ihl: int) -> TcpOptions:
         n = data[i + 1]
         if n < 2 or i + n > end:
             raise PacketError(f"bad TCP option length {n} (kind {kind})")
+        yield kind, i, n
+        i += n
+
+
+def tcp_options(data: bytes, ihl: int) -> TcpOptions:
+    """The window scale and timestamps options of the TCP header at ``ihl``; PacketError if malformed."""
+    out = TcpOptions()
+    for kind, i, n in _tcp_option_items(data, ihl):
         if kind == TCPOPT_WSCALE and n == 3:
             out.wscale = min(data[i + 2], 14)          # RFC 7323, 2.3: larger shifts are taken as 14
         elif kind == TCPOPT_TIMESTAMP and n == 10:
             out.tsval, out.tsecr = _TS.unpack_from(data, i + 2)
-        i += n
     return out
 
 
@@ -399,22 +406,9 @@ def tcp_tsval_offset(data: bytes, ihl: int) -> int:
     o = ihl + 20
     if data[o:o + 4] == _TS_LEAD and (data[ihl + 12] >> 4) * 4 >= 32:
         return o + 4
-    if (data[ihl + 12] >> 4) <= 5:
-        return -1
-    end = ihl + (data[ihl + 12] >> 4) * 4
-    i = o
-    while i < end:
-        kind = data[i]
-        if kind == TCPOPT_EOL:
-            break
-        if kind == TCPOPT_NOP:
-            i += 1
-            continue
-        if i + 1 >= end or data[i + 1] < 2 or i + data[i + 1] > end:
-            raise PacketError("malformed TCP options")
-        if kind == TCPOPT_TIMESTAMP and data[i + 1] == 10:
+    for kind, i, n in _tcp_option_items(data, ihl):
+        if kind == TCPOPT_TIMESTAMP and n == 10:
             return i + 2
-        i += data[i + 1]
     return -1
 
 

@@ -15,19 +15,10 @@ from routing.ipv4 import PacketError, forge_ack, parse_tcp, tcp_options
 from routing.kernel import HOOK_FWD, HOOK_OUT, KernelForwarder
 from routing.loss import NoLoss
 
-ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
-CHAIN = "ABCD"
+from test_kernel_forwarder import ADDR, CHAIN, FLOW, Events
+
 MSS = 1000
 WSCALE = 7
-FLOW = "10.2.1.1:5000>10.2.1.4:6000"
-
-
-class Events(list):
-    def emit(self, now, ev, **fields):
-        self.append({"t": now, "ev": ev, **fields})
-
-    def of(self, ev):
-        return [e for e in self if e["ev"] == ev]
 
 
 def forwarder(name, scheme, policy="every"):
