@@ -43,13 +43,7 @@ class NfqDriver:
                  flush: Callable[[], None], max_len: int = 4096, mark: int = INJECT_MARK) -> None:
         from netfilterqueue import NetfilterQueue  # imported here: the sans-I/O parts need no C extension
 
-        self.forwarder = forwarder
-        self._emit = emit
-        self._flush = flush
-        self.stop_event = threading.Event()
-        self.stats = {"packets": 0, "accepted": 0, "dropped": 0, "injected": 0, "inject_errors": 0,
-                      "handler_errors": 0, "batches": 0, "timer_runs": 0}
-        self._raw: socket.socket | None = None
+        self._init_state(forwarder, emit, flush)
         if forwarder is not None:
             self._raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
             self._raw.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
@@ -58,6 +52,22 @@ class NfqDriver:
         self._queue.bind(queue_num, callback, max_len=max_len, sock_len=SOCK_RCVBUF)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
+
+    def _init_state(self, forwarder: KernelForwarder | None, emit: Emit, flush: Callable[[], None]) -> None:
+        self.forwarder = forwarder
+        self._emit = emit
+        self._flush = flush
+        self.stop_event = threading.Event()
+        self.stats = {"packets": 0, "accepted": 0, "dropped": 0, "injected": 0, "inject_errors": 0,
+                      "handler_errors": 0, "batches": 0, "timer_runs": 0}
+        self._raw: socket.socket | None = None
+
+    @classmethod
+    def without_queue(cls, forwarder: KernelForwarder | None, emit: Emit, flush: Callable[[], None]) -> "NfqDriver":
+        """The callbacks alone: no queue, raw socket or loop (bench/handler_cost.py feeds them crafted packets)."""
+        self = cls.__new__(cls)
+        self._init_state(forwarder, emit, flush)
+        return self
 
     # ---- control -----------------------------------------------------------
     def stop(self) -> None:
