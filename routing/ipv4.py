@@ -162,22 +162,52 @@ def find_option(data: bytes, ihl: int, option_type: int) -> int:
     return -1
 
 
-_FLOW_CACHE: dict[bytes, Flow] = {}
+_FLOW_CACHE: dict[tuple[bytes, int, int], Flow] = {}
 
 
-def _flow(raw: bytes) -> Flow:
-    """The Flow of 8 address bytes + 4 port bytes (memoised: a run has a handful of flows)."""
-    fl = _FLOW_CACHE.get(raw)
+def _flow(addrs: bytes, sport: int, dport: int) -> Flow:
+    """The Flow of 8 address bytes (source, destination) and two ports (memoised: a run has a handful of flows)."""
+    fl = _FLOW_CACHE.get((addrs, sport, dport))
     if fl is None:
         if len(_FLOW_CACHE) > 65536:
             _FLOW_CACHE.clear()
-        sport, dport = _PORTS.unpack_from(raw, 8)
-        fl = _FLOW_CACHE[raw] = Flow(_addr(raw[:4]), _addr(raw[4:8]), sport, dport)
+        fl = _FLOW_CACHE[addrs, sport, dport] = Flow(_addr(addrs[:4]), _addr(addrs[4:]), sport, dport)
     return fl
 
 
+# The two headers every packet of a netns run has, read with one unpack each (parse_tcp's fast path):
+# IPv4 without options, and IPv4 with the A-SPAN option right after the fixed header (where this
+# backend puts it); then the TCP ports, seq, ack, data offset and flags.
+# Fields: version/IHL, total length, fragment, TTL, protocol, addresses, sport, dport, seq, ack, offset, flags.
+_FAST20 = struct.Struct("!BxHxxHBBxx8sHHIIBB")
+_FAST28 = struct.Struct("!BxHxxHBBxx8s8xHHIIBB")
+
+
 def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
-    """Parse an IPv4 packet; None if it is not TCP, PacketError if malformed."""
+    """Parse an IPv4 packet; None if it is not TCP, PacketError if malformed.
+
+    The two common shapes (no IP options; only the A-SPAN option at offset 20) are read with
+    one unpack; anything else, and anything those checks do not pass, goes through the general
+    path below (:func:`_parse_tcp_general`), which gives the same result and the precise error.
+    """
+    n = len(data)
+    if n >= 40:
+        vihl = data[0]
+        if vihl == 0x45:
+            _v, total, frag, ttl, proto, addrs, sport, dport, seq, ack, off, flags = _FAST20.unpack_from(data)
+            doff = (off >> 4) * 4
+            if proto == PROTO_TCP and doff >= 20 and 20 + doff <= total <= n and not frag & 0x1FFF:
+                return TcpPacket(20, _flow(addrs, sport, dport), ttl, seq, ack, flags, total - 20 - doff, -1)
+        elif vihl == 0x47 and n >= 48 and data[20] == option_type and data[21] == OPTION_LEN:
+            _v, total, frag, ttl, proto, addrs, sport, dport, seq, ack, off, flags = _FAST28.unpack_from(data)
+            doff = (off >> 4) * 4
+            if proto == PROTO_TCP and doff >= 20 and 28 + doff <= total <= n and not frag & 0x1FFF:
+                return TcpPacket(28, _flow(addrs, sport, dport), ttl, seq, ack, flags, total - 28 - doff, 20)
+    return _parse_tcp_general(data, option_type)
+
+
+def _parse_tcp_general(data: bytes, option_type: int) -> TcpPacket | None:
+    """parse_tcp for any bytes: every check in order, PacketError with the reason."""
     n = len(data)
     if n < 20:
         raise PacketError(f"shorter than an IPv4 header ({n} bytes)")
@@ -194,7 +224,8 @@ def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
     if doff < 20 or ihl + doff > total:
         raise PacketError(f"bad TCP data offset {doff}")
     opt = find_option(data, ihl, option_type) if ihl > 20 else -1
-    return TcpPacket(ihl, _flow(data[12:20] + data[ihl:ihl + 4]), ttl, seq, ack, flags, total - ihl - doff, opt)
+    sport, dport = _PORTS.unpack_from(data, ihl)
+    return TcpPacket(ihl, _flow(data[12:20], sport, dport), ttl, seq, ack, flags, total - ihl - doff, opt)
 
 
 def udp_dport(data: bytes, ihl: int) -> int:
@@ -213,19 +244,26 @@ def check_fields(fields: AspanFields) -> None:
             raise ValueError(f"{name} = {v} does not fit the option's 4 bits (0..{MAX_NIBBLE})")
 
 
+def _option_words(fields: AspanFields, hops: int) -> tuple[int, int, int]:
+    """The three 16-bit words after the option's type and length: pkt_effort, pkt_qos, nibbles."""
+    e = fields.pkt_effort
+    q = fields.pkt_qos
+    c = fields.snoop_count
+    return (int((0.0 if e < 0.0 else 1.0 if e > 1.0 else e) * FIXED_ONE + 0.5),
+            int((0.0 if q < 0.0 else 1.0 if q > 1.0 else q) * FIXED_ONE + 0.5),
+            ((hops if hops < MAX_NIBBLE else MAX_NIBBLE) << 12) | ((c if c < MAX_NIBBLE else MAX_NIBBLE) << 8)
+            | ((fields.snoop_after & 15) << 4) | (fields.snoop_limit & 15))
+
+
+_OPT_WORDS = struct.Struct("!BBHHH")
+
+
 def encode_option(fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
     """The 8 option bytes for ``fields`` after ``hops`` transmissions (hops and snoop_count saturate at 15).
 
     snoop_after and snoop_limit are masked to 4 bits: check them once with :func:`check_fields`.
     """
-    e = fields.pkt_effort
-    q = fields.pkt_qos
-    return _OPT.pack(option_type, OPTION_LEN,
-                     int((0.0 if e < 0.0 else 1.0 if e > 1.0 else e) * FIXED_ONE + 0.5),
-                     int((0.0 if q < 0.0 else 1.0 if q > 1.0 else q) * FIXED_ONE + 0.5),
-                     ((hops if hops < MAX_NIBBLE else MAX_NIBBLE) << 4)
-                     | (fields.snoop_count if fields.snoop_count < MAX_NIBBLE else MAX_NIBBLE),
-                     ((fields.snoop_after & 15) << 4) | (fields.snoop_limit & 15))
+    return _OPT_WORDS.pack(option_type, OPTION_LEN, *_option_words(fields, hops))
 
 
 def decode_option(data: bytes, offset: int) -> tuple[AspanFields, int]:
@@ -275,6 +313,21 @@ def insert_option(data: bytes, ihl: int, option: bytes) -> bytes:
                      data[12:ihl], option, data[ihl:]))
 
 
+def stamp_option(data: bytes, ihl: int, fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
+    """``insert_option(data, ihl, encode_option(fields, hops, option_type))`` in one step (the sender's hot path)."""
+    if ihl + OPTION_LEN > 60:
+        raise PacketError("no room for the A-SPAN option in the IPv4 header")
+    b, c, d = _option_words(fields, hops)
+    a = option_type << 8 | OPTION_LEN
+    w0, w1, hc = data[0] << 8 | data[1], _U16.unpack_from(data, 2)[0], _U16.unpack_from(data, 10)[0]
+    n0 = w0 + (2 << 8)                       # IHL + 2 words
+    n1 = w1 + OPTION_LEN
+    s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + a + b + c + d
+    return b"".join((_W2.pack(n0, n1), data[4:10], _U16.pack(_fold(s)), data[12:ihl], _W4.pack(a, b, c, d),
+                     data[ihl:]))
+
+
+_W2 = struct.Struct("!HH")
 _W3 = struct.Struct("!HHH")
 
 
@@ -289,6 +342,20 @@ def rewrite_option(data: bytes, ihl: int, offset: int, option: bytes) -> bytes:
     n0, n1, n2 = _W3.unpack_from(option, 2)
     s = (~hc & 0xFFFF) + (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2
     return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset], option, data[offset + OPTION_LEN:]))
+
+
+def restamp_option(data: bytes, offset: int, fields: AspanFields, hops: int) -> bytes:
+    """``rewrite_option(data, ihl, offset, encode_option(fields, hops, type))`` in one step (the forwarders' hot path).
+
+    The option at ``offset`` keeps its type and length; its three words and the header
+    checksum (incrementally, RFC 1624 eqn. 3) are rewritten.
+    """
+    n0, n1, n2 = _option_words(fields, hops)
+    hc = _U16.unpack_from(data, 10)[0]
+    o0, o1, o2 = _W3.unpack_from(data, offset + 2)
+    s = (~hc & 0xFFFF) + (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2
+    return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset + 2], _W3.pack(n0, n1, n2),
+                     data[offset + OPTION_LEN:]))
 
 
 def strip_option(data: bytes, ihl: int, offset: int) -> bytes:

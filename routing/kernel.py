@@ -36,8 +36,8 @@ from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
 from aspan.fields import AspanFields
 from routing.ipv4 import (DEFAULT_OPTION, PROTO_UDP, SYN, PacketError, TcpPacket, check_fields, decode_option,
-                          encode_option, forge_ack, insert_option, ip_header, parse_tcp, rewrite_option,
-                          tcp_options, tcp_tsval_offset, tcp_window, with_tsval)
+                          forge_ack, ip_header, parse_tcp, restamp_option, stamp_option, tcp_options,
+                          tcp_tsval_offset, tcp_window, with_tsval)
 from routing.loss import LossModel
 
 HOOK_IN, HOOK_FWD, HOOK_OUT = 1, 2, 3   # NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT
@@ -170,7 +170,7 @@ class KernelForwarder:
         held = CachedSegment(key, flow, tcp.seq, tcp.payload_len, 0)
         self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, 0, now, held)
         try:
-            out = insert_option(data, tcp.ihl, encode_option(fields, 1, self.option_type))
+            out = stamp_option(data, tcp.ihl, fields, 1, self.option_type)
         except PacketError:
             self.stats["no_room"] += 1
             out = data
@@ -209,7 +209,7 @@ class KernelForwarder:
         fields, hop = decode_option(data, tcp.opt_offset)
         held = CachedSegment(key, flow, tcp.seq, tcp.payload_len, hop)
         self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, hop, now, held)
-        out = rewrite_option(data, tcp.ihl, tcp.opt_offset, encode_option(fields, hop + 1, self.option_type))
+        out = restamp_option(data, tcp.opt_offset, fields, hop + 1)
         held.data = out
         self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", hop)
         self._note_tsval(key, data, tcp.ihl)
