@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-FLUSH_BYTES = 1 << 16
+FLUSH_LINES = 512          # a full batch is written at once: 512 lines of about 130 bytes, some 64 KB
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode   # one encoder: json.dumps builds one per call
 
 
@@ -22,7 +22,13 @@ class AppendLog:
 
     ``autoflush``: write every line at once (apps, a few events a second);
     otherwise lines collect until :meth:`flush` (the handler flushes after each
-    batch of packets) or until 64 KB are pending.  Thread-safe.
+    batch of packets) or until 512 are pending.  Thread-safe: lines are appended
+    to one list (an atomic operation) in the order they are emitted; only writing
+    takes the lock.
+
+    The two events written for every packet (``tx`` and the snoop agent's ``cache``)
+    are kept as tuples and formatted when they are written, with the same text as
+    the general path (one ``%`` per line instead of a call chain per packet).
     """
 
     def __init__(self, path: Path, node: str, autoflush: bool = True) -> None:
@@ -30,19 +36,22 @@ class AppendLog:
         self.node = node
         self.autoflush = autoflush
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._pending: list[str] = []
-        self._size = 0
+        self._pending: list[str | tuple[Any, ...]] = []
         self._lock = threading.Lock()
         self._node_json = json.dumps(node)
+        node_fmt = self._node_json.replace("%", "%%")
+        # pending tuple -> line, by the tuple's length (tx: 6 values, cache: 3)
+        self._formats = {
+            6: '{"t":%.6f,"node":' + node_fmt + ',"ev":"tx","flow":"%s","seq":%d,"len":%d,"kind":"%s","hop":%s}\n',
+            3: '{"t":%.6f,"node":' + node_fmt + ',"ev":"cache","segments":%d,"bytes":%d}\n',
+        }
         self.lines = 0
 
     def emit(self, now: float, ev: str, **fields: Any) -> None:
         if ev == "cache" and len(fields) == 2:   # the snoop agent's event on every cache change
-            line = (f'{{"t":{now:.6f},"node":{self._node_json},"ev":"cache","segments":{fields["segments"]:d},'
-                    f'"bytes":{fields["bytes"]:d}}}\n')
+            self._append((now, fields["segments"], fields["bytes"]))
         else:
-            line = self.format(now, ev, fields)
-        self._append(line)
+            self._append(self.format(now, ev, fields))
 
     def format(self, now: float, ev: str, fields: dict[str, Any]) -> str:
         """One JSON line: ints and plain strings formatted directly (the hot path), the rest by json."""
@@ -59,38 +68,37 @@ class AppendLog:
         return "".join(parts)
 
     def tx(self, now: float, flow: str, seq: int, length: int, kind: str, hop: int | None) -> None:
-        """The ``tx`` event (docs/LOGS.md), formatted directly: it is written for every data packet.
+        """The ``tx`` event (docs/LOGS.md): it is written for every data packet, so it is formatted at flush.
 
         ``flow`` and ``kind`` are plain ASCII (addresses, ports, kind names), so they need no escaping.
         """
-        line = (f'{{"t":{now:.6f},"node":{self._node_json},"ev":"tx","flow":"{flow}","seq":{seq},'
-                f'"len":{length},"kind":"{kind}","hop":{"null" if hop is None else hop}}}\n')
-        self._append(line)
+        pending = self._pending
+        pending.append((now, flow, seq, length, kind, "null" if hop is None else hop))
+        if self.autoflush or len(pending) >= FLUSH_LINES:
+            self.flush()
 
-    def _append(self, line: str) -> None:
-        """Queue one line; write now when autoflushing or once 64 KB are pending."""
-        with self._lock:
-            if self._fd is None:
-                return
-            self._pending.append(line)
-            self._size += len(line)
-            self.lines += 1
-            if self.autoflush or self._size >= FLUSH_BYTES:
-                self._write()
+    def _append(self, line: str | tuple[Any, ...]) -> None:
+        """Queue one line; write now when autoflushing or once 512 are pending."""
+        pending = self._pending
+        pending.append(line)
+        if self.autoflush or len(pending) >= FLUSH_LINES:
+            self.flush()
 
     def flush(self) -> None:
         with self._lock:
-            if self._fd is not None and self._pending:
-                self._write()
-
-    def _write(self) -> None:
-        data = "".join(self._pending).encode()
-        self._pending.clear()
-        self._size = 0
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)  # type: ignore[arg-type]
-            view = view[n:]
+            pending = self._pending
+            n = len(pending)
+            if self._fd is None or not n:
+                return
+            batch = pending[:n]
+            del pending[:n]          # lines appended meanwhile (by another thread) stay for the next write
+            self.lines += n
+            formats = self._formats
+            data = "".join([x if x.__class__ is str else formats[len(x)] % x for x in batch]).encode()
+            view = memoryview(data)
+            while view:
+                k = os.write(self._fd, view)
+                view = view[k:]
 
     def close(self) -> None:
         self.flush()
