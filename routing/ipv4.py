@@ -25,7 +25,7 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from aspan.fields import AspanFields
 
@@ -313,18 +313,33 @@ def insert_option(data: bytes, ihl: int, option: bytes) -> bytes:
                      data[12:ihl], option, data[ihl:]))
 
 
+# Memos of the option words per header-field values (a flow's packets carry a handful of them):
+# the fields' values (and hops, and the option type or the words replaced) -> what the
+# functions below compute from them alone; bounded, cleared when full.
+_MEMO_MAX = 4096
+_STAMP_MEMO: dict[tuple[Any, ...], tuple[bytes, int]] = {}
+_RESTAMP_MEMO: dict[tuple[Any, ...], tuple[bytes, int]] = {}
+
+
 def stamp_option(data: bytes, ihl: int, fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
     """``insert_option(data, ihl, encode_option(fields, hops, option_type))`` in one step (the sender's hot path)."""
     if ihl + OPTION_LEN > 60:
         raise PacketError("no room for the A-SPAN option in the IPv4 header")
-    b, c, d = _option_words(fields, hops)
-    a = option_type << 8 | OPTION_LEN
+    key = (fields.pkt_effort, fields.pkt_qos, fields.snoop_after, fields.snoop_limit, fields.snoop_count, hops,
+           option_type)
+    memo = _STAMP_MEMO.get(key)
+    if memo is None:
+        b, c, d = _option_words(fields, hops)
+        a = option_type << 8 | OPTION_LEN
+        if len(_STAMP_MEMO) >= _MEMO_MAX:
+            _STAMP_MEMO.clear()
+        memo = _STAMP_MEMO[key] = (_W4.pack(a, b, c, d), a + b + c + d)
+    option, words = memo
     w0, w1, hc = data[0] << 8 | data[1], _U16.unpack_from(data, 2)[0], _U16.unpack_from(data, 10)[0]
     n0 = w0 + (2 << 8)                       # IHL + 2 words
     n1 = w1 + OPTION_LEN
-    s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + a + b + c + d
-    return b"".join((_W2.pack(n0, n1), data[4:10], _U16.pack(_fold(s)), data[12:ihl], _W4.pack(a, b, c, d),
-                     data[ihl:]))
+    s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + words
+    return b"".join((_W2.pack(n0, n1), data[4:10], _U16.pack(_fold(s)), data[12:ihl], option, data[ihl:]))
 
 
 _W2 = struct.Struct("!HH")
@@ -350,12 +365,19 @@ def restamp_option(data: bytes, offset: int, fields: AspanFields, hops: int) -> 
     The option at ``offset`` keeps its type and length; its three words and the header
     checksum (incrementally, RFC 1624 eqn. 3) are rewritten.
     """
-    n0, n1, n2 = _option_words(fields, hops)
-    hc = _U16.unpack_from(data, 10)[0]
-    o0, o1, o2 = _W3.unpack_from(data, offset + 2)
-    s = (~hc & 0xFFFF) + (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2
-    return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset + 2], _W3.pack(n0, n1, n2),
-                     data[offset + OPTION_LEN:]))
+    key = (data[offset + 2:offset + OPTION_LEN], fields.pkt_effort, fields.pkt_qos, fields.snoop_after,
+           fields.snoop_limit, fields.snoop_count, hops)
+    memo = _RESTAMP_MEMO.get(key)
+    if memo is None:
+        n0, n1, n2 = _option_words(fields, hops)
+        o0, o1, o2 = _W3.unpack_from(data, offset + 2)
+        if len(_RESTAMP_MEMO) >= _MEMO_MAX:
+            _RESTAMP_MEMO.clear()
+        memo = _RESTAMP_MEMO[key] = (_W3.pack(n0, n1, n2),
+                                     (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2)
+    words, delta = memo
+    s = (~(data[10] << 8 | data[11]) & 0xFFFF) + delta
+    return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset + 2], words, data[offset + OPTION_LEN:]))
 
 
 def strip_option(data: bytes, ihl: int, offset: int) -> bytes:

@@ -35,13 +35,14 @@ from typing import Any, Callable
 from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
 from aspan.fields import AspanFields
-from routing.ipv4 import (DEFAULT_OPTION, PROTO_UDP, SYN, PacketError, TcpPacket, check_fields, decode_option,
-                          forge_ack, ip_header, parse_tcp, restamp_option, stamp_option, tcp_options,
+from routing.ipv4 import (ACK, DEFAULT_OPTION, FIN, PROTO_UDP, RST, SYN, PacketError, TcpPacket, check_fields,
+                          decode_option, forge_ack, ip_header, parse_tcp, restamp_option, stamp_option, tcp_options,
                           tcp_tsval_offset, tcp_window, with_tsval)
 from routing.loss import LossModel
 
 HOOK_IN, HOOK_FWD, HOOK_OUT = 1, 2, 3   # NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT
 HOOK_NAMES = {HOOK_IN: "in", HOOK_FWD: "fwd", HOOK_OUT: "out"}
+_ACK_MASK = SYN | FIN | RST | ACK
 DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
 
 Emit = Callable[..., None]
@@ -147,7 +148,7 @@ class KernelForwarder:
             if hook == HOOK_FWD:
                 return self._forward(tcp, data, now)
             return ACCEPT                               # data for this node: the option stays in
-        if tcp.is_pure_ack and hook != HOOK_OUT:
+        if tcp.flags & _ACK_MASK == ACK and hook != HOOK_OUT:   # tcp.is_pure_ack (no payload here)
             return self._ack(tcp, data, now)
         return ACCEPT
 
@@ -158,17 +159,19 @@ class KernelForwarder:
 
     def _send(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
         """A data segment of this node's TCP enters the mesh: stamp the option (hop index 0)."""
-        key = tcp.flow.key
-        flow = tcp.flow.name
-        self._note_retransmission(flow, tcp, now)
+        flow = tcp.flow
+        seq = tcp.seq
+        length = tcp.payload_len
+        self._note_retransmission(flow.name, tcp, now)
         if tcp.opt_offset >= 0:       # already stamped (cannot happen for our TCP): leave it
             return ACCEPT
-        p = self._p_next(tcp.flow.dst)
-        if p is None:
+        nxt = self.next_hop(flow.dst)
+        if nxt is None:
             return self._drop_tcp(tcp, "no_route", now)
+        p = self.quality(nxt)
         fields = self.fields.copy()
-        held = CachedSegment(key, flow, tcp.seq, tcp.payload_len, 0)
-        self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, 0, now, held)
+        held = CachedSegment(flow.key, flow.name, seq, length, 0)
+        self.agent.on_data(flow.key, seq, length, fields, p, 0, now, held)
         try:
             out = stamp_option(data, tcp.ihl, fields, 1, self.option_type)
         except PacketError:
@@ -176,8 +179,8 @@ class KernelForwarder:
             out = data
         held.data = out
         self.stats["tx_send"] += 1
-        self._tx(now, flow, tcp.seq, tcp.payload_len, "send", 0)
-        self._note_tsval(key, data, tcp.ihl)
+        self._tx(now, flow.name, seq, length, "send", 0)
+        self._note_tsval(flow.key, data, tcp.ihl)
         if self._ack_details:
             return Verdict(True, out if out is not data else None, self._generated(now))
         return Verdict(True, out if out is not data else None)
@@ -195,24 +198,26 @@ class KernelForwarder:
 
     def _forward(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
         """A data segment relayed by this node: the A-SPAN rules at the option's hop index."""
-        key = tcp.flow.key
-        flow = tcp.flow.name
+        flow = tcp.flow
+        seq = tcp.seq
+        length = tcp.payload_len
+        offset = tcp.opt_offset
         self.stats["tx_fwd"] += 1
-        if tcp.opt_offset < 0:        # not stamped where it entered the mesh: relay, no snooping
+        if offset < 0:                # not stamped where it entered the mesh: relay, no snooping
             self.stats["no_option"] += 1
-            self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", None)
+            self._tx(now, flow.name, seq, length, "fwd", None)
             return ACCEPT
-        p = self._p_next(tcp.flow.dst)
-        if p is None:
+        nxt = self.next_hop(flow.dst)
+        if nxt is None:
             self.stats["tx_fwd"] -= 1
             return self._drop_tcp(tcp, "no_route", now)
-        fields, hop = decode_option(data, tcp.opt_offset)
-        held = CachedSegment(key, flow, tcp.seq, tcp.payload_len, hop)
-        self.agent.on_data(key, tcp.seq, tcp.payload_len, fields, p, hop, now, held)
-        out = restamp_option(data, tcp.opt_offset, fields, hop + 1)
-        held.data = out
-        self._tx(now, flow, tcp.seq, tcp.payload_len, "fwd", hop)
-        self._note_tsval(key, data, tcp.ihl)
+        p = self.quality(nxt)
+        fields, hop = decode_option(data, offset)
+        held = CachedSegment(flow.key, flow.name, seq, length, hop)
+        self.agent.on_data(flow.key, seq, length, fields, p, hop, now, held)
+        out = held.data = restamp_option(data, offset, fields, hop + 1)
+        self._tx(now, flow.name, seq, length, "fwd", hop)
+        self._note_tsval(flow.key, data, tcp.ihl)
         if self._ack_details:
             return Verdict(True, out, self._generated(now))
         return Verdict(True, out)
