@@ -166,7 +166,10 @@ _FLOW_CACHE: dict[tuple[bytes, int, int], Flow] = {}
 
 
 def _flow(addrs: bytes, sport: int, dport: int) -> Flow:
-    """The Flow of 8 address bytes (source, destination) and two ports (memoised: a run has a handful of flows)."""
+    """The Flow of 8 address bytes (source, destination) and two ports (memoised: a run has a handful of flows).
+
+    parse_tcp looks ``_FLOW_CACHE`` up itself and calls this only on a miss.
+    """
     fl = _FLOW_CACHE.get((addrs, sport, dport))
     if fl is None:
         if len(_FLOW_CACHE) > 65536:
@@ -197,12 +200,14 @@ def parse_tcp(data: bytes, option_type: int) -> TcpPacket | None:
             _v, total, frag, ttl, proto, addrs, sport, dport, seq, ack, off, flags = _FAST20.unpack_from(data)
             doff = (off >> 4) * 4
             if proto == PROTO_TCP and doff >= 20 and 20 + doff <= total <= n and not frag & 0x1FFF:
-                return TcpPacket(20, _flow(addrs, sport, dport), ttl, seq, ack, flags, total - 20 - doff, -1)
+                fl = _FLOW_CACHE.get((addrs, sport, dport)) or _flow(addrs, sport, dport)
+                return TcpPacket(20, fl, ttl, seq, ack, flags, total - 20 - doff, -1)
         elif vihl == 0x47 and n >= 48 and data[20] == option_type and data[21] == OPTION_LEN:
             _v, total, frag, ttl, proto, addrs, sport, dport, seq, ack, off, flags = _FAST28.unpack_from(data)
             doff = (off >> 4) * 4
             if proto == PROTO_TCP and doff >= 20 and 28 + doff <= total <= n and not frag & 0x1FFF:
-                return TcpPacket(28, _flow(addrs, sport, dport), ttl, seq, ack, flags, total - 28 - doff, 20)
+                fl = _FLOW_CACHE.get((addrs, sport, dport)) or _flow(addrs, sport, dport)
+                return TcpPacket(28, fl, ttl, seq, ack, flags, total - 28 - doff, 20)
     return _parse_tcp_general(data, option_type)
 
 
@@ -377,7 +382,9 @@ def restamp_option(data: bytes, offset: int, fields: AspanFields, hops: int) -> 
                                      (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2)
     words, delta = memo
     s = (~(data[10] << 8 | data[11]) & 0xFFFF) + delta
-    return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset + 2], words, data[offset + OPTION_LEN:]))
+    s = (s & 0xFFFF) + (s >> 16)             # _fold, inline
+    s = (s & 0xFFFF) + (s >> 16)
+    return b"".join((data[:10], _U16.pack(~s & 0xFFFF), data[12:offset + 2], words, data[offset + OPTION_LEN:]))
 
 
 def strip_option(data: bytes, ihl: int, offset: int) -> bytes:
