@@ -340,11 +340,16 @@ def stamp_option(data: bytes, ihl: int, fields: AspanFields, hops: int, option_t
             _STAMP_MEMO.clear()
         memo = _STAMP_MEMO[key] = (_W4.pack(a, b, c, d), a + b + c + d)
     option, words = memo
-    w0, w1, hc = data[0] << 8 | data[1], _U16.unpack_from(data, 2)[0], _U16.unpack_from(data, 10)[0]
+    w0, w1, rest, hc = _HEAD12.unpack_from(data)
     n0 = w0 + (2 << 8)                       # IHL + 2 words
     n1 = w1 + OPTION_LEN
     s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + words
-    return b"".join((_W2.pack(n0, n1), data[4:10], _U16.pack(_fold(s)), data[12:ihl], option, data[ihl:]))
+    s = (s & 0xFFFF) + (s >> 16)             # _fold, inline
+    s = (s & 0xFFFF) + (s >> 16)
+    return b"".join((_HEAD12.pack(n0, n1, rest, ~s & 0xFFFF), data[12:ihl], option, data[ihl:]))
+
+
+_HEAD12 = struct.Struct("!HH6sH")            # version/IHL/TOS, total length, bytes 4-9, header checksum
 
 
 _W2 = struct.Struct("!HH")
