@@ -38,6 +38,7 @@ from aspan.fields import AspanFields
 from routing.ipv4 import (ACK, DEFAULT_OPTION, FIN, PROTO_UDP, RST, SYN, PacketError, TcpPacket, check_fields,
                           decode_option, forge_ack, ip_header, parse_tcp, restamp_option, stamp_option, tcp_options,
                           tcp_tsval_offset, tcp_window, with_tsval)
+from routing.ipv4 import _TS_LEAD, _U32   # the timestamps layout Linux sends (tcp_tsval_offset's fast case)
 from routing.loss import LossModel
 
 HOOK_IN, HOOK_FWD, HOOK_OUT = 1, 2, 3   # NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT
@@ -261,6 +262,10 @@ class KernelForwarder:
     def _note_tsval(self, key: tuple[str, int, str, int], data: bytes, ihl: int) -> None:
         """Remember the TSval of the flow's latest data segment here (for local retransmissions and
         for the TSecr of ACKs acknowledging data, which echo it as the receiver would: RFC 7323, 4.3)."""
+        o = ihl + 20
+        if data[o:o + 4] == _TS_LEAD and data[ihl + 12] >= 0x80:   # tcp_tsval_offset's first case, inline
+            self._tsval[key] = _U32.unpack_from(data, o + 4)[0]
+            return
         try:
             off = tcp_tsval_offset(data, ihl)
         except PacketError:
