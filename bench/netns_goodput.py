@@ -1,9 +1,10 @@
 """Kernel TCP goodput A -> D in the netns mesh: plain kernel forwarding, NFQUEUE accept-only, snoop agents.
 
-All modes queue the same packets on the same nodes (A's OUTPUT and INPUT, B's and
-C's FORWARD and INPUT, D's INPUT), so accept-only measures the queue round trip alone
-and the snoop modes add only our work: header parsing, the A-SPAN option, the snoop
-agent and the per-packet log.  Rounds interleave the modes (kernel, accept, snoop,
+All modes queue the same packets on the same nodes (A's OUTPUT, B's and C's FORWARD
+and INPUT; with no loss, A's and D's INPUT are not queued: docs/NETNS.md), so
+accept-only measures the queue round trip alone and the snoop modes add only our work:
+header parsing, the A-SPAN option, the snoop agent and the per-packet log
+(``bench handler_cost`` measures that work without a queue).  Rounds interleave the modes (kernel, accept, snoop,
 ..., kernel, accept, ...) so that drifting machine load hits them alike; the table
 shows medians.  No loss: this is the forwarding cost, not the protocol's benefit.
 
