@@ -8,7 +8,8 @@ through ``NfqDriver``'s real callbacks with a stand-in for netfilterqueue's Pack
 * A (the sender): its TCP's data segments on LOCAL_OUT (the option is inserted);
 * B and C (forwarders): the data segments as A (B) left them on FORWARD, plus one pure
   ACK of D's per two data segments (ACK traffic of the bulk flow), each acknowledging
-  the data of 32 segments before (the window in flight), so caches stay bounded.
+  the data of 400 segments before (the window in flight: B caches about 400 segments
+  on average under policy every in bench netns_goodput), so caches stay bounded.
 
 The snoop forwarders are built as the node daemon builds them (``node._forwarder``, with
 the real ``AppendLog`` writing to a temporary file, flushed every ``--batch`` packets as
@@ -41,7 +42,7 @@ ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
 SPORT, DPORT = 40000, 5201
 MSS = 1448
 TS_OPT = b"\x01\x01\x08\x0a" + bytes(8)   # NOP NOP timestamps, as Linux sends them
-WINDOW = 32                                # segments in flight: an ACK acknowledges up to 32 segments back
+WINDOW = 400                               # segments in flight: an ACK acknowledges up to 400 segments back
 
 
 def _packet(src: str, dst: str, sport: int, dport: int, seq: int, ack: int, flags: int, payload: int,

@@ -48,10 +48,13 @@ class AppendLog:
         self.lines = 0
 
     def emit(self, now: float, ev: str, **fields: Any) -> None:
+        pending = self._pending
         if ev == "cache" and len(fields) == 2:   # the snoop agent's event on every cache change
-            self._append((now, fields["segments"], fields["bytes"]))
+            pending.append((now, fields["segments"], fields["bytes"]))
         else:
-            self._append(self.format(now, ev, fields))
+            pending.append(self.format(now, ev, fields))
+        if self.autoflush or len(pending) >= FLUSH_LINES:
+            self.flush()
 
     def format(self, now: float, ev: str, fields: dict[str, Any]) -> str:
         """One JSON line: ints and plain strings formatted directly (the hot path), the rest by json."""
@@ -74,13 +77,6 @@ class AppendLog:
         """
         pending = self._pending
         pending.append((now, flow, seq, length, kind, "null" if hop is None else hop))
-        if self.autoflush or len(pending) >= FLUSH_LINES:
-            self.flush()
-
-    def _append(self, line: str | tuple[Any, ...]) -> None:
-        """Queue one line; write now when autoflushing or once 512 are pending."""
-        pending = self._pending
-        pending.append(line)
         if self.autoflush or len(pending) >= FLUSH_LINES:
             self.flush()
 
