@@ -123,3 +123,46 @@ def test_bit_flips_in_a_valid_packet_parse_or_raise_packet_error(cut, bit):
         parse_tcp(bytes(data), 94)
     except PacketError:
         pass
+
+
+# ---- the fast paths give what the general code gives ------------------------------------------
+from routing.ipv4 import _parse_tcp_general, restamp_option, stamp_option  # noqa: E402
+
+
+def _same_parse(data: bytes) -> None:
+    """parse_tcp (fast path where it applies) and the general path: same packet or the same error."""
+    def outcome(f):
+        try:
+            p = f(data, 94)
+        except PacketError as e:
+            return ("error", str(e))
+        return None if p is None else (p.ihl, p.flow.key, p.ttl, p.seq, p.ack, p.flags, p.payload_len, p.opt_offset)
+    assert outcome(parse_tcp) == outcome(_parse_tcp_general)
+
+
+@settings(max_examples=300)
+@given(st.integers(0, 1500), st.booleans(), st.integers(0, 60), st.integers(0, 8 * 80 - 1), st.sampled_from([0, 1, 2]))
+def test_the_fast_parse_agrees_with_the_general_one(payload, stamped, cut, bit, mangle):
+    data = tcp_bytes(payload % 200, seq=payload * 7919)
+    if stamped:
+        data = insert_option(data, 20, encode_option(AspanFields(0.5, 0.99, 0, 0, 0), 1))
+    if mangle == 1:
+        data = data[:max(0, len(data) - cut)]
+    elif mangle == 2 and bit < 8 * len(data):
+        b = bytearray(data)
+        b[bit // 8] ^= 1 << (bit % 8)
+        data = bytes(b)
+    _same_parse(data)
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 15), st.integers(0, 15), st.integers(0, 20),
+       st.integers(0, 20))
+def test_stamp_and_restamp_write_what_insert_and_rewrite_write(effort, qos, after, limit, count, hops):
+    fields = AspanFields(effort, qos, after, limit, count)
+    plain = tcp_bytes(300)
+    for _ in range(2):                                   # the second time from the memo
+        stamped = stamp_option(plain, 20, fields, hops)
+        assert stamped == insert_option(plain, 20, encode_option(fields, hops))
+        again = restamp_option(stamped, 20, fields, hops + 1)
+        assert again == rewrite_option(stamped, 28, 20, encode_option(fields, hops + 1))
+        assert checksum_ok(again)
