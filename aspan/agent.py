@@ -80,11 +80,21 @@ class SnoopAgent:
         self.node = node
         self.config = config
         self._emit = emit or _no_emit
+        self._cache_event: Callable[[float, int, int], None] = self._emit_cache_event
         self._flows: dict[FlowKey, _FlowState] = {}
         self.cache_bytes = 0
         self.cache_segments = 0
         self.stats = {"cached": 0, "cache_full": 0, "hits": 0, "local_retransmissions": 0,
                       "suppressed": 0, "freed": 0}
+
+    # ---- the snoop-memory log (docs/LOGS.md, event ``cache``) ----------------
+    def _emit_cache_event(self, now: float, segments: int, nbytes: int) -> None:
+        self._emit(now, "cache", segments=segments, bytes=nbytes)
+
+    def use_cache_writer(self, write: Callable[[float, int, int], None]) -> None:
+        """Log every cache change through ``write(now, segments, bytes)``: a driver's faster writer of
+        the same ``cache`` line (it is written once or twice per data packet)."""
+        self._cache_event = write
 
     # ---- data path -------------------------------------------------------
     def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
@@ -116,7 +126,7 @@ class SnoopAgent:
                 self.cache_bytes += length
                 self.cache_segments += 1
                 self.stats["cached"] += 1
-                self._emit(now, "cache", segments=self.cache_segments, bytes=self.cache_bytes)
+                self._cache_event(now, self.cache_segments, self.cache_bytes)
         return cache
 
     # ---- ACK path --------------------------------------------------------
@@ -149,7 +159,7 @@ class SnoopAgent:
             self.cache_segments -= n
             self.cache_bytes -= freed
             self.stats["freed"] += n
-            self._emit(now, "cache", segments=self.cache_segments, bytes=self.cache_bytes)
+            self._cache_event(now, self.cache_segments, self.cache_bytes)
 
     def _dupack(self, st: _FlowState, uack: int, now: float) -> AckVerdict:
         """Rule 2: a duplicate ACK whose missing segment is cached is answered here and not forwarded."""

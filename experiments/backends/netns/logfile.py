@@ -49,10 +49,15 @@ class AppendLog:
 
     def emit(self, now: float, ev: str, **fields: Any) -> None:
         pending = self._pending
-        if ev == "cache" and len(fields) == 2:   # the snoop agent's event on every cache change
-            pending.append((now, fields["segments"], fields["bytes"]))
-        else:
-            pending.append(self.format(now, ev, fields))
+        pending.append(self.format(now, ev, fields))
+        if self.autoflush or len(pending) >= FLUSH_LINES:
+            self.flush()
+
+    def cache(self, now: float, segments: int, nbytes: int) -> None:
+        """The snoop agent's ``cache`` event (docs/LOGS.md), on every cache change: formatted at flush
+        (``SnoopAgent.use_cache_writer``)."""
+        pending = self._pending
+        pending.append((now, segments, nbytes))
         if self.autoflush or len(pending) >= FLUSH_LINES:
             self.flush()
 

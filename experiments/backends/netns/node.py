@@ -39,6 +39,7 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
     loss = build_loss_model(spec, node_rng(seed, name, "loss"))
     agent = node_agent(cfg, name, log.emit)
+    agent.use_cache_writer(log.cache)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
                            option, log.emit, log.tx)
 
