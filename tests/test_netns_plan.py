@@ -171,3 +171,23 @@ def test_the_payload_in_pieces_is_the_bulk_payload_of_the_other_backends(size):
     assert b"".join(payload_chunks(7, size)) == bulk_payload(7, size)
     import hashlib
     assert payload_sha256(7, size) == hashlib.sha256(bulk_payload(7, size)).hexdigest()
+
+
+def test_the_fast_writers_write_the_lines_the_generic_emit_writes(tmp_path):
+    from aspan.agent import SnoopAgent
+    from aspan.fields import AspanFields
+    from aspan.policy import SnoopConfig
+    fast, slow = AppendLog(tmp_path / "f.log", "B", autoflush=False), AppendLog(tmp_path / "s.log", "B", autoflush=False)
+    for log, use_writer in ((fast, True), (slow, False)):
+        agent = SnoopAgent("B", SnoopConfig(policy="every"), log.emit)
+        if use_writer:
+            agent.use_cache_writer(log.cache)
+        flow = ("10.2.1.1", 5000, "10.2.1.4", 6000)
+        for i in range(3):
+            agent.on_data(flow, 1 + 1000 * i, 1000, AspanFields(1.0, 0.99, 0, 0, 0), 1.0, 1, 0.5 + i, None)
+        agent.on_ack(flow, 2001, 4.25)
+        log.close()
+    lines = (tmp_path / "f.log").read_text().splitlines()
+    assert lines == (tmp_path / "s.log").read_text().splitlines()
+    assert [json.loads(l)["segments"] for l in lines] == [1, 2, 3, 1]
+    assert json.loads(lines[-1]) == {"t": 4.25, "node": "B", "ev": "cache", "segments": 1, "bytes": 1000}
