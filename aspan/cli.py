@@ -40,11 +40,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if options is not None:
         from deploy.cli import report_failures
         report_failures(run_dir)
+    print_run_outputs(run_dir, plotted=not args.no_plot)
+    return 0
+
+
+def print_run_outputs(run_dir: Path, plotted: bool) -> None:
+    """Where a finished run put its results (``aspan run`` and ``aspan deploy run``)."""
     print(f"run directory: {run_dir}")
     print(f"summary:       {run_dir / 'summary.csv'}")
-    if not args.no_plot:
+    if plotted:
         print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
-    return 0
 
 
 def select_variants(exp: "Experiment", patterns: str) -> list:

@@ -276,10 +276,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
                              plot=not args.no_plot, backend_options=options)
     report_failures(run_dir)
-    print(f"run directory: {run_dir}")
-    print(f"summary:       {run_dir / 'summary.csv'}")
-    if not args.no_plot:
-        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
+    from aspan.cli import print_run_outputs
+    print_run_outputs(run_dir, plotted=not args.no_plot)
     return 0
 
 

@@ -7,21 +7,11 @@ from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.slack import SlackSnoopAgent
+from test_snoop_classic import Log
 
 FLOW = ("10.2.1.1", 5000, "10.2.1.4", 6000)
 MSS = 1000
 WND = 64_000
-
-
-class Log:
-    def __init__(self):
-        self.events = []
-
-    def __call__(self, now, ev, **f):
-        self.events.append((now, ev, f))
-
-    def of(self, ev):
-        return [f for _, e, f in self.events if e == ev]
 
 
 def make(cls, scheme, policy="every", **kw):

@@ -12,6 +12,8 @@ MSS = 1000
 
 
 class Log:
+    """Events an agent emitted, as (now, ev, fields); ``of(ev)``: the fields of one kind."""
+
     def __init__(self):
         self.events = []
 

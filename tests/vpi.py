@@ -230,7 +230,13 @@ class VirtualPiLab:
         """Stop every sshd and any other process in the namespaces, delete namespaces and veths."""
         for pi in self.pis.values():
             _kill_pidfile(pi.sshd_pidfile)
-        for ns in [p.ns for p in self.pis.values()] + ([self.air] if self.mesh == "bridge" else []):
+        spaces = [p.ns for p in self.pis.values()] + ([self.air] if self.mesh == "bridge" else [])
+        # sshd's session processes end with it, but not at once: give what is already exiting up to
+        # 2 s, so that only a process that would stay (a node daemon, a stray session) counts as left.
+        end = time.time() + 2.0
+        while time.time() < end and any(_alive(pid) for ns in spaces if ns in namespaces() for pid in ns_pids(ns)):
+            time.sleep(0.05)
+        for ns in spaces:
             if ns not in namespaces():
                 continue
             for pid in ns_pids(ns):
