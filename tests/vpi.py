@@ -234,13 +234,13 @@ class VirtualPiLab:
         # sshd's session processes end with it, but not at once: give what is already exiting up to
         # 2 s, so that only a process that would stay (a node daemon, a stray session) counts as left.
         end = time.time() + 2.0
-        while time.time() < end and any(_alive(pid) for ns in spaces if ns in namespaces() for pid in ns_pids(ns)):
+        while time.time() < end and any(_running(pid) for ns in spaces if ns in namespaces() for pid in ns_pids(ns)):
             time.sleep(0.05)
         for ns in spaces:
             if ns not in namespaces():
                 continue
             for pid in ns_pids(ns):
-                if _alive(pid):   # a zombie (an sshd session that just ended) is not running
+                if _running(pid):
                     self.killed.append(f"{ns}: pid {pid}: {_cmdline(pid)}")
                     _kill(pid)
             sh("ip", "netns", "del", ns, check=False)
@@ -279,6 +279,12 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def _running(pid: int) -> bool:
+    """Alive and not already exiting: a zombie (an sshd session that just ended) is not running, nor is a
+    process whose memory the kernel has already released on its way out (empty command line)."""
+    return _alive(pid) and _cmdline(pid) not in ("", "?")
 
 
 def _kill(pid: int, grace: float = 3.0) -> None:
