@@ -174,9 +174,7 @@ class NodeCore:
                 self.bind(self._listeners[pkt.dport](pkt.src, pkt.sport), pkt.dport, pkt.src, pkt.sport)
                 b = self._bindings[(pkt.dport, pkt.src, pkt.sport)]
             if b is None:
-                self.engine.drops["no_route"] += 1
-                self._emit(now, "drop", reason="no_route", ptype="data", detail="no endpoint",
-                           seq=pkt.segment.seq)
+                self.engine.drop(pkt, "no_route", now, detail="no endpoint")
                 return []
             b.endpoint.on_segment(pkt.segment, now)
             return self._flush(b, now)

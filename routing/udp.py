@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable
 
 from etx.prober import ProberThread
+from routing.eventlog import EventLog
 from routing.node import NodeCore, Out
 from routing.wire import MAX_DATAGRAM, WireError, encode
 
@@ -46,17 +47,20 @@ def socket_drops(bind: tuple[str, int], proc: str = "/proc/net/udp") -> int | No
 class UdpNode:
     """Runs ``core`` on a UDP socket bound to ``bind`` until stopped.
 
-    ``peers`` maps each neighbour's mesh address to its UDP (ip, port).
+    ``peers`` maps each neighbour's mesh address to its UDP (ip, port).  ``log`` is the
+    node's event log; the loop flushes it after every batch of datagrams and timers, so a
+    crash loses at most the batch in hand.
     ``done`` is polled after every step; when it returns True the node keeps
     forwarding but the caller is told (``on_done``) once.
     """
 
     def __init__(self, core: NodeCore, bind: tuple[str, int], peers: dict[str, tuple[str, int]],
-                 emit: Callable[..., None], deadline: float | None = None,
+                 log: EventLog, deadline: float | None = None,
                  on_done: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
         self.core = core
         self.peers = peers
-        self._emit = emit
+        self.log = log
+        self._emit = log.emit
         self.deadline = deadline
         self._done = done
         self._on_done = on_done
@@ -117,18 +121,14 @@ class UdpNode:
         for nxt, pkt in out:
             addr = self.peers.get(nxt)
             if addr is None:
-                self.core.engine.drops["no_route"] += 1
-                self._emit(time.time(), "drop", reason="no_route", detail=f"no UDP peer for {nxt}")
+                self.core.engine.drop(pkt, "no_route", time.time(), detail=f"no UDP peer for {nxt}")
                 continue
             try:
                 self.sock.sendto(encode(pkt), addr)
                 self.tx_datagrams += 1
             except BlockingIOError:
                 # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
-                self.core.engine.drops["queue"] += 1
-                seg = pkt.segment
-                self._emit(time.time(), "drop", reason="queue", ptype="data" if seg else "probe",
-                           seq=seg.seq if seg else None)
+                self.core.engine.drop(pkt, "queue", time.time())
             except (OSError, WireError) as e:
                 self.send_errors += 1
                 if self.send_errors <= 10 or self.send_errors % 1000 == 0:
@@ -164,6 +164,7 @@ class UdpNode:
                     t = core.next_timer()
                     if t is not None and t <= now:
                         self._send(core.on_timer(now))
+                self.log.flush()
                 if not self._done_said and self._done is not None and self._done():
                     self._done_said = True
                     if self._on_done:

@@ -1,14 +1,18 @@
-"""Binary wire format of the UDP overlay (version 1).
+"""Binary wire format of the UDP overlay (version 2).
 
 Layout, network byte order::
 
-    header  (27 bytes)  magic 0xA5 | version | type | src ip(4) sport(2) | dst ip(4) dport(2)
-                        | hops | snoop_after | snoop_limit | snoop_count | pkt_effort f32 | pkt_qos f32
+    header  (23 bytes)  magic 0xA5 | version | type | src ip(4) sport(2) | dst ip(4) dport(2)
+                        | hops | snoop_after | snoop_limit | snoop_count | pkt_effort u16 | pkt_qos u16
     body                type DATA:    seq u32 | ack u32 | flags u8 | nsack u8 | nsnack u8 | window u32
                                       | paylen u16 | nsack x (left u32, right u32) | nsnack x u32 | payload
                         type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
                         type CONTROL: len u16 | bytes
     trailer (4 bytes)   CRC-32 of everything before it
+
+pkt_effort and pkt_qos are the 16-bit fixed-point words of the IPv4 option
+(``k / 65535``, aspan.fields): one precision on every data plane.  Version 1
+carried them as f32.
 
 The encoding is canonical: a byte string decodes only if re-encoding the
 result gives the same bytes, so a bit flip anywhere is caught (by the CRC,
@@ -23,18 +27,18 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from aspan.fields import AspanFields
+from aspan.fields import FIXED_ONE, AspanFields, to_fixed
 from tcp_user.segment import KNOWN_FLAGS, MAX_SACK_BLOCKS, MAX_SNACK, Segment
 
 MAGIC = 0xA5
-VERSION = 1
+VERSION = 2
 
 DATA = 1     # carries a TCP segment
 PROBE = 2    # ETX probe
 CONTROL = 3  # opaque control message (runner <-> node)
 TYPE_NAMES = {DATA: "data", PROBE: "probe", CONTROL: "control"}
 
-_HEADER = struct.Struct("!BBB4sH4sHBBBBff")
+_HEADER = struct.Struct("!BBB4sH4sHBBBBHH")
 _DATA = struct.Struct("!IIBBBIH")
 _PROBE = struct.Struct("!If")
 _CONTROL = struct.Struct("!H")
@@ -91,7 +95,7 @@ def encode(pkt: Packet) -> bytes:
             raise WireError(f"pkt_effort/pkt_qos out of [0,1]: {f.pkt_effort}, {f.pkt_qos}")
         head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, socket.inet_aton(pkt.src), pkt.sport,
                             socket.inet_aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
-                            f.snoop_limit, f.snoop_count, f.pkt_effort, f.pkt_qos)
+                            f.snoop_limit, f.snoop_count, to_fixed(f.pkt_effort), to_fixed(f.pkt_qos))
         if pkt.ptype == DATA:
             s = pkt.segment
             if s is None:
@@ -139,9 +143,7 @@ def decode(data: bytes) -> Packet:
         raise WireError(f"bad magic {magic:#x}")
     if version != VERSION:
         raise WireError(f"unsupported version {version}")
-    if not (_f32_ok(effort) and _f32_ok(qos)):
-        raise WireError("pkt_effort/pkt_qos out of [0,1]")
-    fields = AspanFields(effort, qos, s_after, s_limit, s_count)
+    fields = AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count)
     pkt = Packet(ptype, socket.inet_ntoa(src), sport, socket.inet_ntoa(dst), dport, hops, fields)
     off = HEADER_LEN
     if ptype == DATA:

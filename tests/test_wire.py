@@ -5,13 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aspan.fields import AspanFields
+from aspan.fields import FIXED_ONE, AspanFields
 from routing.wire import (CONTROL, DATA, PROBE, Packet, Probe, WireError, decode, encode,
                           wire_size)
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
 u32 = st.integers(0, 2**32 - 1)
-prob = st.floats(0.0, 1.0, width=32, allow_nan=False)
+prob = st.integers(0, FIXED_ONE).map(lambda k: k / FIXED_ONE)   # the header's grid (aspan.fields)
+ratio = st.floats(0.0, 1.0, width=32, allow_nan=False)          # a probe's ratio: f32
 ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
 port = st.integers(0, 65535)
 byte = st.integers(0, 255)
@@ -34,7 +35,7 @@ def packets(draw):
     if ptype == DATA:
         pkt.segment = draw(segment_st)
     elif ptype == PROBE:
-        pkt.probe = Probe(draw(u32), draw(st.one_of(st.just(-1.0), prob)))
+        pkt.probe = Probe(draw(u32), draw(st.one_of(st.just(-1.0), ratio)))
     else:
         pkt.control = draw(st.binary(max_size=300))
     return pkt
