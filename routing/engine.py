@@ -18,7 +18,7 @@ from aspan.fields import AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
 from routing.step import DROP_REASONS, ForwardingStep, Held
-from routing.wire import DATA, PROBE, Packet, WireError, decode, wire_size
+from routing.wire import DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, wire_size
 from tcp_user.segment import ACK, Segment
 
 __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Transmit"]
@@ -67,18 +67,29 @@ class ForwardingEngine:
 
     # ---- inputs ------------------------------------------------------------
     def on_datagram(self, data: bytes, now: float) -> list[Action]:
-        """A datagram heard from the network: decode it (malformed ones are counted and dropped)."""
+        """A datagram heard from the network.  The node's loss model applies first, to whatever was
+        heard (paper: the listener drops); what is left is decoded, and malformed ones are dropped."""
+        lost = self.step.lost(now, len(data) + IP_UDP_OVERHEAD)
         try:
             pkt = decode(data)
         except WireError as e:
+            if lost:
+                self.step.drop(now, "loss", "?")
+                return [Drop(None, "loss")]
             self.step.drop(now, "malformed", detail=str(e), size=len(data))
             return [Drop(None, "malformed")]
-        return self.on_packet(pkt, now)
+        if lost:
+            return [self.drop(pkt, "loss", now)]
+        return self._heard(pkt, now)
 
     def on_packet(self, pkt: Packet, now: float) -> list[Action]:
-        """A decoded packet heard from the network.  The node's loss model applies first (paper: the listener drops)."""
+        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
+        first, with the bytes the packet has on the link."""
         if self.step.lost(now, wire_size(pkt)):
             return [self.drop(pkt, "loss", now)]
+        return self._heard(pkt, now)
+
+    def _heard(self, pkt: Packet, now: float) -> list[Action]:
         if pkt.dst != self.address:
             return self._forward(pkt, now, "fwd")
         seg = pkt.segment
