@@ -132,7 +132,7 @@ class CongestionControl(ABC):
         self.recovery_point = conn._snd_max
 
     # ------------------------------------------------------------------ output
-    def send(self, now: float, out: list) -> None:
+    def send(self, now: float, out: list[Segment]) -> None:
         """Transmit what the windows allow (the connection's min(cwnd, rwnd) sender)."""
         self.conn._output_window(now, out)
 
@@ -250,13 +250,13 @@ class SackRecovery(CongestionControl):
         self.high_rxt = una
         self.rto_recovery = True
 
-    def send(self, now: float, out: list) -> None:
+    def send(self, now: float, out: list[Segment]) -> None:
         if self.in_recovery:
             self._send_in_recovery(now, out)
         else:
             self.conn._output_window(now, out)
 
-    def _send_in_recovery(self, now: float, out: list) -> None:
+    def _send_in_recovery(self, now: float, out: list[Segment]) -> None:
         """RFC 6675 sec. 5 step (C): transmit while cwnd - pipe >= 1 SMSS, per NextSeg()."""
         conn = self.conn
         mss = self.mss

@@ -407,12 +407,12 @@ class TcpConnection:
         if ack > una:
             self._on_new_ack(ack, now)
             if snack is not None and seg.snack:
-                self._on_snack(seg.snack)
+                self._on_snack(snack, seg.snack)
             return True
         if snack is not None and seg.snack:
             # Paper 002, Sec. III-B: SNACK-TCP handles the reported losses itself, "without
             # starting up TCP congestion control": such an ACK is not a duplicate ACK.
-            self._on_snack(seg.snack)
+            self._on_snack(snack, seg.snack)
             return True
         # RFC 5681 sec. 2: a duplicate ACK carries no data, SYN or FIN and arrives while
         # data is outstanding; the variant decides the rest (window unchanged, new SACKs)
@@ -424,10 +424,10 @@ class TcpConnection:
         cc.on_dupack(now)
         return True
 
-    def _on_snack(self, entries: tuple[int, ...]) -> None:
+    def _on_snack(self, snack: SnackSender, entries: tuple[int, ...]) -> None:
         """SNACK-TCP (paper 002): count the reports; see :class:`tcp_user.snack.SnackSender`."""
         self.stats["snack_acks"] += 1
-        self._snack.on_entries(entries, self._iss, self._snd_una, self._snd_max)
+        snack.on_entries(entries, self._iss, self._snd_una, self._snd_max)
 
     def _on_new_ack(self, ack: int, now: float) -> None:
         una = self._snd_una
@@ -460,7 +460,8 @@ class TcpConnection:
         else:
             self._rto_deadline = now + self.rto
         # our FIN acknowledged?
-        if self._fin_queued and ack >= self._data_end + 1 and self.state in TRANSITIONS[Event.FIN_ACKED]:
+        if (self._fin_queued and ack >= self._data_end + 1
+                and self.state in TRANSITIONS[Event.FIN_ACKED]):
             self._fire(now, Event.FIN_ACKED)
 
     # ------------------------------------------------------------------ data receipt
@@ -583,7 +584,7 @@ class TcpConnection:
         if st not in SEND_STATES:
             return out
         if self._snack is not None and self._snack.due:
-            self._output_snack(now, out)
+            self._output_snack(self._snack, now, out)
         self._cc.send(now, out)             # the window, or the variant's recovery rules
         # RFC 9293 sec. 3.8.6.1: persist timer while the peer's window keeps data back
         if (self._snd_una == self._snd_max and self._snd_nxt < self._data_end
@@ -592,9 +593,9 @@ class TcpConnection:
             self._persist_deadline = now + min(backoff, self.config.max_rto)
         return out
 
-    def _output_snack(self, now: float, out: list[Segment]) -> None:
+    def _output_snack(self, snack: SnackSender, now: float, out: list[Segment]) -> None:
         """SNACK-TCP retransmissions: outside cwnd, which they leave as it is (paper 002)."""
-        for s in self._snack.take_due():
+        for s in snack.take_due():
             if self._snd_una <= s < self._snd_max:
                 n = self._seg_len(s)
                 if n > 0:
@@ -619,7 +620,7 @@ class TcpConnection:
             self._force_small = True
         end_seq = self._end_seq()
         data_end = self._data_end
-        sb = cc.scoreboard                  # SACK: never resend SACKed data
+        sb = cc.scoreboard                  # None unless the variant keeps one (SACK)
         cwnd = self.cwnd + cc.lt_extra if not cc.in_recovery else self.cwnd
         right = una + self._snd_wnd                     # peer's window edge
         while self._snd_nxt < end_seq:
@@ -634,8 +635,8 @@ class TcpConnection:
                 self._force_one = False
             elif n > 0:
                 outstanding = nxt - una
-                if cc.rto_recovery and sb is not None:
-                    outstanding -= sb.sacked_between(una, nxt)
+                if cc.rto_recovery and sb is not None:   # RFC 6675 sec. 5.1: SACKed
+                    outstanding -= sb.sacked_between(una, nxt)  # data is not in flight
                 usable = min(cwnd - outstanding, right - nxt)
                 if usable < n:
                     # RFC 1122 sec. 4.2.3.4 sender SWS avoidance: a partial segment only if
