@@ -19,7 +19,7 @@ PROTO_TCP = 6
 PROTO_UDP = 17
 OPTION_LEN = 8                              # the A-SPAN option's length (routing.ip_option)
 
-FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 
 _IP = struct.Struct("!BBHHHBBH4s4s")
 _TCP_REST = struct.Struct("!IIBB")     # seq, ack, data offset, flags (after the ports)

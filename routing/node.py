@@ -69,7 +69,6 @@ class NodeCore:
             for i, nbr in enumerate(self.neighbours):
                 self._push(probes.start + 0.001 * (i + 1), "probe", nbr)
         self._push(probes.start + probes.log_interval_s, "etx_log", "")
-        self.malformed_seen = 0
 
     # ---- setup -------------------------------------------------------------
     def bind(self, endpoint: Endpoint, local_port: int, remote: str, remote_port: int,

@@ -7,7 +7,6 @@ Layout, network byte order::
     body                type DATA:    seq u32 | ack u32 | flags u8 | nsack u8 | nsnack u8 | window u32
                                       | paylen u16 | nsack x (left u32, right u32) | nsnack x u32 | payload
                         type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
-                        type CONTROL: len u16 | bytes
     trailer (4 bytes)   CRC-32 of everything before it
 
 pkt_effort and pkt_qos are the 16-bit fixed-point words of the IPv4 option
@@ -35,13 +34,10 @@ VERSION = 2
 
 DATA = 1     # carries a TCP segment
 PROBE = 2    # ETX probe
-CONTROL = 3  # opaque control message (runner <-> node)
-TYPE_NAMES = {DATA: "data", PROBE: "probe", CONTROL: "control"}
 
 _HEADER = struct.Struct("!BBB4sH4sHBBBBHH")
 _DATA = struct.Struct("!IIBBBIH")
 _PROBE = struct.Struct("!If")
-_CONTROL = struct.Struct("!H")
 _CRC = struct.Struct("!I")
 _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
@@ -72,12 +68,11 @@ class Packet:
     fields: AspanFields = field(default_factory=AspanFields)
     segment: Segment | None = None
     probe: Probe | None = None
-    control: bytes = b""
 
     def copy(self) -> "Packet":
         """A copy whose header fields can be changed without touching this one (payload shared)."""
         return Packet(self.ptype, self.src, self.sport, self.dst, self.dport, self.hops,
-                      self.fields.copy(), self.segment, self.probe, self.control)
+                      self.fields.copy(), self.segment, self.probe)
 
     def flow(self) -> tuple[str, int, str, int]:
         return (self.src, self.sport, self.dst, self.dport)
@@ -117,8 +112,6 @@ def encode(pkt: Packet) -> bytes:
             if not (p.ratio == -1.0 or _f32_ok(p.ratio)):
                 raise WireError(f"probe ratio out of range: {p.ratio}")
             body = head + _PROBE.pack(p.seq, p.ratio)
-        elif pkt.ptype == CONTROL:
-            body = head + _CONTROL.pack(len(pkt.control)) + pkt.control
         else:
             raise WireError(f"unknown packet type {pkt.ptype}")
     except (struct.error, OSError, TypeError, OverflowError) as e:
@@ -169,14 +162,6 @@ def decode(data: bytes) -> Packet:
         if not (ratio == -1.0 or _f32_ok(ratio)):
             raise WireError("probe ratio out of range")
         pkt.probe = Probe(seq, ratio)
-    elif ptype == CONTROL:
-        if off + _CONTROL.size > body_end:
-            raise WireError("truncated CONTROL body")
-        (clen,) = _CONTROL.unpack_from(data, off)
-        off += _CONTROL.size
-        if off + clen != body_end:
-            raise WireError("CONTROL length disagrees with datagram size")
-        pkt.control = bytes(data[off:body_end])
     else:
         raise WireError(f"unknown packet type {ptype}")
     return pkt
@@ -191,6 +176,4 @@ def wire_size(pkt: Packet) -> int:
     if pkt.ptype == DATA and pkt.segment is not None:
         s = pkt.segment
         return size + _DATA.size + 8 * len(s.sack) + 4 * len(s.snack) + len(s.payload)
-    if pkt.ptype == PROBE:
-        return size + _PROBE.size
-    return size + _CONTROL.size + len(pkt.control)
+    return size + _PROBE.size

@@ -53,6 +53,3 @@ class Segment:
     def is_pure_ack(self) -> bool:
         return self.flags == ACK and not self.payload
 
-    def flag_names(self) -> str:
-        names = [(SYN, "S"), (ACK, "A"), (FIN, "F"), (RST, "R")]
-        return "".join(n for bit, n in names if self.flags & bit) or "-"

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aspan.fields import FIXED_ONE, AspanFields
-from routing.wire import (CONTROL, DATA, PROBE, Packet, Probe, WireError, decode, encode,
+from routing.wire import (DATA, PROBE, Packet, Probe, WireError, decode, encode,
                           wire_size)
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
@@ -30,14 +30,12 @@ segment_st = st.builds(
 
 @st.composite
 def packets(draw):
-    ptype = draw(st.sampled_from([DATA, PROBE, CONTROL]))
+    ptype = draw(st.sampled_from([DATA, PROBE]))
     pkt = Packet(ptype, draw(ipv4), draw(port), draw(ipv4), draw(port), draw(byte), draw(fields_st))
     if ptype == DATA:
         pkt.segment = draw(segment_st)
-    elif ptype == PROBE:
-        pkt.probe = Probe(draw(u32), draw(st.one_of(st.just(-1.0), ratio)))
     else:
-        pkt.control = draw(st.binary(max_size=300))
+        pkt.probe = Probe(draw(u32), draw(st.one_of(st.just(-1.0), ratio)))
     return pkt
 
 
