@@ -24,10 +24,10 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 __all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "BitError",
-           "Composite", "build_loss_model", "drop_packet", "node_rng", "MODELS"]
+           "Composite", "build_loss_model", "drop_packet", "packet_dropper", "node_rng", "MODELS"]
 
 
 @runtime_checkable
@@ -217,8 +217,16 @@ class BitError:
 
 def drop_packet(model: LossModel, now: float, size: int) -> bool:
     """``model.drop_sized(now, size)`` if the model is size-aware, else ``model.drop(now)``."""
+    return packet_dropper(model)(now, size)
+
+
+def packet_dropper(model: LossModel) -> Callable[[float, int], bool]:
+    """:func:`drop_packet` for one model, looked up once: ``f(now, size)`` (the forwarding step's hot path)."""
     sized = getattr(model, "drop_sized", None)
-    return sized(now, size) if sized is not None else model.drop(now)
+    if sized is not None:
+        return sized
+    drop = model.drop
+    return lambda now, size: drop(now)
 
 
 class Composite:
@@ -230,6 +238,7 @@ class Composite:
 
     def __init__(self, models: Sequence[LossModel]) -> None:
         self.models = list(models)
+        self._droppers = [packet_dropper(m) for m in self.models]
 
     def drop(self, now: float) -> bool:
         dropped = False
@@ -239,8 +248,8 @@ class Composite:
 
     def drop_sized(self, now: float, size: int) -> bool:
         dropped = False
-        for m in self.models:
-            dropped = drop_packet(m, now, size) or dropped
+        for d in self._droppers:
+            dropped = d(now, size) or dropped
         return dropped
 
     def __repr__(self) -> str:

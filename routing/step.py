@@ -25,7 +25,7 @@ from typing import Any, Callable
 from aspan.agent import AckVerdict, FlowKey, GeneratedAck, SnoopAgent
 from aspan.events import EventSink
 from aspan.fields import AspanFields
-from routing.loss import LossModel, drop_packet
+from routing.loss import LossModel, packet_dropper
 
 DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
 TX_KINDS = ("send", "fwd", "local")
@@ -64,6 +64,7 @@ class ForwardingStep:
         self.quality = quality
         self.agent = agent
         self.loss = loss
+        self._drop = packet_dropper(loss)
         self.log = log
         self.drops = dict.fromkeys(DROP_REASONS, 0)
         self.tx = dict.fromkeys(TX_KINDS, 0)
@@ -75,7 +76,7 @@ class ForwardingStep:
     def lost(self, now: float, size: int) -> bool:
         """The node's loss model on a packet of ``size`` bytes it hears (paper: every listener drops
         at its rate; probes and ACKs included).  The caller logs the drop with what it parsed."""
-        return drop_packet(self.loss, now, size)
+        return self._drop(now, size)
 
     # ---- data ------------------------------------------------------------------
     def data(self, now: float, held: Held, dst: str, fields: AspanFields, kind: str) -> str | None:

@@ -43,6 +43,35 @@ _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
 HEADER_LEN = _HEADER.size
 MAX_DATAGRAM = 65507
+# The common DATA packet (no SACK blocks, no SNACK entries): header and body read or written
+# with one struct call (encode's and decode's fast paths; anything else takes the general path).
+_PLAIN_DATA = struct.Struct("!BBB4sH4sHBBBBHHIIBBBIH")
+_PLAIN_LEN = _PLAIN_DATA.size
+
+# Dotted <-> 4-byte addresses, memoised (a mesh has a handful of addresses); bounded.
+_MAX_ADDRS = 4096
+_ATON: dict[str, bytes] = {}
+_NTOA: dict[bytes, str] = {}
+
+
+def _aton(addr: str) -> bytes:
+    raw = _ATON.get(addr)
+    if raw is None:
+        raw = socket.inet_aton(addr)           # OSError for a bad address: the caller's WireError
+        if len(_ATON) >= _MAX_ADDRS:
+            _ATON.clear()
+        _ATON[addr] = raw
+    return raw
+
+
+def _ntoa(raw: bytes) -> str:
+    addr = _NTOA.get(raw)
+    if addr is None:
+        addr = socket.inet_ntoa(raw)
+        if len(_NTOA) >= _MAX_ADDRS:
+            _NTOA.clear()
+        _NTOA[raw] = addr
+    return addr
 
 
 class WireError(ValueError):
@@ -85,11 +114,29 @@ def _f32_ok(x: float) -> bool:
 def encode(pkt: Packet) -> bytes:
     """Packet -> bytes.  Raises WireError if a field does not fit the format."""
     f = pkt.fields
+    s = pkt.segment
+    if pkt.ptype == DATA and s is not None and not s.sack and not s.snack and not s.flags & ~KNOWN_FLAGS:
+        e, q = f.pkt_effort, f.pkt_qos
+        if 0.0 <= e <= 1.0 and 0.0 <= q <= 1.0 and len(s.payload) + _PLAIN_LEN + _CRC.size <= MAX_DATAGRAM:
+            try:
+                head = _PLAIN_DATA.pack(MAGIC, VERSION, DATA, _aton(pkt.src), pkt.sport, _aton(pkt.dst), pkt.dport,
+                                        pkt.hops, f.snoop_after, f.snoop_limit, f.snoop_count,
+                                        int(e * FIXED_ONE + 0.5), int(q * FIXED_ONE + 0.5),   # aspan.fields.to_fixed
+                                        s.seq, s.ack, s.flags, 0, 0, s.window, len(s.payload))
+            except (struct.error, OSError, TypeError, OverflowError) as err:
+                raise WireError(f"cannot encode packet: {err}") from None
+            payload = s.payload
+            return b"".join((head, payload, _CRC.pack(zlib.crc32(payload, zlib.crc32(head)))))
+    return _encode_general(pkt)
+
+
+def _encode_general(pkt: Packet) -> bytes:
+    f = pkt.fields
     try:
         if not (_f32_ok(f.pkt_effort) and _f32_ok(f.pkt_qos)):
             raise WireError(f"pkt_effort/pkt_qos out of [0,1]: {f.pkt_effort}, {f.pkt_qos}")
-        head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, socket.inet_aton(pkt.src), pkt.sport,
-                            socket.inet_aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
+        head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, _aton(pkt.src), pkt.sport,
+                            _aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
                             f.snoop_limit, f.snoop_count, to_fixed(f.pkt_effort), to_fixed(f.pkt_qos))
         if pkt.ptype == DATA:
             s = pkt.segment
@@ -124,6 +171,22 @@ def encode(pkt: Packet) -> bytes:
 def decode(data: bytes) -> Packet:
     """bytes -> Packet.  Raises WireError (and nothing else) for anything that is not a valid packet."""
     n = len(data)
+    if n >= _PLAIN_LEN + _CRC.size and data[2] == DATA:
+        (magic, version, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
+         seq, ack, flags, nsack, nsnack, window, paylen) = _PLAIN_DATA.unpack_from(data)
+        body_end = n - _CRC.size
+        if (magic == MAGIC and version == VERSION and not nsack and not nsnack and not flags & ~KNOWN_FLAGS
+                and _PLAIN_LEN + paylen == body_end
+                and zlib.crc32(memoryview(data)[:body_end]) == _CRC.unpack_from(data, body_end)[0]):
+            return Packet(DATA, _ntoa(src), sport, _ntoa(dst), dport, hops,
+                          AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
+                          Segment(seq, ack, flags, window, (), bytes(data[_PLAIN_LEN:body_end]), ()))
+    return _decode_general(data)
+
+
+def _decode_general(data: bytes) -> Packet:
+    """decode for any bytes: every check in order, WireError with the reason."""
+    n = len(data)
     if n < HEADER_LEN + _CRC.size:
         raise WireError(f"datagram too short ({n} bytes)")
     body_end = n - _CRC.size
@@ -137,7 +200,7 @@ def decode(data: bytes) -> Packet:
     if version != VERSION:
         raise WireError(f"unsupported version {version}")
     fields = AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count)
-    pkt = Packet(ptype, socket.inet_ntoa(src), sport, socket.inet_ntoa(dst), dport, hops, fields)
+    pkt = Packet(ptype, _ntoa(src), sport, _ntoa(dst), dport, hops, fields)
     off = HEADER_LEN
     if ptype == DATA:
         if off + _DATA.size > body_end:

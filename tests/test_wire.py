@@ -109,3 +109,25 @@ def test_seeded_fuzz_never_raises_anything_else():
         for _ in range(rng.randint(1, 4)):
             raw[rng.randrange(len(raw))] = rng.randrange(256)
         _decode_or_wire_error(bytes(raw[: rng.randint(0, len(raw))]))
+
+
+# ---- the fast paths give what the general code gives ------------------------------------------
+from routing.wire import _decode_general, _encode_general  # noqa: E402
+
+
+def _outcome(f, arg):
+    try:
+        return f(arg)
+    except WireError as e:
+        return ("WireError", str(e))
+
+
+@given(packets(), st.integers(0, 10_000), st.integers(0, 255))
+@settings(max_examples=600)
+def test_fast_encode_and_decode_agree_with_the_general_code(pkt, where, value):
+    assert _outcome(encode, pkt) == _outcome(_encode_general, pkt)
+    data = _encode_general(pkt)
+    assert decode(data) == _decode_general(data)
+    mangled = bytearray(data)
+    mangled[where % len(data)] = value
+    assert _outcome(decode, bytes(mangled)) == _outcome(_decode_general, bytes(mangled))
