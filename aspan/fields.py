@@ -22,8 +22,9 @@ def to_fixed(x: float) -> int:
 
 
 def quantise(x: float) -> float:
-    """``x`` on the header's grid: the value a receiver decodes from the word :func:`to_fixed` writes."""
-    return to_fixed(x) / FIXED_ONE
+    """``x`` on the header's grid: the value a receiver decodes from the word :func:`to_fixed` writes
+    (``to_fixed(x) / FIXED_ONE``, written out: it runs for every data packet a node sends)."""
+    return int((0.0 if x < 0.0 else 1.0 if x > 1.0 else x) * FIXED_ONE + 0.5) / FIXED_ONE
 
 
 @dataclass(slots=True)

@@ -64,19 +64,15 @@ class ForwardingStep:
         self.quality = quality
         self.agent = agent
         self.loss = loss
-        self._drop = packet_dropper(loss)
+        #: ``lost(now, size)``: the node's loss model on a packet of ``size`` bytes it hears (paper: every
+        #: listener drops at its rate; probes and ACKs included).  The caller logs the drop with what it parsed.
+        self.lost: Callable[[float, int], bool] = packet_dropper(loss)
         self.log = log
         self.drops = dict.fromkeys(DROP_REASONS, 0)
         self.tx = dict.fromkeys(TX_KINDS, 0)
         self.acks_generated = 0
         #: the ACK's window, SNACK entries and bytes are read only by agents that use them
         self.ack_details = agent.reads_ack_details
-
-    # ---- what a node hears ---------------------------------------------------------
-    def lost(self, now: float, size: int) -> bool:
-        """The node's loss model on a packet of ``size`` bytes it hears (paper: every listener drops
-        at its rate; probes and ACKs included).  The caller logs the drop with what it parsed."""
-        return self._drop(now, size)
 
     # ---- data ------------------------------------------------------------------
     def data(self, now: float, held: Held, dst: str, fields: AspanFields, kind: str) -> str | None:

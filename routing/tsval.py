@@ -75,7 +75,7 @@ class TsvalTracker:
                 return
             tsval = _U32.unpack_from(data, off)[0]
         latest = self.latest
-        if key not in latest and len(latest) >= self.max_flows:
+        if len(latest) >= self.max_flows and key not in latest:
             del latest[next(iter(latest))]
         latest[key] = tsval
 
