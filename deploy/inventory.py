@@ -1,7 +1,7 @@
 """The inventory YAML: which hosts form the mesh, how to reach them, where to install.
 
-Validated like the experiment files (``experiments/schema.py``): a wrong field,
-type or value is an ``InventoryError`` naming the file and the field path.
+Validated like the experiment files, with the same field declarations (``fieldspec``):
+a wrong field, type or value is an ``InventoryError`` naming the file and the field path.
 
 ```yaml
 defaults:                      # every host field below may also be set per host
@@ -26,17 +26,14 @@ from typing import Any
 
 import yaml
 
-from experiments.schema import F, ExperimentError, _fill, _range
+from fieldspec import BOOL, INT, NUM, STR, ConfigError, fill, in_range
+from fieldspec import Field as F
 
-INT = (int,)
-NUM = (int, float)
-STR = (str,)
-BOOL = (bool,)
 OPT_BOOL = (bool, type(None))
 OPT_STR = (str, type(None))
 
 
-class InventoryError(ExperimentError):
+class InventoryError(ConfigError):
     """An inventory file is invalid.  The message names file, field and expectation."""
 
 
@@ -46,7 +43,7 @@ def _abs_posix(v: Any) -> str | None:
 
 HOST_FIELDS: dict[str, F] = {
     "user": F(STR, "pi", None, "ssh user"),
-    "port": F(INT, 22, _range(1, 65535), "ssh port"),
+    "port": F(INT, 22, in_range(1, 65535), "ssh port"),
     "key_file": F(OPT_STR, None, None, "private key for ssh (relative to the inventory file; ~ expanded)"),
     "iface": F(STR, "wlan0", None, "wireless interface of the mesh"),
     "install_dir": F(STR, "/home/pi/aspan", _abs_posix, "per-host directory: wheels, venv, runs"),
@@ -55,7 +52,7 @@ HOST_FIELDS: dict[str, F] = {
     "sudo": F(OPT_BOOL, None, None, "prefix root commands (mesh, routes) with 'sudo -n' (default: user is not root)"),
     "strict_host_keys": F(BOOL, True, None, "reject hosts whose key is not in known_hosts (false only for virtual Pis)"),
     "known_hosts": F(OPT_STR, None, None, "known_hosts file (default: ~/.ssh/known_hosts)"),
-    "connect_timeout_s": F(NUM, 10.0, _range(0, lo_open=True), "ssh connect timeout"),
+    "connect_timeout_s": F(NUM, 10.0, in_range(0, lo_open=True), "ssh connect timeout"),
 }
 
 HOST_ONLY: dict[str, F] = {
@@ -69,15 +66,15 @@ SCHEMA: dict[str, Any] = {
     "defaults": HOST_FIELDS,
     "mesh": {
         "ssid": F(STR, "aspan-mesh", None, "IBSS network name"),
-        "channel": F((int, type(None)), None, _range(1, 196), "WiFi channel (or give freq)"),
-        "freq": F((int, type(None)), None, _range(2412, 5900), "frequency in MHz (default: from channel, else 2412)"),
+        "channel": F((int, type(None)), None, in_range(1, 196), "WiFi channel (or give freq)"),
+        "freq": F((int, type(None)), None, in_range(2412, 5900), "frequency in MHz (default: from channel, else 2412)"),
         "bssid": F(OPT_STR, None, None, "fixed IBSS cell id (avoids cell splits)"),
         "country": F(OPT_STR, None, None, "regulatory domain set with 'iw reg set' before joining"),
-        "prefix": F(INT, 24, _range(8, 30), "prefix length of the mesh addresses"),
+        "prefix": F(INT, 24, in_range(8, 30), "prefix length of the mesh addresses"),
     },
-    "udp_port": F(INT, 7000, _range(1024, 65535), "UDP port of the overlay on every host"),
-    "start_margin_s": F(NUM, 5.0, _range(0, lo_open=True), "time for the nodes to start before probing begins"),
-    "poll_interval_s": F(NUM, 1.0, _range(0, lo_open=True), "how often a run polls the hosts"),
+    "udp_port": F(INT, 7000, in_range(1024, 65535), "UDP port of the overlay on every host"),
+    "start_margin_s": F(NUM, 5.0, in_range(0, lo_open=True), "time for the nodes to start before probing begins"),
+    "poll_interval_s": F(NUM, 1.0, in_range(0, lo_open=True), "how often a run polls the hosts"),
     "hosts": F((list,), [], None, "the hosts of the mesh"),
 }
 
@@ -179,10 +176,7 @@ def load_inventory(data: Any, source: str = "inventory.yaml", base_dir: Path | N
     base_dir = base_dir or Path.cwd()
     if not isinstance(data, dict):
         raise InventoryError(source, "", "expected a YAML mapping at the top level")
-    try:
-        top = _fill(source, "", SCHEMA, data)
-    except ExperimentError as e:
-        raise InventoryError(source, e.path, e.message) from None
+    top = fill(source, "", SCHEMA, data, InventoryError)
     if not top["hosts"]:
         raise InventoryError(source, "hosts", "expected a non-empty list of hosts")
     mesh = top["mesh"]
@@ -199,10 +193,7 @@ def load_inventory(data: Any, source: str = "inventory.yaml", base_dir: Path | N
         if not isinstance(raw, dict):
             raise InventoryError(source, where, f"expected a mapping, got {type(raw).__name__}")
         merged = {**{k: v for k, v in (data.get("defaults") or {}).items() if v is not None}, **raw}
-        try:
-            h = _fill(source, where, schema_host, merged)
-        except ExperimentError as e:
-            raise InventoryError(source, e.path, e.message) from None
+        h = fill(source, where, schema_host, merged, InventoryError)
         for req in ("node", "host", "mesh_address"):
             if not h[req]:
                 raise InventoryError(source, f"{where}.{req}", "required field missing")

@@ -114,6 +114,14 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     return run_dir
 
 
+def print_run_outputs(run_dir: Path, plotted: bool) -> None:
+    """Where a finished run put its results (``aspan run`` and ``aspan deploy run``)."""
+    print(f"run directory: {run_dir}")
+    print(f"summary:       {run_dir / 'summary.csv'}")
+    if plotted:
+        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
+
+
 def _line(i: int, total: int, v: Variant, rep: int, meta: dict[str, Any]) -> str:
     extra = f" ({meta['error']})" if meta.get("error") else ""
     return f"[{i}/{total}] {v.name} rep {rep}: {meta.get('status')}{extra}"

@@ -7,83 +7,45 @@ naming the file, the field path and what was expected.
 from __future__ import annotations
 
 import copy
-import difflib
 import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 from aspan.scheme_config import SCHEMES
+from fieldspec import BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, one_of, one_of_int, unknown_field
 
 BACKENDS = ("sim", "local", "netns", "pi")
 
 
-class ExperimentError(ValueError):
+class ExperimentError(ConfigError):
     """An experiment file is invalid.  The message names file, field and expectation."""
 
-    def __init__(self, source: str, path: str, message: str) -> None:
-        self.source, self.path, self.message = source, path, message
-        super().__init__(f"{source}: {path or '<top>'}: {message}")
 
+# ---- field declarations (fieldspec: shared with deploy.inventory) ---------
+F = Field
 
-# ---- field declarations ---------------------------------------------------
-@dataclass(frozen=True)
-class F:
-    """One scalar field: Python type(s), default, and an optional check returning an error text or None."""
-
-    types: tuple[type, ...]
-    default: Any
-    check: Callable[[Any], str | None] | None = None
-    doc: str = ""
-
-
-def _range(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        if lo is not None and (v <= lo if lo_open else v < lo):
-            return f"expected a value {'>' if lo_open else '>='} {lo}, got {v}"
-        if hi is not None and v > hi:
-            return f"expected a value <= {hi}, got {v}"
-        return None
-    return check
-
-
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        return None if v in choices else f"expected one of {', '.join(choices)}, got {v!r}"
-    return check
-
-
-def _one_of_int(*choices: int) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        return None if v in choices else f"expected one of {', '.join(map(str, choices))}, got {v!r}"
-    return check
-
-
-INT = (int,)
-NUM = (int, float)
-STR = (str,)
-BOOL = (bool,)
 
 LOSS_SPEC = {  # checked in depth by routing.loss.build_loss_model; declared here for docs and paths
-    "model": F(STR, "none", _one_of("none", "bernoulli", "gilbert-elliott", "bit-error"), "loss model"),
-    "rate": F(NUM, 0.0, _range(0, 1), "bernoulli: drop probability per packet heard"),
-    "good_mean_s": F(NUM, 6.0, _range(0, lo_open=True), "gilbert-elliott: mean time in the good state"),
-    "bad_mean_s": F(NUM, 0.2, _range(0, lo_open=True), "gilbert-elliott: mean time in the bad state"),
-    "loss_good": F(NUM, 0.0, _range(0, 1), "gilbert-elliott: loss probability in the good state"),
-    "loss_bad": F(NUM, 0.5, _range(0, 1), "gilbert-elliott: loss probability in the bad state"),
-    "ber": F(NUM, 0.0, _range(0, 1), "bit-error: bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)"),
+    "model": F(STR, "none", one_of("none", "bernoulli", "gilbert-elliott", "bit-error"), "loss model"),
+    "rate": F(NUM, 0.0, in_range(0, 1), "bernoulli: drop probability per packet heard"),
+    "good_mean_s": F(NUM, 6.0, in_range(0, lo_open=True), "gilbert-elliott: mean time in the good state"),
+    "bad_mean_s": F(NUM, 0.2, in_range(0, lo_open=True), "gilbert-elliott: mean time in the bad state"),
+    "loss_good": F(NUM, 0.0, in_range(0, 1), "gilbert-elliott: loss probability in the good state"),
+    "loss_bad": F(NUM, 0.5, in_range(0, 1), "gilbert-elliott: loss probability in the bad state"),
+    "ber": F(NUM, 0.0, in_range(0, 1), "bit-error: bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)"),
     "down": F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) where the node hears nothing"),
 }
 
 SCHEMA: dict[str, Any] = {
     "name": F(STR, None, None, "experiment name (default: file name)"),
     "description": F(STR, "", None, "free text"),
-    "backend": F(STR, "local", _one_of(*BACKENDS), "where it runs"),
-    "seed": F(INT, 1, _range(0), "base seed; repetition k uses seed + k"),
-    "repetitions": F(INT, 1, _range(1), "runs per variant"),
+    "backend": F(STR, "local", one_of(*BACKENDS), "where it runs"),
+    "seed": F(INT, 1, in_range(0), "base seed; repetition k uses seed + k"),
+    "repetitions": F(INT, 1, in_range(1), "runs per variant"),
     "out": F(STR, "runs", None, "output directory"),
     "scenario": F(STR, "", None, "label of a group of variants; the scheme-comparison figures draw each scenario's variants side by side"),
     "topology": {
@@ -96,56 +58,56 @@ SCHEMA: dict[str, Any] = {
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
     },
     "link": {
-        "rate_mbps": F(NUM, 10.0, _range(0, lo_open=True), "sim: link rate"),
-        "delay_ms": F(NUM, 2.0, _range(0), "sim: one-way propagation delay"),
-        "queue_packets": F(INT, 50, _range(1), "sim: drop-tail queue per link"),
+        "rate_mbps": F(NUM, 10.0, in_range(0, lo_open=True), "sim: link rate"),
+        "delay_ms": F(NUM, 2.0, in_range(0), "sim: one-way propagation delay"),
+        "queue_packets": F(INT, 50, in_range(1), "sim: drop-tail queue per link"),
     },
     "etx": {
-        "window": F(INT, 1000, _range(1), "probes in the delivery-ratio window (paper: 1000)"),
-        "interval_s": F(NUM, 0.1, _range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
-        "mode": F(STR, "forward", _one_of("forward", "etx"), "forward: the paper's one-way ratio; etx: df x dr"),
-        "before_full": F(STR, "partial", _one_of("partial", "optimistic", "pessimistic"), "estimate before the window fills"),
-        "initial": F(NUM, 1.0, _range(0, 1), "forward ratio assumed before the neighbour reports one"),
-        "settle_s": F(NUM, 5.0, _range(0), "probing time before the flows start"),
-        "warmup_interval_s": F(NUM, 0.005, _range(0, lo_open=True), "probe interval while settling (fills the window fast)"),
-        "log_interval_s": F(NUM, 1.0, _range(0, lo_open=True), "how often each node logs its ETX values"),
+        "window": F(INT, 1000, in_range(1), "probes in the delivery-ratio window (paper: 1000)"),
+        "interval_s": F(NUM, 0.1, in_range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
+        "mode": F(STR, "forward", one_of("forward", "etx"), "forward: the paper's one-way ratio; etx: df x dr"),
+        "before_full": F(STR, "partial", one_of("partial", "optimistic", "pessimistic"), "estimate before the window fills"),
+        "initial": F(NUM, 1.0, in_range(0, 1), "forward ratio assumed before the neighbour reports one"),
+        "settle_s": F(NUM, 5.0, in_range(0), "probing time before the flows start"),
+        "warmup_interval_s": F(NUM, 0.005, in_range(0, lo_open=True), "probe interval while settling (fills the window fast)"),
+        "log_interval_s": F(NUM, 1.0, in_range(0, lo_open=True), "how often each node logs its ETX values"),
     },
     "tcp": {
-        "variant": F(STR, "reno", _one_of("reno", "sack"), "user-space TCP variant"),
-        "init_cwnd": F(INT, 2, _range(1), "initial cwnd in segments"),
-        "rcv_buffer_segments": F(INT, 64, _range(1), "receiver buffer in segments"),
-        "min_rto_s": F(NUM, 0.2, _range(0, lo_open=True), "minimum RTO"),
-        "initial_rto_s": F(NUM, 1.0, _range(0, lo_open=True), "RTO before the first RTT sample"),
-        "max_rto_s": F(NUM, 60.0, _range(0, lo_open=True), "RTO cap"),
+        "variant": F(STR, "reno", one_of("reno", "sack"), "user-space TCP variant"),
+        "init_cwnd": F(INT, 2, in_range(1), "initial cwnd in segments"),
+        "rcv_buffer_segments": F(INT, 64, in_range(1), "receiver buffer in segments"),
+        "min_rto_s": F(NUM, 0.2, in_range(0, lo_open=True), "minimum RTO"),
+        "initial_rto_s": F(NUM, 1.0, in_range(0, lo_open=True), "RTO before the first RTT sample"),
+        "max_rto_s": F(NUM, 60.0, in_range(0, lo_open=True), "RTO cap"),
         "snack": F(BOOL, False, None, "paper 002 SNACK: the receiver reports up to 6 lost segments, the sender resends one reported twice without a cwnd cut"),
     },
     "snoop": {
-        "policy": F(STR, "none", _one_of("none", "fixed", "adaptive", "every", "perfect"), "where to cache"),
-        "pkt_qos": F(NUM, 1.0, _range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
-        "snoop_after": F(INT, 0, _range(0, 255), "header: the first N forwarding nodes never cache"),
-        "snoop_limit": F(INT, 0, _range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
-        "fixed_hop": F(INT, 1, _range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
-        "dupack": F(STR, "every", _one_of("every", "once"), "every: retransmit on each dupack (paper); once: classic Snoop"),
-        "cache_bytes": F(INT, 4_000_000, _range(0), "cache bound per node"),
-        "scheme": F(STR, "aspan", _one_of(*SCHEMES), "aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
-        "snoop_tick_s": F(NUM, 0.1, _range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
-        "max_local_rxmit": F(INT, 10, _range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
-        "max_cached_segments": F(INT, 100, _range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
+        "policy": F(STR, "none", one_of("none", "fixed", "adaptive", "every", "perfect"), "where to cache"),
+        "pkt_qos": F(NUM, 1.0, in_range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
+        "snoop_after": F(INT, 0, in_range(0, 255), "header: the first N forwarding nodes never cache"),
+        "snoop_limit": F(INT, 0, in_range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
+        "fixed_hop": F(INT, 1, in_range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
+        "dupack": F(STR, "every", one_of("every", "once"), "every: retransmit on each dupack (paper); once: classic Snoop"),
+        "cache_bytes": F(INT, 4_000_000, in_range(0), "cache bound per node"),
+        "scheme": F(STR, "aspan", one_of(*SCHEMES), "aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
+        "snoop_tick_s": F(NUM, 0.1, in_range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
+        "max_local_rxmit": F(INT, 10, in_range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
+        "max_cached_segments": F(INT, 100, in_range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
     },
     "netns": {   # backend netns only (docs/NETNS.md); the other backends ignore this section
-        "handlers": F(STR, "snoop", _one_of("snoop", "accept", "kernel"),
+        "handlers": F(STR, "snoop", one_of("snoop", "accept", "kernel"),
                       "snoop: the NFQUEUE snoop agent on every node; accept: NFQUEUE accept-only; kernel: plain forwarding"),
-        "congestion": F(STR, "reno", _one_of("reno", "cubic"), "kernel TCP congestion control of the senders"),
-        "traffic": F(STR, "bulk", _one_of("bulk", "iperf3"), "bulk: the Python kernel-TCP sender/receiver; iperf3"),
-        "option": F(INT, 94, _one_of_int(30, 94, 158, 222), "IPv4 option type of the A-SPAN fields (RFC 4727 experimental)"),
-        "rate_mbit": F(NUM, 0.0, _range(0), "tc tbf rate limit on every veth (0: none)"),
-        "mtu": F(INT, 1500, _range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
-        "cwnd_poll_ms": F(NUM, 5.0, _range(0.5, 1000), "TCP_INFO sampling period of the sender"),
-        "queue_maxlen": F(INT, 4096, _range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
+        "congestion": F(STR, "reno", one_of("reno", "cubic"), "kernel TCP congestion control of the senders"),
+        "traffic": F(STR, "bulk", one_of("bulk", "iperf3"), "bulk: the Python kernel-TCP sender/receiver; iperf3"),
+        "option": F(INT, 94, one_of_int(30, 94, 158, 222), "IPv4 option type of the A-SPAN fields (RFC 4727 experimental)"),
+        "rate_mbit": F(NUM, 0.0, in_range(0), "tc tbf rate limit on every veth (0: none)"),
+        "mtu": F(INT, 1500, in_range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
+        "cwnd_poll_ms": F(NUM, 5.0, in_range(0.5, 1000), "TCP_INFO sampling period of the sender"),
+        "queue_maxlen": F(INT, 4096, in_range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
-        "max_duration_s": F(NUM, 600.0, _range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
+        "max_duration_s": F(NUM, 600.0, in_range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
     },
     "variants": F((list,), [], None, "list of {name, ...overrides}"),
     "sweep": F((dict,), {}, None, "{field: dotted.path, values: [...]}: one variant per value (per variant)"),
@@ -154,59 +116,21 @@ SCHEMA: dict[str, Any] = {
 FLOW_SPEC = {
     "sender": F(STR, "A", None, "sending node"),
     "receiver": F(STR, "D", None, "receiving node"),
-    "segments": F(INT, 16000, _range(1), "segments to send"),
-    "segment_size": F(INT, 1000, _range(1, 60000), "payload bytes per segment (MSS)"),
-    "start_s": F(NUM, 0.0, _range(0), "start, relative to the end of ETX settling"),
-    "variant": F(STR, None, _one_of("reno", "sack"), "TCP variant of this flow (default: tcp.variant)"),
+    "segments": F(INT, 16000, in_range(1), "segments to send"),
+    "segment_size": F(INT, 1000, in_range(1, 60000), "payload bytes per segment (MSS)"),
+    "start_s": F(NUM, 0.0, in_range(0), "start, relative to the end of ETX settling"),
+    "variant": F(STR, None, one_of("reno", "sack"), "TCP variant of this flow (default: tcp.variant)"),
 }
 
 
 # ---- validation -----------------------------------------------------------
-def _type_name(types: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
-    if types == NUM:
-        return "a number"
-    return " or ".join(names.get(t, t.__name__) for t in types)
-
-
-def _check_value(src: str, path: str, spec: F, v: Any) -> Any:
-    if isinstance(v, bool) and bool not in spec.types:
-        raise ExperimentError(src, path, f"expected {_type_name(spec.types)}, got {v!r}")
-    if not isinstance(v, spec.types):
-        raise ExperimentError(src, path, f"expected {_type_name(spec.types)}, got {type(v).__name__} {v!r}")
-    if spec.check:
-        err = spec.check(v)
-        if err:
-            raise ExperimentError(src, path, err)
-    return v
+def _fill(src: str, path: str, schema: dict[str, Any], data: Any) -> dict[str, Any]:
+    """Validate ``data`` against ``schema`` and return it with defaults filled in (ExperimentError)."""
+    return fill(src, path, schema, data, ExperimentError)
 
 
 def _unknown(src: str, path: str, key: str, known: list[str]) -> ExperimentError:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ExperimentError(src, f"{path}.{key}" if path else key,
-                           f"unknown field{hint}; expected one of {', '.join(known)}")
-
-
-def _fill(src: str, path: str, schema: dict[str, Any], data: Any) -> dict[str, Any]:
-    """Validate ``data`` against ``schema`` and return it with defaults filled in."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ExperimentError(src, path, f"expected a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in schema:
-            raise _unknown(src, path, str(key), list(schema))
-    out: dict[str, Any] = {}
-    for key, spec in schema.items():
-        sub = f"{path}.{key}" if path else key
-        if isinstance(spec, dict):
-            out[key] = _fill(src, sub, spec, data.get(key))
-        elif key in data:
-            out[key] = _check_value(src, sub, spec, data[key])
-        else:
-            out[key] = copy.deepcopy(spec.default)
-    return out
+    return unknown_field(src, path, key, known, ExperimentError)  # type: ignore[return-value]
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

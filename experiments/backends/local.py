@@ -146,7 +146,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             cpath = rep_dir / f"{n}.node.json"
             cpath.write_text(json.dumps(conf))
             with open(rep_dir / f"{n}.stderr", "wb") as err:
-                procs[n] = subprocess.Popen([sys.executable, "-m", "aspan", "node", "--config", str(cpath)],
+                procs[n] = subprocess.Popen([sys.executable, "-m", "experiments", "node", "--config", str(cpath)],
                                             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         end_by = t0 + settle + max_dur
         while True:

@@ -1,4 +1,9 @@
-"""The ``aspan`` command line: run, validate, plot (and the node/deploy commands of the drivers)."""
+"""The ``aspan`` command line: run, validate, plot, clean, node and deploy.
+
+It lives in the application layer (``experiments``): it wires the runner, the plots and the
+Pi tasks together, which the protocol packages must not know (tests/test_layers.py).
+``python -m experiments`` runs it without the installed ``aspan`` script.
+"""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +26,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from experiments.runner import run_experiment
+    from experiments.runner import print_run_outputs, run_experiment
     from experiments.schema import ExperimentError, load_file
     exp = load_file(args.experiment)
     if args.repetitions is not None:
@@ -33,23 +38,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
     options = None
     if (backend or exp.base["backend"]) == "pi":
-        from deploy.cli import pi_backend_options
+        from experiments.deploy_cli import pi_backend_options
         options = pi_backend_options(args.inventory, exp)
     run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
                              jobs=args.jobs, plot=not args.no_plot, backend_options=options)
     if options is not None:
-        from deploy.cli import report_failures
+        from experiments.deploy_cli import report_failures
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return 0
-
-
-def print_run_outputs(run_dir: Path, plotted: bool) -> None:
-    """Where a finished run put its results (``aspan run`` and ``aspan deploy run``)."""
-    print(f"run directory: {run_dir}")
-    print(f"summary:       {run_dir / 'summary.csv'}")
-    if plotted:
-        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
 
 
 def select_variants(exp: "Experiment", patterns: str) -> list:
@@ -123,17 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--config", required=True, help="node configuration written by the runner")
     n.set_defaults(func=_cmd_node)
 
-    from deploy.cli import add_deploy_parser
+    from experiments.deploy_cli import add_deploy_parser
     add_deploy_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.schema import ExperimentError
+    from fieldspec import ConfigError
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ExperimentError as e:
+    except ConfigError as e:   # an experiment or inventory file, or an option: names file and field
         print(f"aspan: error: {e}", file=sys.stderr)
         return 2
     except ValueError as e:

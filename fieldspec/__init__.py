@@ -1,0 +1,122 @@
+"""Declared YAML fields and their validation, shared by the experiment schema and the Pi inventory.
+
+A neutral, dependency-free module: ``experiments.schema`` (experiment files) and
+``deploy.inventory`` (inventory files) both declare their fields with :class:`Field`
+and validate with :func:`fill`, so a wrong file is rejected the same way everywhere:
+a :class:`ConfigError` naming the file, the field path and what was expected.
+It imports nothing of the project (the layer rule of tests/test_layers.py).
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["ConfigError", "Field", "Check", "in_range", "one_of", "one_of_int", "type_name",
+           "check_value", "unknown_field", "fill", "INT", "NUM", "STR", "BOOL"]
+
+Check = Callable[[Any], "str | None"]
+
+INT = (int,)
+NUM = (int, float)
+STR = (str,)
+BOOL = (bool,)
+
+
+class ConfigError(ValueError):
+    """A configuration file is invalid.  The message names file, field path and expectation."""
+
+    def __init__(self, source: str, path: str, message: str) -> None:
+        self.source, self.path, self.message = source, path, message
+        super().__init__(f"{source}: {path or '<top>'}: {message}")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One scalar field: Python type(s), default, and an optional check returning an error text or None."""
+
+    types: tuple[type, ...]
+    default: Any
+    check: Check | None = None
+    doc: str = ""
+
+
+def in_range(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Check:
+    """A check: ``lo <= v <= hi`` (``lo < v`` with ``lo_open``); either bound may be None."""
+    def check(v: Any) -> str | None:
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            return f"expected a value {'>' if lo_open else '>='} {lo}, got {v}"
+        if hi is not None and v > hi:
+            return f"expected a value <= {hi}, got {v}"
+        return None
+    return check
+
+
+def one_of(*choices: str) -> Check:
+    """A check: the value is one of ``choices`` (strings)."""
+    def check(v: Any) -> str | None:
+        return None if v in choices else f"expected one of {', '.join(choices)}, got {v!r}"
+    return check
+
+
+def one_of_int(*choices: int) -> Check:
+    """A check: the value is one of ``choices`` (integers)."""
+    def check(v: Any) -> str | None:
+        return None if v in choices else f"expected one of {', '.join(map(str, choices))}, got {v!r}"
+    return check
+
+
+def type_name(types: tuple[type, ...]) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
+    if types == NUM:
+        return "a number"
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def check_value(src: str, path: str, spec: Field, v: Any, error: type[ConfigError] = ConfigError) -> Any:
+    """``v`` if it has ``spec``'s type and passes its check, else an ``error`` at ``path``."""
+    if isinstance(v, bool) and bool not in spec.types:
+        raise error(src, path, f"expected {type_name(spec.types)}, got {v!r}")
+    if not isinstance(v, spec.types):
+        raise error(src, path, f"expected {type_name(spec.types)}, got {type(v).__name__} {v!r}")
+    if spec.check:
+        err = spec.check(v)
+        if err:
+            raise error(src, path, err)
+    return v
+
+
+def unknown_field(src: str, path: str, key: str, known: list[str],
+                  error: type[ConfigError] = ConfigError) -> ConfigError:
+    """The error for a key the schema does not declare, with the closest known name as a hint."""
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return error(src, f"{path}.{key}" if path else key,
+                 f"unknown field{hint}; expected one of {', '.join(known)}")
+
+
+def fill(src: str, path: str, schema: dict[str, Any], data: Any,
+         error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+    """Validate ``data`` against ``schema`` (nested dicts of :class:`Field`) and return it with defaults filled in.
+
+    A wrong field raises ``error`` (a :class:`ConfigError` subclass of the caller's choosing:
+    ``ExperimentError``, ``InventoryError``) naming ``src`` and the field path.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise error(src, path, f"expected a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in schema:
+            raise unknown_field(src, path, str(key), list(schema), error)
+    out: dict[str, Any] = {}
+    for key, spec in schema.items():
+        sub = f"{path}.{key}" if path else key
+        if isinstance(spec, dict):
+            out[key] = fill(src, sub, spec, data.get(key), error)
+        elif key in data:
+            out[key] = check_value(src, sub, spec, data[key], error)
+        else:
+            out[key] = copy.deepcopy(spec.default)
+    return out
