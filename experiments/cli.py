@@ -86,6 +86,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from experiments.backends import BACKENDS   # the registry (imports no backend)
     p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -95,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures")
     r.add_argument("experiment")
-    r.add_argument("--backend", choices=["sim", "local", "netns", "pi"], default=None,
+    r.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="default: the YAML's backend field")
     r.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")
     r.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")

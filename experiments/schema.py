@@ -15,10 +15,14 @@ from typing import Any
 
 import yaml
 
-from aspan.scheme_config import SCHEMES
-from fieldspec import BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, one_of, one_of_int, unknown_field
-
-BACKENDS = ("sim", "local", "netns", "pi")
+from aspan.policy import DUPACK_DISCIPLINES, POLICIES
+from aspan.schemes import SCHEMES
+from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
+from experiments.backends import BACKENDS
+from fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
+                       unknown_field)
+from routing.loss import MODELS as LOSS_MODELS
+from tcp_user.config import VARIANTS
 
 
 class ExperimentError(ConfigError):
@@ -29,21 +33,24 @@ class ExperimentError(ConfigError):
 F = Field
 
 
-LOSS_SPEC = {  # checked in depth by routing.loss.build_loss_model; declared here for docs and paths
-    "model": F(STR, "none", one_of("none", "bernoulli", "gilbert-elliott", "bit-error"), "loss model"),
-    "rate": F(NUM, 0.0, in_range(0, 1), "bernoulli: drop probability per packet heard"),
-    "good_mean_s": F(NUM, 6.0, in_range(0, lo_open=True), "gilbert-elliott: mean time in the good state"),
-    "bad_mean_s": F(NUM, 0.2, in_range(0, lo_open=True), "gilbert-elliott: mean time in the bad state"),
-    "loss_good": F(NUM, 0.0, in_range(0, 1), "gilbert-elliott: loss probability in the good state"),
-    "loss_bad": F(NUM, 0.5, in_range(0, 1), "gilbert-elliott: loss probability in the bad state"),
-    "ber": F(NUM, 0.0, in_range(0, 1), "bit-error: bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)"),
-    "down": F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) where the node hears nothing"),
-}
+def loss_spec() -> dict[str, Field]:
+    """Every key of a loss spec: ``model``, the settings of every model of
+    :data:`routing.loss.MODELS` (the registry), and ``down``.  Read at each use, so a model
+    registered later is known."""
+    spec: dict[str, Field] = {"model": F(STR, "none", member_of(LOSS_MODELS), "loss model")}
+    for name, kind in LOSS_MODELS.items():
+        for key, setting in kind.settings.items():
+            if spec.setdefault(key, setting) != setting:
+                raise ValueError(f"routing.loss.MODELS[{name!r}] declares setting {key!r} unlike another model")
+    spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
+                     "where the node hears nothing")
+    return spec
+
 
 SCHEMA: dict[str, Any] = {
     "name": F(STR, None, None, "experiment name (default: file name)"),
     "description": F(STR, "", None, "free text"),
-    "backend": F(STR, "local", one_of(*BACKENDS), "where it runs"),
+    "backend": F(STR, "local", member_of(BACKENDS), "where it runs (experiments.backends.BACKENDS)"),
     "seed": F(INT, 1, in_range(0), "base seed; repetition k uses seed + k"),
     "repetitions": F(INT, 1, in_range(1), "runs per variant"),
     "out": F(STR, "runs", None, "output directory"),
@@ -54,7 +61,7 @@ SCHEMA: dict[str, Any] = {
         "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; default: chain routes"),
     },
     "loss": {
-        "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see LOSS_SPEC)"),
+        "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
     },
     "link": {
@@ -65,15 +72,15 @@ SCHEMA: dict[str, Any] = {
     "etx": {
         "window": F(INT, 1000, in_range(1), "probes in the delivery-ratio window (paper: 1000)"),
         "interval_s": F(NUM, 0.1, in_range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
-        "mode": F(STR, "forward", one_of("forward", "etx"), "forward: the paper's one-way ratio; etx: df x dr"),
-        "before_full": F(STR, "partial", one_of("partial", "optimistic", "pessimistic"), "estimate before the window fills"),
+        "mode": F(STR, "forward", member_of(QUALITY_MODES), "forward: the paper's one-way ratio; etx: df x dr"),
+        "before_full": F(STR, "partial", member_of(BEFORE_FULL_MODES), "estimate before the window fills"),
         "initial": F(NUM, 1.0, in_range(0, 1), "forward ratio assumed before the neighbour reports one"),
         "settle_s": F(NUM, 5.0, in_range(0), "probing time before the flows start"),
         "warmup_interval_s": F(NUM, 0.005, in_range(0, lo_open=True), "probe interval while settling (fills the window fast)"),
         "log_interval_s": F(NUM, 1.0, in_range(0, lo_open=True), "how often each node logs its ETX values"),
     },
     "tcp": {
-        "variant": F(STR, "reno", one_of("reno", "sack"), "user-space TCP variant"),
+        "variant": F(STR, "reno", member_of(VARIANTS), "user-space TCP variant (tcp_user.config.VARIANTS)"),
         "init_cwnd": F(INT, 2, in_range(1), "initial cwnd in segments"),
         "rcv_buffer_segments": F(INT, 64, in_range(1), "receiver buffer in segments"),
         "min_rto_s": F(NUM, 0.2, in_range(0, lo_open=True), "minimum RTO"),
@@ -82,14 +89,14 @@ SCHEMA: dict[str, Any] = {
         "snack": F(BOOL, False, None, "paper 002 SNACK: the receiver reports up to 6 lost segments, the sender resends one reported twice without a cwnd cut"),
     },
     "snoop": {
-        "policy": F(STR, "none", one_of("none", "fixed", "adaptive", "every", "perfect"), "where to cache"),
+        "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),
         "pkt_qos": F(NUM, 1.0, in_range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
         "snoop_after": F(INT, 0, in_range(0, 255), "header: the first N forwarding nodes never cache"),
         "snoop_limit": F(INT, 0, in_range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
         "fixed_hop": F(INT, 1, in_range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
-        "dupack": F(STR, "every", one_of("every", "once"), "every: retransmit on each dupack (paper); once: classic Snoop"),
+        "dupack": F(STR, "every", member_of(DUPACK_DISCIPLINES), "every: retransmit on each dupack (paper); once: classic Snoop"),
         "cache_bytes": F(INT, 4_000_000, in_range(0), "cache bound per node"),
-        "scheme": F(STR, "aspan", one_of(*SCHEMES), "aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
+        "scheme": F(STR, "aspan", member_of(SCHEMES), "the snoop scheme (aspan.schemes.SCHEMES): aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
         "snoop_tick_s": F(NUM, 0.1, in_range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
         "max_local_rxmit": F(INT, 10, in_range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
         "max_cached_segments": F(INT, 100, in_range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
@@ -119,7 +126,7 @@ FLOW_SPEC = {
     "segments": F(INT, 16000, in_range(1), "segments to send"),
     "segment_size": F(INT, 1000, in_range(1, 60000), "payload bytes per segment (MSS)"),
     "start_s": F(NUM, 0.0, in_range(0), "start, relative to the end of ETX settling"),
-    "variant": F(STR, None, one_of("reno", "sack"), "TCP variant of this flow (default: tcp.variant)"),
+    "variant": F(STR, None, member_of(VARIANTS), "TCP variant of this flow (default: tcp.variant)"),
 }
 
 
@@ -143,18 +150,10 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-LOSS_MODEL_KEYS = {
-    "none": ("down",),
-    "bernoulli": ("rate", "down"),
-    "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "down"),
-    "bit-error": ("ber", "down"),
-}
-
-
 def _check_loss(src: str, path: str, spec: Any) -> dict[str, Any]:
     """A loss spec with the defaults of its model only; a key of another model is an error."""
-    full = _fill(src, path, LOSS_SPEC, spec)
-    allowed = LOSS_MODEL_KEYS[full["model"]]
+    full = _fill(src, path, loss_spec(), spec)
+    allowed = (*LOSS_MODELS[full["model"]].settings, "down")
     for key in (spec or {}):
         if key != "model" and key not in allowed:
             raise ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
@@ -221,14 +220,13 @@ def _check_semantics(src: str, cfg: dict[str, Any]) -> None:
 
 def _check_scheme(src: str, snoop: dict[str, Any]) -> None:
     """Where each snoop scheme caches: multihop on every forwarding node (paper 000), the
-    others where snoop.policy says, so they need a policy that caches somewhere."""
-    scheme, policy = snoop["scheme"], snoop["policy"]
-    if scheme == "multihop" and policy not in ("none", "every"):
-        raise ExperimentError(src, "snoop.policy", f"scheme multihop caches on every forwarding node "
-                              f"(paper 000); expected policy every or none, got {policy!r}")
-    if scheme not in ("aspan", "multihop") and policy == "none":
-        raise ExperimentError(src, "snoop.policy", f"scheme {scheme!r} caches nowhere with policy none; "
-                              "expected fixed, adaptive, every or perfect")
+    others where snoop.policy says, so they need a policy that caches somewhere.  Each
+    scheme's entry in aspan.schemes.SCHEMES says which policies it runs with."""
+    name, policy = snoop["scheme"], snoop["policy"]
+    scheme = SCHEMES[name]
+    if policy not in scheme.policies:
+        raise ExperimentError(src, "snoop.policy", f"scheme {name!r} {scheme.policy_note}; expected policy "
+                              f"{' or '.join(scheme.policies)}, got {policy!r}")
 
 
 @dataclass
@@ -260,7 +258,7 @@ class Experiment:
 
 def _get_path(cfg: dict[str, Any], dotted: str) -> Any:
     if dotted.startswith("loss.default."):  # the loss spec is validated as a whole, by model
-        return LOSS_SPEC.get(dotted[len("loss.default."):])
+        return loss_spec().get(dotted[len("loss.default."):])
     node: Any = SCHEMA
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
-__all__ = ["ConfigError", "Field", "Check", "in_range", "one_of", "one_of_int", "type_name",
+__all__ = ["ConfigError", "Field", "Check", "in_range", "one_of", "member_of", "one_of_int", "type_name",
            "check_value", "unknown_field", "fill", "INT", "NUM", "STR", "BOOL"]
 
 Check = Callable[[Any], "str | None"]
@@ -57,6 +57,19 @@ def one_of(*choices: str) -> Check:
     """A check: the value is one of ``choices`` (strings)."""
     def check(v: Any) -> str | None:
         return None if v in choices else f"expected one of {', '.join(choices)}, got {v!r}"
+    return check
+
+
+def member_of(registry: Collection[str]) -> Check:
+    """A check: the value is a name of ``registry`` (a dict or tuple of names), read at check time.
+
+    Registries own their names (a scheme, a loss model, a backend is added by one line in its
+    registry), so the check must see entries registered after the schema was imported.
+    """
+    def check(v: Any) -> str | None:
+        if v in registry:
+            return None
+        return f"expected one of {', '.join(registry)}, got {v!r}"
     return check
 
 
