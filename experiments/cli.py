@@ -16,13 +16,21 @@ if TYPE_CHECKING:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from experiments.schema import load_file
+    """Check every file; every error of every file is printed (one line each), exit 2 if any."""
+    from experiments.schema import ExperimentError, load_file
+    failed = 0
     for f in args.files:
-        exp = load_file(f)
+        try:
+            exp = load_file(f)
+        except ExperimentError as e:
+            failed += 1
+            for err in e.errors:
+                print(f"aspan: error: {err}", file=sys.stderr)
+            continue
         reps = exp.base["repetitions"]
         print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
               + ", ".join(v.name for v in exp.variants))
-    return 0
+    return 2 if failed else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -132,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ConfigError as e:   # an experiment or inventory file, or an option: names file and field
-        print(f"aspan: error: {e}", file=sys.stderr)
+        for err in e.errors:   # every error of the file, one line each
+            print(f"aspan: error: {err}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"aspan: error: {e}", file=sys.stderr)

@@ -20,7 +20,7 @@ from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
 from fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
-                       unknown_field)
+                       raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
 from tcp_user.config import VARIANTS
 
@@ -131,11 +131,6 @@ FLOW_SPEC = {
 
 
 # ---- validation -----------------------------------------------------------
-def _fill(src: str, path: str, schema: dict[str, Any], data: Any) -> dict[str, Any]:
-    """Validate ``data`` against ``schema`` and return it with defaults filled in (ExperimentError)."""
-    return fill(src, path, schema, data, ExperimentError)
-
-
 def _unknown(src: str, path: str, key: str, known: list[str]) -> ExperimentError:
     return unknown_field(src, path, key, known, ExperimentError)  # type: ignore[return-value]
 
@@ -150,83 +145,105 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_loss(src: str, path: str, spec: Any) -> dict[str, Any]:
+Errors = list[ConfigError]
+
+
+def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
     """A loss spec with the defaults of its model only; a key of another model is an error."""
-    full = _fill(src, path, loss_spec(), spec)
+    found: Errors = []
+    full = fill(src, path, loss_spec(), spec, ExperimentError, found)
+    model_ok = not any(e.path == f"{path}.model" for e in found)
+    errs.extend(found)
     allowed = (*LOSS_MODELS[full["model"]].settings, "down")
-    for key in (spec or {}):
-        if key != "model" and key not in allowed:
-            raise ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
-                                  f"expected one of {', '.join(allowed)}")
+    for key in (spec if model_ok and isinstance(spec, dict) else {}):
+        if key != "model" and key not in allowed and key in full:
+            errs.append(ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
+                                        f"expected one of {', '.join(allowed)}"))
     full = {k: v for k, v in full.items() if k == "model" or k in allowed}
     for i, iv in enumerate(full["down"]):
         if not (isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in iv)
                 and 0 <= iv[0] < iv[1]):
-            raise ExperimentError(src, f"{path}.down[{i}]", f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}")
+            errs.append(ExperimentError(src, f"{path}.down[{i}]",
+                                        f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}"))
     return full
 
 
-def _check_semantics(src: str, cfg: dict[str, Any]) -> None:
-    """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible."""
-    topo = cfg["topology"]
+def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
+    """Nodes named and unique, addresses valid and unique, routes between known nodes.
+    False when the chain itself is wrong (the checks that need the nodes are skipped)."""
     nodes = topo["chain"]
     if len(nodes) < 2 or not all(isinstance(n, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", n) for n in nodes):
-        raise ExperimentError(src, "topology.chain", f"expected at least two node names (letters, digits, _ -), got {nodes!r}")
+        errs.append(ExperimentError(src, "topology.chain",
+                                    f"expected at least two node names (letters, digits, _ -), got {nodes!r}"))
+        return False
     if len(set(nodes)) != len(nodes):
-        raise ExperimentError(src, "topology.chain", f"node names repeat: {nodes!r}")
+        errs.append(ExperimentError(src, "topology.chain", f"node names repeat: {nodes!r}"))
+        return False
     addrs = topo["addresses"]
     for n, a in addrs.items():
         if n not in nodes:
-            raise ExperimentError(src, f"topology.addresses.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+            errs.append(ExperimentError(src, f"topology.addresses.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+            continue
         try:
             ipaddress.IPv4Address(a)
         except (ValueError, TypeError):
-            raise ExperimentError(src, f"topology.addresses.{n}", f"expected an IPv4 address, got {a!r}") from None
+            errs.append(ExperimentError(src, f"topology.addresses.{n}", f"expected an IPv4 address, got {a!r}"))
     full_addrs = {n: addrs.get(n, f"10.2.1.{i + 1}") for i, n in enumerate(nodes)}
     if len(set(full_addrs.values())) != len(nodes):
-        raise ExperimentError(src, "topology.addresses", f"addresses repeat: {full_addrs}")
+        errs.append(ExperimentError(src, "topology.addresses", f"addresses repeat: {full_addrs}"))
     topo["addresses"] = full_addrs
     for n, table in topo["routes"].items():
         if n not in nodes:
-            raise ExperimentError(src, f"topology.routes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
-        if not isinstance(table, dict):
-            raise ExperimentError(src, f"topology.routes.{n}", "expected a mapping destination -> next hop")
-        for dst, via in table.items():
-            if dst not in nodes or via not in nodes:
-                raise ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}")
-    cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"])
+            errs.append(ExperimentError(src, f"topology.routes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+        elif not isinstance(table, dict):
+            errs.append(ExperimentError(src, f"topology.routes.{n}", "expected a mapping destination -> next hop"))
+        else:
+            for dst, via in table.items():
+                if dst not in nodes or via not in nodes:
+                    errs.append(ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}"))
+    return True
+
+
+def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
+    """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible.
+    Every error found is appended to ``errs``."""
+    nodes_ok = _check_topology(src, cfg["topology"], errs)
+    nodes = cfg["topology"]["chain"]
+    cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"], errs)
     for n, spec in list(cfg["loss"]["nodes"].items()):
-        if n not in nodes:
-            raise ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+        if nodes_ok and n not in nodes:
+            errs.append(ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+            continue
         merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
             else _deep_merge(cfg["loss"]["default"], spec or {})
-        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged)
+        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged, errs)
     if not cfg["flows"]:
-        raise ExperimentError(src, "flows", "expected at least one flow")
+        errs.append(ExperimentError(src, "flows", "expected at least one flow"))
     flows = []
     for i, fl in enumerate(cfg["flows"]):
-        f = _fill(src, f"flows[{i}]", FLOW_SPEC, fl)
+        f = fill(src, f"flows[{i}]", FLOW_SPEC, fl, ExperimentError, errs)
         for role in ("sender", "receiver"):
-            if f[role] not in nodes:
-                raise ExperimentError(src, f"flows[{i}].{role}", f"unknown node {f[role]!r}; expected one of {', '.join(nodes)}")
+            if nodes_ok and f[role] not in nodes:
+                errs.append(ExperimentError(src, f"flows[{i}].{role}",
+                                            f"unknown node {f[role]!r}; expected one of {', '.join(nodes)}"))
         if f["sender"] == f["receiver"]:
-            raise ExperimentError(src, f"flows[{i}]", "sender and receiver are the same node")
+            errs.append(ExperimentError(src, f"flows[{i}]", "sender and receiver are the same node"))
         flows.append(f)
     cfg["flows"] = flows
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
-        raise ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s")
-    _check_scheme(src, cfg["snoop"])
+        errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
+    _check_scheme(src, cfg["snoop"], errs)
 
 
-def _check_scheme(src: str, snoop: dict[str, Any]) -> None:
+def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:
     """Where each snoop scheme caches: multihop on every forwarding node (paper 000), the
     others where snoop.policy says, so they need a policy that caches somewhere.  Each
     scheme's entry in aspan.schemes.SCHEMES says which policies it runs with."""
     name, policy = snoop["scheme"], snoop["policy"]
     scheme = SCHEMES[name]
     if policy not in scheme.policies:
-        raise ExperimentError(src, "snoop.policy", f"scheme {name!r} {scheme.policy_note}; expected policy "
-                              f"{' or '.join(scheme.policies)}, got {policy!r}")
+        errs.append(ExperimentError(src, "snoop.policy", f"scheme {name!r} {scheme.policy_note}; expected policy "
+                                    f"{' or '.join(scheme.policies)}, got {policy!r}"))
 
 
 @dataclass
@@ -278,63 +295,88 @@ def _set_path(cfg: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
 
 
 def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml") -> Experiment:
-    """Validate a parsed YAML document and expand variants and sweep."""
+    """Validate a parsed YAML document and expand variants and sweep.
+
+    Every error of the document is reported at once: one ExperimentError per wrong field
+    (``.errors``; the first is the error itself), each naming the file and the field path.
+    An error of the top-level settings is named once, at its top-level path, not again per
+    variant; an error of a variant's own settings is named ``variants[<name>].<path>``.
+    """
     if not isinstance(data, dict):
         raise ExperimentError(source, "", "expected a YAML mapping at the top level")
-    base = _fill(source, "", SCHEMA, data)
+    errs: Errors = []
+    base = fill(source, "", SCHEMA, data, ExperimentError, errs)
     name = base["name"] or Path(source).stem
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise ExperimentError(source, "name", f"expected letters, digits, '.', '_' or '-', got {name!r}")
+        errs.append(ExperimentError(source, "name", f"expected letters, digits, '.', '_' or '-', got {name!r}"))
     base["name"] = name
     raw_variants = base.pop("variants")
     sweep = base.pop("sweep")
+    _check_semantics(source, base, errs)
+    seen = {(e.path, e.message) for e in errs}
     bare = {k: v for k, v in data.items() if k not in ("variants", "sweep")}
-    specs: list[tuple[str, dict[str, Any]]] = []
-    for i, v in enumerate(raw_variants or [{"name": "default"}]):
-        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", v["name"]):
-            raise ExperimentError(source, f"variants[{i}].name", "expected a name of letters, digits, '.', '_' or '-'")
-        over = {k: val for k, val in v.items() if k != "name"}
-        for key in over:
-            if key in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend"):
-                raise ExperimentError(source, f"variants[{i}].{key}", "cannot be set per variant")
-        specs.append((v["name"], over))
-    if len({n for n, _ in specs}) != len(specs):
-        raise ExperimentError(source, "variants", "variant names repeat")
-    expanded: list[tuple[str, dict[str, Any], Any]] = []
-    if sweep:
-        for key in sweep:
-            if key not in ("field", "values"):
-                raise _unknown(source, "sweep", key, ["field", "values"])
-        field = sweep.get("field")
-        values = sweep.get("values")
-        if not isinstance(field, str) or not isinstance(_get_path(SCHEMA, field), F):
-            raise ExperimentError(source, "sweep.field", f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}")
-        if not isinstance(values, list) or not values:
-            raise ExperimentError(source, "sweep.values", "expected a non-empty list")
-        for vname, over in specs:
-            for val in values:
-                expanded.append((f"{vname}-{val}" if raw_variants else f"{field.split('.')[-1]}-{val}",
-                                 _deep_merge(over, _set_path({}, field, val)), val))
-    else:
-        expanded = [(n, o, None) for n, o in specs]
+    specs = _variant_specs(source, raw_variants, errs)
+    expanded = _expand_sweep(source, sweep, specs, bool(raw_variants), errs)
     variants: list[Variant] = []
     for vname, over, sval in expanded:
         where = f"variants[{vname}]"
-        merged = _deep_merge(bare, over)
-        try:
-            cfg = _fill(source, "", SCHEMA, merged)
-        except ExperimentError as e:
-            raise ExperimentError(source, f"{where}.{e.path}", e.message) from None
+        found: Errors = []
+        cfg = fill(source, "", SCHEMA, _deep_merge(bare, over), ExperimentError, found)
+        fill_errors = len(found)
         cfg.pop("variants")
         cfg.pop("sweep")
         cfg["name"] = name
-        try:
-            _check_semantics(source, cfg)
-        except ExperimentError as e:
-            raise ExperimentError(source, f"{where}.{e.path}" if raw_variants or sweep else e.path, e.message) from None
+        _check_semantics(source, cfg, found)
+        for i, e in enumerate(found):
+            if (e.path, e.message) in seen:
+                continue     # the top-level setting's error, named once above
+            prefixed = i < fill_errors or raw_variants or sweep
+            errs.append(ExperimentError(source, f"{where}.{e.path}" if prefixed else e.path, e.message))
         variants.append(Variant(vname, cfg, sval))
-    _check_semantics(source, base)
+    raise_all(errs)
     return Experiment(source, name, base, variants, sweep or None)
+
+
+def _variant_specs(source: str, raw_variants: list[Any], errs: Errors) -> list[tuple[str, dict[str, Any]]]:
+    """(name, overrides) of each well-formed variant; the errors of the others go to ``errs``."""
+    specs: list[tuple[str, dict[str, Any]]] = []
+    for i, v in enumerate(raw_variants or [{"name": "default"}]):
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", v["name"]):
+            errs.append(ExperimentError(source, f"variants[{i}].name", "expected a name of letters, digits, '.', '_' or '-'"))
+            continue
+        over = {k: val for k, val in v.items() if k != "name"}
+        fixed = [k for k in over if k in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend")]
+        for key in fixed:
+            errs.append(ExperimentError(source, f"variants[{i}].{key}", "cannot be set per variant"))
+        if not fixed:
+            specs.append((v["name"], over))
+    if len({n for n, _ in specs}) != len(specs):
+        errs.append(ExperimentError(source, "variants", "variant names repeat"))
+    return specs
+
+
+def _expand_sweep(source: str, sweep: dict[str, Any], specs: list[tuple[str, dict[str, Any]]], named: bool,
+                  errs: Errors) -> list[tuple[str, dict[str, Any], Any]]:
+    """(variant name, overrides, sweep value) of every variant, the sweep expanded; none if it is wrong."""
+    if not sweep:
+        return [(n, o, None) for n, o in specs]
+    n_errs = len(errs)
+    for key in sweep:
+        if key not in ("field", "values"):
+            errs.append(_unknown(source, "sweep", key, ["field", "values"]))
+    field = sweep.get("field")
+    values = sweep.get("values")
+    if not isinstance(field, str) or not isinstance(_get_path(SCHEMA, field), F):
+        errs.append(ExperimentError(source, "sweep.field",
+                                    f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}"))
+    if not isinstance(values, list) or not values:
+        errs.append(ExperimentError(source, "sweep.values", "expected a non-empty list"))
+    if len(errs) > n_errs:
+        return []
+    assert isinstance(field, str) and isinstance(values, list)
+    return [(f"{vname}-{val}" if named else f"{field.split('.')[-1]}-{val}",
+             _deep_merge(over, _set_path({}, field, val)), val)
+            for vname, over in specs for val in values]
 
 
 def load_file(path: str | Path) -> Experiment:

@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Collection
 
-__all__ = ["ConfigError", "Field", "Check", "in_range", "one_of", "member_of", "one_of_int", "type_name",
+__all__ = ["ConfigError", "raise_all", "Field", "Check", "in_range", "one_of", "member_of", "one_of_int", "type_name",
            "check_value", "unknown_field", "fill", "INT", "NUM", "STR", "BOOL"]
 
 Check = Callable[[Any], "str | None"]
@@ -25,11 +25,33 @@ BOOL = (bool,)
 
 
 class ConfigError(ValueError):
-    """A configuration file is invalid.  The message names file, field path and expectation."""
+    """A configuration file is invalid.  The message names file, field path and expectation.
+
+    ``errors`` lists every error found in the file (this one alone unless :func:`raise_all`
+    made it from several), so a command can report them all at once.
+    """
 
     def __init__(self, source: str, path: str, message: str) -> None:
         self.source, self.path, self.message = source, path, message
+        self.errors: list[ConfigError] = [self]
         super().__init__(f"{source}: {path or '<top>'}: {message}")
+
+
+def raise_all(errors: list[ConfigError]) -> None:
+    """Raise nothing for no errors, the error itself for one, else one error carrying them all.
+
+    The combined error is of the first error's class, names its field (``path``, ``message``),
+    lists every error in ``errors``, and reads as one ``file: field: message`` line per error.
+    """
+    if not errors:
+        return
+    first = errors[0]
+    if len(errors) == 1:
+        raise first
+    combined = type(first)(first.source, first.path, first.message)
+    combined.errors = list(errors)
+    combined.args = ("\n".join(str(e) for e in errors),)
+    raise combined
 
 
 @dataclass(frozen=True)
@@ -110,26 +132,37 @@ def unknown_field(src: str, path: str, key: str, known: list[str],
 
 
 def fill(src: str, path: str, schema: dict[str, Any], data: Any,
-         error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+         error: type[ConfigError] = ConfigError, errors: list[ConfigError] | None = None) -> dict[str, Any]:
     """Validate ``data`` against ``schema`` (nested dicts of :class:`Field`) and return it with defaults filled in.
 
     A wrong field raises ``error`` (a :class:`ConfigError` subclass of the caller's choosing:
-    ``ExperimentError``, ``InventoryError``) naming ``src`` and the field path.
+    ``ExperimentError``, ``InventoryError``) naming ``src`` and the field path.  With an
+    ``errors`` list, every wrong field is appended to it instead, and the result holds the
+    field's default in its place, so the caller can go on checking and report them all.
     """
+    def fail(e: ConfigError) -> None:
+        if errors is None:
+            raise e
+        errors.append(e)
+
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise error(src, path, f"expected a mapping, got {type(data).__name__}")
+        fail(error(src, path, f"expected a mapping, got {type(data).__name__}"))
+        data = {}
     for key in data:
         if key not in schema:
-            raise unknown_field(src, path, str(key), list(schema), error)
+            fail(unknown_field(src, path, str(key), list(schema), error))
     out: dict[str, Any] = {}
     for key, spec in schema.items():
         sub = f"{path}.{key}" if path else key
         if isinstance(spec, dict):
-            out[key] = fill(src, sub, spec, data.get(key), error)
-        elif key in data:
-            out[key] = check_value(src, sub, spec, data[key], error)
-        else:
-            out[key] = copy.deepcopy(spec.default)
+            out[key] = fill(src, sub, spec, data.get(key), error, errors)
+            continue
+        out[key] = copy.deepcopy(spec.default)
+        if key in data:
+            try:
+                out[key] = check_value(src, sub, spec, data[key], error)
+            except ConfigError as e:
+                fail(e)
     return out

@@ -90,6 +90,17 @@ def test_a_registered_name_is_known_without_reimporting_anything(monkeypatch):
     assert load_experiment({"backend": "later"}, "x.yaml").base["backend"] == "later"
 
 
+def test_the_registries_and_the_schema_import_nothing_heavy():
+    """The schema (and so every registry it reads) loads without matplotlib, pandas, numpy,
+    netfilterqueue, scapy or Fabric: backends are imported by name only when they run."""
+    import subprocess
+    code = ("import sys, experiments.schema, experiments.cli; experiments.cli.build_parser(); "
+            "heavy = ('matplotlib', 'pandas', 'numpy', 'netfilterqueue', 'scapy', 'fabric', 'paramiko'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 # ---- docs/DESIGN.md: Adding a snoop scheme ---------------------------------------------------
 def test_the_toy_scheme_validates_and_caches_nothing_in_a_sim_run(monkeypatch, tmp_path):
     load_example(monkeypatch, "Adding a snoop scheme", "aspan.nosnoop", SCHEMES, aspan.schemes)
