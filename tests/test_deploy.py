@@ -335,3 +335,18 @@ def test_node_shell_plumbing_start_poll_stop_and_stale_pid_files(tmp_path):
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):   # normally stopped by the test already
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_every_error_of_an_inventory_is_reported_at_once(tmp_path):
+    doc = inv_doc()
+    doc["defaults"]["port"] = "22"                       # named once, not again for every host
+    doc["hosts"][0]["mesh_address"] = "10.2.1.300"
+    doc["hosts"][2]["nod"] = "C"
+    doc["hosts"][3]["mesh_address"] = "10.2.1.2"         # repeats hosts[1]; hosts[0] is left out
+    p = write_inv(tmp_path, doc)
+    with pytest.raises(InventoryError) as e:
+        load_inventory_file(p, check_files=False)
+    assert [err.path for err in e.value.errors] == ["defaults.port", "hosts[0].mesh_address", "hosts[2].nod",
+                                                    "hosts[3].mesh_address"]
+    assert "repeats hosts[1].mesh_address" in e.value.errors[-1].message
+    assert all(str(err).startswith(f"{p}: ") for err in e.value.errors)
