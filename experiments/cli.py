@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fieldspec import ConfigError
+    from routing.fieldspec import ConfigError
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -19,7 +19,7 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
-from fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
+from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
 from tcp_user.config import VARIANTS

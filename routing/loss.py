@@ -28,7 +28,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from fieldspec import BOOL, NUM, Field, in_range
+from routing.fieldspec import BOOL, NUM, Field, in_range
 
 __all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "BitError",
            "Composite", "build_loss_model", "drop_packet", "node_rng", "MODELS", "ModelKind"]

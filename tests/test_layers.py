@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("aspan", "etx", "routing", "tcp_user", "fieldspec", "experiments", "deploy", "plots", "bench")
+PACKAGES = ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "plots", "bench")
 CORES = ("aspan", "etx", "tcp_user", "routing")
 # The drivers of routing: sockets, threads, NFQUEUE.  Everything else in routing is a core.
 ROUTING_DRIVERS = ("routing.udp", "routing.udp_probe", "routing.nfq")
@@ -39,9 +39,9 @@ RULES = [
          "knows no runner and no schema (the pi backend and the aspan deploy command live in experiments)"),
     Rule("plots", ("experiments", "deploy", "bench", *CORES), "plots reads only logs (run directories): it works "
          "the same for a run of any backend, written by any version, so it imports nothing that runs a network"),
-    Rule("fieldspec", ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "plots", "bench"),
-         "fieldspec is the neutral home of the field declarations shared by experiments.schema and "
-         "deploy.inventory; it must stay importable by both without pulling either in"),
+    Rule("routing.fieldspec", ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "plots", "bench"),
+         "routing.fieldspec is the neutral home of the field declarations shared by routing.loss, "
+         "experiments.schema and deploy.inventory; it must stay importable by all of them without pulling any in"),
     Rule("experiments", ("bench",), "bench measures the testbed; nothing of the testbed depends on it"),
 ]
 

@@ -1,6 +1,6 @@
 """Declared YAML fields and their validation, shared by the experiment schema and the Pi inventory.
 
-A neutral, dependency-free module: ``experiments.schema`` (experiment files) and
+A neutral, dependency-free module (in routing, the lowest package all three users may import: routing.loss declares its settings with it): ``experiments.schema`` (experiment files) and
 ``deploy.inventory`` (inventory files) both declare their fields with :class:`Field`
 and validate with :func:`fill`, so a wrong file is rejected the same way everywhere:
 a :class:`ConfigError` naming the file, the field path and what was expected.
