@@ -16,7 +16,7 @@ from etx.estimator import EtxTable
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings
-from routing.routes import RouteTable, chain_routes
+from routing.routes import RouteTable, topology_routes
 from tcp_user.bulk import BulkReceiver, BulkSender
 from tcp_user.config import TcpConfig
 
@@ -43,18 +43,7 @@ class FlowPlan:
 
 def route_tables(cfg: dict[str, Any]) -> dict[str, RouteTable]:
     """Per node name: its static route table (chain routes unless the YAML gives routes)."""
-    topo = cfg["topology"]
-    names = topo["chain"]
-    addrs = topo["addresses"]
-    by_addr = chain_routes([addrs[n] for n in names])
-    tables = {n: by_addr[addrs[n]] for n in names}
-    for n, table in topo["routes"].items():
-        merged = tables[n].as_dict()
-        merged.update({addrs[d]: addrs[v] for d, v in table.items()})
-        nbrs = list(tables[n].neighbours)
-        routes = {d: v for d, v in merged.items() if d not in nbrs}
-        tables[n] = RouteTable(routes, nbrs)
-    return tables
+    return topology_routes(cfg["topology"])
 
 
 def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]:

@@ -143,3 +143,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             lg.close()
         write_meta(rep_dir, meta)
     return meta
+
+
+def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
+    """The runner's entry point (experiments.backends.BACKENDS); this backend takes no options."""
+    return run_rep
