@@ -24,14 +24,40 @@ validation of :class:`tcp_user.config.TcpConfig` follow the registry.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from tcp_user.sack import Scoreboard
-from tcp_user.segment import unwrap
+from tcp_user.segment import Segment, unwrap
 
-if TYPE_CHECKING:
-    from tcp_user.connection import TcpConnection
-    from tcp_user.segment import Segment
+
+class Sender(Protocol):
+    """What a congestion control reads and calls of its connection (tcp_user.connection.TcpConnection).
+
+    Declared here rather than imported, so that the connection, which builds its congestion control
+    from the registry below, and the variants do not import each other.
+    """
+
+    config: Any               # tcp_user.config.TcpConfig (config imports this module for its registry)
+    cwnd: int
+    ssthresh: int
+    rto: float
+    flight_size: int
+    _iss: int
+    _snd_una: int
+    _snd_nxt: int
+    _snd_max: int
+    _snd_wnd: int
+    _max_snd_wnd: int
+    _data_end: int
+    _rto_deadline: float | None
+
+    def _set_cwnd(self, now: float, cwnd: int, ssthresh: int) -> None: ...
+    def _count_loss(self, now: float, kind: str) -> None: ...
+    def _seg_len(self, start: int) -> int: ...
+    def _build(self, start: int, n: int, now: float) -> Segment: ...
+    def _output_window(self, now: float, out: list[Segment]) -> None: ...
+    def _end_seq(self) -> int: ...
+
 
 
 class CongestionControl(ABC):
@@ -45,7 +71,7 @@ class CongestionControl(ABC):
     uses_sack: ClassVar[bool] = False
     """True: the receiver reports SACK blocks (RFC 2018) and :attr:`scoreboard` is kept."""
 
-    def __init__(self, conn: TcpConnection) -> None:
+    def __init__(self, conn: Sender) -> None:
         self.conn = conn
         self.config = conn.config
         self.mss = conn.config.mss
@@ -179,7 +205,7 @@ class SackRecovery(CongestionControl):
 
     uses_sack = True
 
-    def __init__(self, conn: TcpConnection) -> None:
+    def __init__(self, conn: Sender) -> None:
         super().__init__(conn)
         self.scoreboard = Scoreboard()
         self.high_rxt = 0                  # RFC 6675 HighRxt (one past)
