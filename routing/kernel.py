@@ -33,7 +33,7 @@ The option is left in at the receiver: Linux ignores an unknown IPv4 option
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
