@@ -118,12 +118,17 @@ def _snooping(groups: Sequence[VariantGroup]) -> list[VariantGroup]:
     return [g for g in groups if any(r.cache for r in g.usable)]
 
 
-def log_ticks(axis: Any) -> None:
-    """Readable ticks on a log axis: labels at 1, 2, 5 x 10^k (plain numbers), unlabelled
-    minor ticks at the other integers x 10^k."""
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+def log_ticks(axis: Any, lo: float | None = None, hi: float | None = None) -> None:
+    """Readable ticks on a log axis: plain-number labels at 1, 2, 3, 5 x 10^k when the data
+    (``lo``..``hi``) span at most 2.5 decades, at 1, 2, 5 x 10^k up to 4 decades, else at the
+    decades; unlabelled minor ticks at the other integers x 10^k."""
+    decades = np.log10(hi / lo) if lo and hi and lo > 0 and hi > lo else 3.0
+    subs = (1.0, 2.0, 3.0, 5.0) if decades <= 2.5 else (1.0, 2.0, 5.0) if decades <= 4 \
+        else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    axis.set_minor_locator(LogLocator(base=10, subs=(3.0, 4.0, 6.0, 7.0, 8.0, 9.0)))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10)
+                                                          if float(k) not in subs)))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -185,7 +190,7 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.n
     styles cycle, earlier curves drawn wider). Log x when the largest value exceeds
     ``logx_above`` or TAIL_RATIO x the smallest group median (a tail squeezing the body)."""
     fig, ax = _new()
-    xmax, medians = 0.0, []
+    xmax, xmin, medians = 0.0, np.inf, []
     drawn = 0
     for i, (g, color) in enumerate(zip(groups, _colors(len(groups)))):
         parts = [values(r) for r in g.usable]
@@ -197,6 +202,8 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.n
         ax.step(x, y, where="post", label=g.label, color=color,
                 ls=_STYLES[i % len(_STYLES)], lw=max(0.9, 2.6 - 0.4 * i))
         xmax = max(xmax, float(x[-1]))
+        if (x > 0).any():
+            xmin = min(xmin, float(x[x > 0].min()))
         medians.append(float(np.median(pooled)))
         drawn += 1
     if not drawn:
@@ -205,7 +212,7 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.n
     if ((logx_above is not None and xmax > logx_above)
             or (positive and tail_squeezes(xmax, min(positive)))):
         ax.set_xscale("log")
-        log_ticks(ax.xaxis)
+        log_ticks(ax.xaxis, xmin, xmax)
     elif integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
@@ -219,7 +226,8 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.n
 
 def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str, xlabel: str,
                         draw: Callable[[Axes, RepData, Any], bool], out_dir: Path,
-                        name: str, sharey: bool = False, logy: bool = False) -> list[Path]:
+                        name: str, sharey: bool = False,
+                        logy: tuple[float | None, float] | None = None) -> list[Path]:
     """One panel per group, drawing its representative rep; panels without data are dropped.
     Up to 6 panels in one column, more in two."""
     chosen = [(g, g.representative()) for g in groups]
@@ -240,9 +248,9 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
             continue
         kept += 1
         ax.set_title(f"{g.label} (rep {rep.repetition})", fontsize="medium")
-        if logy:
+        if logy is not None:
             ax.set_yscale("log")
-            log_ticks(ax.yaxis)
+            log_ticks(ax.yaxis, *logy)
         ax.grid(alpha=0.3)
     if not kept:
         return []
@@ -282,6 +290,8 @@ def _series_figure(groups: Sequence[VariantGroup],
     medians = [float(np.nanmedian(y)) for _g, _r, _t, y in chosen]
     positive = [m for m in medians if m > 0]
     logy = bool(positive) and tail_squeezes(largest, min(positive))
+    smallest = min((float(np.nanmin(y[y > 0])) for *_x, y in chosen if (y > 0).any()),
+                   default=None)
 
     def plot(ax: Axes, t: np.ndarray, y: np.ndarray, **kw: Any) -> None:
         t, y = _reduce(t, y)
@@ -298,14 +308,15 @@ def _series_figure(groups: Sequence[VariantGroup],
             plot(ax, t, y, color=color)
             return True
         return _per_variant_panels([g for g, *_ in chosen], title, ylabel, xlabel, draw,
-                                   out_dir, name, sharey=True, logy=logy)
+                                   out_dir, name, sharey=True,
+                                   logy=(smallest, largest) if logy else None)
     fig, ax = _new()
     for i, ((g, rep, t, y), color) in enumerate(zip(chosen, _colors(len(chosen)))):
         plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
              ls=_STYLES[i % len(_STYLES)])
     if logy:
         ax.set_yscale("log")
-        log_ticks(ax.yaxis)
+        log_ticks(ax.yaxis, smallest, largest)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
