@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,22 @@ LOGS_MD_COLUMNS = (
 def test_columns_are_the_contract() -> None:
     assert SUMMARY_COLUMNS == LOGS_MD_COLUMNS.split(", ")
     assert SUMMARY_COLUMNS[:15][-1] == "local_retransmissions"
+
+
+def test_every_column_defined_in_logs_md() -> None:
+    """docs/LOGS.md's column table defines every column with its scope (flow or repetition)."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "LOGS.md").read_text()
+    scopes: dict[str, str] = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1] in ("flow", "repetition"):
+            names = re.findall(r"`([a-z0-9_]+)`", cells[0])
+            base = names[0].rsplit("_", 1)[0] if names else ""
+            for n in names:   # `tx_per_pkt_p50`, `_p99`, `_max`: a suffix extends the first
+                scopes[base + n if n.startswith("_") else n] = cells[1]
+    assert set(SUMMARY_COLUMNS) <= set(scopes), set(SUMMARY_COLUMNS) - set(scopes)
+    assert {c for c, s in scopes.items() if s == "repetition"} - {"variant", "repetition", "seed", "backend"} \
+        == set(REP_COLUMNS)
 
 
 def test_summary_values_exact(tmp_path: Path) -> None:
