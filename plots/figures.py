@@ -120,11 +120,11 @@ def _snooping(groups: Sequence[VariantGroup]) -> list[VariantGroup]:
 
 def log_ticks(axis: Any, lo: float | None = None, hi: float | None = None) -> None:
     """Readable ticks on a log axis: plain-number labels at 1, 2, 3, 5 x 10^k when the data
-    (``lo``..``hi``) span at most 2.5 decades, at 1, 2, 5 x 10^k up to 4 decades, else at the
-    decades; unlabelled minor ticks at the other integers x 10^k."""
+    (``lo``..``hi``) span at most 2.5 decades, at 1, 2, 5 x 10^k up to 3.5 decades, else at
+    1 and 3 x 10^k; unlabelled minor ticks at the other integers x 10^k."""
     decades = np.log10(hi / lo) if lo and hi and lo > 0 and hi > lo else 3.0
-    subs = (1.0, 2.0, 3.0, 5.0) if decades <= 2.5 else (1.0, 2.0, 5.0) if decades <= 4 \
-        else (1.0,)
+    subs = (1.0, 2.0, 3.0, 5.0) if decades <= 2.5 else (1.0, 2.0, 5.0) if decades <= 3.5 \
+        else (1.0, 3.0)
     axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_locator(LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10)

@@ -296,3 +296,41 @@ def test_two_flows_drawn_one_line_each(tmp_path: Path) -> None:
     report = (run / "report.md").read_text()
     assert "| aspan A->D:6001 | 2 |" in report and "| aspan D->A:6002 | 2 |" in report
     assert "Flows: A->D:6001, D->A:6002" in report
+
+
+@pytest.mark.parametrize("lo, hi, labels", [
+    (3, 200, ["3", "5", "10", "20", "30", "50", "100", "200"]),
+    (1, 8000, ["1", "3", "10", "30", "100", "300", "1000", "3000"]),
+])
+def test_log_ticks_are_plain_numbers(lo: float, hi: float, labels: list[str]) -> None:
+    """Issue 15 item 3: log axes carry readable labels between the decades."""
+    from matplotlib.figure import Figure
+
+    from plots.figures import log_ticks
+    ax = Figure().add_subplot()
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    log_ticks(ax.xaxis, lo, hi)
+    ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+    assert [ax.xaxis.get_major_formatter()(t) for t in ticks] == labels
+
+
+def test_bars_show_each_repetition_as_a_dot(tmp_path: Path) -> None:
+    """Issue 15 item 3: every bar carries one dot per repetition at that repetition's value."""
+    from matplotlib.figure import Figure
+
+    from plots.figures import _bars_with_dots
+    run = make_run(tmp_path, variants=("aspan",), reps=3)     # losses_dupack 0, 1, 2
+    groups = load_run(run, write=False).groups()
+    ax = Figure().add_subplot()
+    _bars_with_dots(ax, groups, {"losses_dupack": "three dupacks"})
+    dots = sorted(float(y) for c in ax.collections for _x, y in c.get_offsets())
+    assert dots == [0.0, 1.0, 2.0]
+    assert [p.get_height() for p in ax.patches] == [1.0]        # the bar: the mean
+
+
+def test_many_variants_get_one_panel_each(tmp_path: Path) -> None:
+    run = make_run(tmp_path, variants=("a1", "a2", "a3", "a4", "a5"), reps=1)
+    plot_command([run])
+    svg = (run / "figures" / "cwnd_time.svg").read_text()
+    assert svg.count("(rep 0)") == 5 and "<g id=\"axes_5\"" in svg
