@@ -398,7 +398,8 @@ def snoop_memory(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
 
 
 def snoop_hits_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
-    """Snoop cache hits and local retransmissions per snooping variant (bars: mean; dots: each repetition)."""
+    """Snoop cache hits and local retransmissions per snooping variant (bars: mean; dots:
+    each repetition)."""
     return _grouped_bars(_snooping(groups), {"snoop_hits": "cache hits",
                                              "local_retransmissions": "local retransmissions"},
                          "events per run (count)", "Snoop cache hits and local retransmissions",

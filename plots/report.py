@@ -245,8 +245,9 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
     lines += ["| label | run directory | experiment | backend | variants | repetitions |",
               "|---|---|---|---|---|---|"]
     for d, label in zip(runs, labels):
+        reps = len({(r.variant, r.repetition) for r in d.reps})
         lines.append(f"| {label or '-'} | `{d.run_dir}` | {d.experiment.get('name', '')} | "
-                     f"{d.backend} | {len(d.variants())} | {len({(r.variant, r.repetition) for r in d.reps})} |")
+                     f"{d.backend} | {len(d.variants())} | {reps} |")
     lines += ["", "Legends: `label: variant` (the label of each run above; `--label` sets it).",
               "Nothing was written into the run directories above.", ""]
     lines += _figure_section(out, captions, figures)

@@ -43,8 +43,8 @@ def test_every_column_defined_in_logs_md() -> None:
             for n in names:   # `tx_per_pkt_p50`, `_p99`, `_max`: a suffix extends the first
                 scopes[base + n if n.startswith("_") else n] = cells[1]
     assert set(SUMMARY_COLUMNS) <= set(scopes), set(SUMMARY_COLUMNS) - set(scopes)
-    assert {c for c, s in scopes.items() if s == "repetition"} - {"variant", "repetition", "seed", "backend"} \
-        == set(REP_COLUMNS)
+    per_rep = {c for c, s in scopes.items() if s == "repetition"}
+    assert per_rep - {"variant", "repetition", "seed", "backend"} == set(REP_COLUMNS)
 
 
 def test_summary_values_exact(tmp_path: Path) -> None:
