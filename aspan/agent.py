@@ -8,18 +8,14 @@ kernel TCP through NFQUEUE (raw IP bytes) and in virtual time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 from aspan.cache import FlowCache, unwrap
+from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig, update_effort, wants_cache
 
 FlowKey = tuple[str, int, str, int]  # data direction: (src, sport, dst, dport)
-Emit = Callable[..., None]
-
-
-def _no_emit(now: float, ev: str, **fields: Any) -> None:
-    return None
 
 
 def flow_name(flow: FlowKey) -> str:
@@ -73,28 +69,26 @@ class SnoopAgent:
 
     ``on_data`` runs for every data segment this node transmits (its own, at the
     sender's forwarding layer, or forwarded); ``on_ack`` for every pure ACK of a
-    flow it has seen data of.
+    flow it has seen data of.  ``log``: an :class:`aspan.events.EventSink` or a
+    plain ``emit(now, ev, **fields)`` function.
     """
 
-    def __init__(self, node: str, config: SnoopConfig, emit: Emit | None = None) -> None:
+    #: Does on_ack read the ACK's window, SNACK entries and bytes?  A-SPAN does not, so the
+    #: forwarding step's adapters skip computing them (the kernel's window needs the handshake's scale).
+    reads_ack_details: ClassVar[bool] = False
+    #: Does the agent make new ACKs (take_generated)?  A-SPAN does not.
+    generates_acks: ClassVar[bool] = False
+
+    def __init__(self, node: str, config: SnoopConfig, log: EventSink | Emit | None = None) -> None:
         self.node = node
         self.config = config
-        self._emit = emit or _no_emit
-        self._cache_event: Callable[[float, int, int], None] = self._emit_cache_event
+        self._log = as_sink(log)
+        self._emit = self._log.emit
         self._flows: dict[FlowKey, _FlowState] = {}
         self.cache_bytes = 0
         self.cache_segments = 0
         self.stats = {"cached": 0, "cache_full": 0, "hits": 0, "local_retransmissions": 0,
                       "suppressed": 0, "freed": 0}
-
-    # ---- the snoop-memory log (docs/LOGS.md, event ``cache``) ----------------
-    def _emit_cache_event(self, now: float, segments: int, nbytes: int) -> None:
-        self._emit(now, "cache", segments=segments, bytes=nbytes)
-
-    def use_cache_writer(self, write: Callable[[float, int, int], None]) -> None:
-        """Log every cache change through ``write(now, segments, bytes)``: a driver's faster writer of
-        the same ``cache`` line (it is written once or twice per data packet)."""
-        self._cache_event = write
 
     # ---- data path -------------------------------------------------------
     def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
@@ -118,7 +112,7 @@ class SnoopAgent:
         cache = wants_cache(self.config, fields, p_next, hop_index)
         if cache and self.cache_bytes + length > self.config.cache_bytes:
             self.stats["cache_full"] += 1
-            self._emit(now, "cache_full", flow=st.name, seq=seq)
+            self._log.cache_full(now, st.name, seq)
             cache = False
         update_effort(fields, p_next, cached=cache)
         if cache:
@@ -126,7 +120,7 @@ class SnoopAgent:
                 self.cache_bytes += length
                 self.cache_segments += 1
                 self.stats["cached"] += 1
-                self._cache_event(now, self.cache_segments, self.cache_bytes)
+                self._log.cache(now, self.cache_segments, self.cache_bytes)
         return cache
 
     # ---- ACK path --------------------------------------------------------
@@ -159,7 +153,7 @@ class SnoopAgent:
             self.cache_segments -= n
             self.cache_bytes -= freed
             self.stats["freed"] += n
-            self._cache_event(now, self.cache_segments, self.cache_bytes)
+            self._log.cache(now, self.cache_segments, self.cache_bytes)
 
     def _dupack(self, st: _FlowState, uack: int, now: float) -> AckVerdict:
         """Rule 2: a duplicate ACK whose missing segment is cached is answered here and not forwarded."""
@@ -169,7 +163,7 @@ class SnoopAgent:
         length, packet = entry
         seq32 = uack % (1 << 32)
         self.stats["hits"] += 1
-        self._emit(now, "hit", flow=st.name, seq=seq32)
+        self._log.hit(now, st.name, seq32)
         self.stats["suppressed"] += 1
         if self.config.dupack == "every" or st.rtx_seq != uack or st.expected_dupacks <= 0:
             # "every": the paper's behaviour, one local retransmission per dupack (Evaluation, Figure 6).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aspan.fields import AspanFields
+from aspan.fields import AspanFields, quantise
 
 POLICIES = ("none", "fixed", "adaptive", "every", "perfect")
 DUPACK_DISCIPLINES = ("every", "once")
@@ -56,13 +56,15 @@ def update_effort(fields: AspanFields, p_next: float, cached: bool) -> None:
     """Rewrite the header before transmitting to the next hop (paper, Design, steps 1-2).
 
     Not cached: pkt_effort *= p(next hop).  Cached: pkt_effort restarts at 1 and
-    is multiplied by p(next hop), and one more node has cached the packet.
+    is multiplied by p(next hop), and one more node has cached the packet.  The new
+    pkt_effort is written at the header's precision (aspan.fields.quantise), as every
+    data plane carries it.
     """
     if cached:
-        fields.pkt_effort = p_next
+        fields.pkt_effort = quantise(p_next)
         fields.snoop_count += 1
     else:
-        fields.pkt_effort *= p_next
+        fields.pkt_effort = quantise(fields.pkt_effort * p_next)
 
 
 def wants_cache(config: SnoopConfig, fields: AspanFields, p_next: float, hop_index: int) -> bool:

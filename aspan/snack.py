@@ -84,7 +84,7 @@ class SnackSnoopAgent(ClassicSnoopAgent):
         here = self.awaited(st, uack) is not None
         if here:
             self.stats["hits"] += 1
-            self._emit(now, "hit", flow=st.name, seq=uack % SEQ_MOD)
+            self._log.hit(now, st.name, uack % SEQ_MOD)
         if here and not kept:
             self.stats["suppressed"] += 1
             return AckVerdict(forward=False, retransmit=resend, snack=out)

@@ -102,6 +102,8 @@ class ClassicSnoopAgent(SnoopAgent):
     """ns-2 Snoop at every node the placement policy (``snoop.policy``) picks."""
 
     flow_cls: type[ClassicFlow] = ClassicFlow
+    reads_ack_details = True     # SNACK-Snoop reads the SNACK entries; ACK-all and SLACK the window and bytes
+    generates_acks = True        # ACK-all and SLACK (the outbox of take_generated)
 
     def __init__(self, node: str, config: SnoopConfig, emit: Emit | None = None,
                  scheme: SchemeConfig | None = None) -> None:
@@ -139,7 +141,7 @@ class ClassicSnoopAgent(SnoopAgent):
                 len(st.cache) >= self.scheme.max_cached_segments
                 or self.cache_bytes + length > self.config.cache_bytes):
             self.stats["cache_full"] += 1   # SNOOP_FULL: forward without caching
-            self._emit(now, "cache_full", flow=st.name, seq=seq)
+            self._log.cache_full(now, st.name, seq)
             if st.last_seen is None or useq > st.last_seen:
                 st.last_seen = useq
             cache = False
@@ -170,7 +172,7 @@ class ClassicSnoopAgent(SnoopAgent):
         self.cache_bytes += length
         self.cache_segments += 1
         self.stats["cached"] += 1
-        self._cache_event(now, self.cache_segments, self.cache_bytes)
+        self._log.cache(now, self.cache_segments, self.cache_bytes)
         if st.last_seen is not None and useq < st.last_seen:
             if useq == st.tail():
                 entry.sender_rxmit = True
@@ -238,7 +240,7 @@ class ClassicSnoopAgent(SnoopAgent):
             self.cache_segments -= n
             self.cache_bytes -= freed
             self.stats["freed"] += n
-            self._cache_event(now, self.cache_segments, self.cache_bytes)
+            self._log.cache(now, self.cache_segments, self.cache_bytes)
         return self._sample_time(snd_time, latest)
 
     def _sample_time(self, highest: float | None, latest: float | None) -> float | None:
@@ -263,7 +265,7 @@ class ClassicSnoopAgent(SnoopAgent):
             return AckVerdict()             # don't have the packet: let it through
         entry = st.meta[tail]
         self.stats["hits"] += 1
-        self._emit(now, "hit", flow=st.name, seq=tail % SEQ_MOD)
+        self._log.hit(now, st.name, tail % SEQ_MOD)
         if st.exp_dupacks == 0:             # not expecting it
             if st.thresh < self.scheme.rtx_thresh:
                 st.thresh += 1

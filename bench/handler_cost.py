@@ -12,7 +12,7 @@ through ``NfqDriver``'s real callbacks with a stand-in for netfilterqueue's Pack
   on average under policy every in bench netns_goodput), so caches stay bounded.
 
 The snoop forwarders are built as the node daemon builds them (``node._forwarder``, with
-the real ``AppendLog`` writing to a temporary file, flushed every ``--batch`` packets as
+the real ``EventLog`` writing to a temporary file, flushed every ``--batch`` packets as
 the driver flushes after each batch), with p = 1 on every link and no loss: the netns
 benchmark's setting.  Baseline in the same run: the accept-only callback on the same
 packet stream.  Rounds interleave the modes; the table shows the fastest round of each.
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from experiments.backends.netns.logfile import AppendLog
+from routing.eventlog import EventLog
 from experiments.backends.netns.node import _forwarder
 from experiments.schema import load_experiment
 from routing.ipv4 import checksum
@@ -94,7 +94,7 @@ class _Quality:
         return 1.0
 
 
-def _driver(node: str, policy: str | None, log: AppendLog) -> NfqDriver:
+def _driver(node: str, policy: str | None, log: EventLog) -> NfqDriver:
     fw = None
     if policy is not None:
         fw = _forwarder(_config(policy), node, 1, 0.0, _Quality(), log, 94, True)   # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def _streams(n: int) -> dict[str, list[tuple[int, bytes]]]:
             for i in range(WINDOW + 1, n, 2)}
     out: dict[str, list[tuple[int, bytes]]] = {"A": [(HOOK_OUT, p) for p in data]}
     with tempfile.TemporaryDirectory() as tmp:   # the bytes A and B pass on, from their real forwarders
-        log = AppendLog(Path(tmp) / "x.log", "X", autoflush=False)
+        log = EventLog(Path(tmp) / "x.log", "X", batch=True)
         prev = data
         for node in "BC":
             up = chr(ord(node) - 1)
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 for mode, policy in MODES:
                     if node == "A" and policy == "every":
                         continue                       # the sender's layer never caches under every
-                    log = AppendLog(Path(tmp) / f"{node}-{r}.log", node, autoflush=False)
+                    log = EventLog(Path(tmp) / f"{node}-{r}.log", node, batch=True)
                     drv = _driver(node, policy, log)
                     cb = drv._accept_only if policy is None else drv._handle
                     s = _time(cb, log.flush, streams[node], args.batch)

@@ -50,9 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             for n in ("B", "C"):
                 st = _node_stats(rep, n)
                 rx, cpu = st.get("rx_datagrams", 0), st.get("cpu_s", float("nan"))
+                fcpu, frx = st.get("cpu_flow_s") or float("nan"), st.get("rx_flow_datagrams") or 0
                 print(f"{'':>12}forwarder {n}: {rx / dur:8.0f} datagrams/s received, "
                       f"CPU {cpu:.2f} s = {100 * cpu / dur:5.1f} % of one core over the transfer "
-                      "(includes settling)")
+                      f"(includes settling); {1e6 * fcpu / max(frx, 1):5.1f} us of CPU per datagram "
+                      "received once data flows")
     return 0
 
 

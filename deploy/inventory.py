@@ -1,7 +1,7 @@
 """The inventory YAML: which hosts form the mesh, how to reach them, where to install.
 
-Validated like the experiment files (``experiments/schema.py``): a wrong field,
-type or value is an ``InventoryError`` naming the file and the field path.
+Validated like the experiment files, with the same field declarations (``routing.fieldspec``); every
+wrong field, type or value is an ``InventoryError`` naming the file and the field path, all at once.
 
 ```yaml
 defaults:                      # every host field below may also be set per host
@@ -26,17 +26,14 @@ from typing import Any
 
 import yaml
 
-from experiments.schema import F, ExperimentError, _fill, _range
+from routing.fieldspec import BOOL, INT, NUM, STR, ConfigError, fill, in_range, raise_all
+from routing.fieldspec import Field as F
 
-INT = (int,)
-NUM = (int, float)
-STR = (str,)
-BOOL = (bool,)
 OPT_BOOL = (bool, type(None))
 OPT_STR = (str, type(None))
 
 
-class InventoryError(ExperimentError):
+class InventoryError(ConfigError):
     """An inventory file is invalid.  The message names file, field and expectation."""
 
 
@@ -46,7 +43,7 @@ def _abs_posix(v: Any) -> str | None:
 
 HOST_FIELDS: dict[str, F] = {
     "user": F(STR, "pi", None, "ssh user"),
-    "port": F(INT, 22, _range(1, 65535), "ssh port"),
+    "port": F(INT, 22, in_range(1, 65535), "ssh port"),
     "key_file": F(OPT_STR, None, None, "private key for ssh (relative to the inventory file; ~ expanded)"),
     "iface": F(STR, "wlan0", None, "wireless interface of the mesh"),
     "install_dir": F(STR, "/home/pi/aspan", _abs_posix, "per-host directory: wheels, venv, runs"),
@@ -55,7 +52,7 @@ HOST_FIELDS: dict[str, F] = {
     "sudo": F(OPT_BOOL, None, None, "prefix root commands (mesh, routes) with 'sudo -n' (default: user is not root)"),
     "strict_host_keys": F(BOOL, True, None, "reject hosts whose key is not in known_hosts (false only for virtual Pis)"),
     "known_hosts": F(OPT_STR, None, None, "known_hosts file (default: ~/.ssh/known_hosts)"),
-    "connect_timeout_s": F(NUM, 10.0, _range(0, lo_open=True), "ssh connect timeout"),
+    "connect_timeout_s": F(NUM, 10.0, in_range(0, lo_open=True), "ssh connect timeout"),
 }
 
 HOST_ONLY: dict[str, F] = {
@@ -69,15 +66,15 @@ SCHEMA: dict[str, Any] = {
     "defaults": HOST_FIELDS,
     "mesh": {
         "ssid": F(STR, "aspan-mesh", None, "IBSS network name"),
-        "channel": F((int, type(None)), None, _range(1, 196), "WiFi channel (or give freq)"),
-        "freq": F((int, type(None)), None, _range(2412, 5900), "frequency in MHz (default: from channel, else 2412)"),
+        "channel": F((int, type(None)), None, in_range(1, 196), "WiFi channel (or give freq)"),
+        "freq": F((int, type(None)), None, in_range(2412, 5900), "frequency in MHz (default: from channel, else 2412)"),
         "bssid": F(OPT_STR, None, None, "fixed IBSS cell id (avoids cell splits)"),
         "country": F(OPT_STR, None, None, "regulatory domain set with 'iw reg set' before joining"),
-        "prefix": F(INT, 24, _range(8, 30), "prefix length of the mesh addresses"),
+        "prefix": F(INT, 24, in_range(8, 30), "prefix length of the mesh addresses"),
     },
-    "udp_port": F(INT, 7000, _range(1024, 65535), "UDP port of the overlay on every host"),
-    "start_margin_s": F(NUM, 5.0, _range(0, lo_open=True), "time for the nodes to start before probing begins"),
-    "poll_interval_s": F(NUM, 1.0, _range(0, lo_open=True), "how often a run polls the hosts"),
+    "udp_port": F(INT, 7000, in_range(1024, 65535), "UDP port of the overlay on every host"),
+    "start_margin_s": F(NUM, 5.0, in_range(0, lo_open=True), "time for the nodes to start before probing begins"),
+    "poll_interval_s": F(NUM, 1.0, in_range(0, lo_open=True), "how often a run polls the hosts"),
     "hosts": F((list,), [], None, "the hosts of the mesh"),
 }
 
@@ -174,74 +171,85 @@ def load_inventory(data: Any, source: str = "inventory.yaml", base_dir: Path | N
 
     ``base_dir`` resolves relative ``key_file``/``known_hosts`` paths (default: the
     current directory).  ``check_files`` requires the key files to exist (off for
-    ``--dry-run``, which connects nowhere).
+    ``--dry-run``, which connects nowhere).  Every error of the document is reported at once
+    (``InventoryError.errors``), each naming the file and the field path.
     """
     base_dir = base_dir or Path.cwd()
     if not isinstance(data, dict):
         raise InventoryError(source, "", "expected a YAML mapping at the top level")
-    try:
-        top = _fill(source, "", SCHEMA, data)
-    except ExperimentError as e:
-        raise InventoryError(source, e.path, e.message) from None
-    if not top["hosts"]:
-        raise InventoryError(source, "hosts", "expected a non-empty list of hosts")
+    errs: list[ConfigError] = []
+
+    def err(path: str, message: str) -> None:
+        errs.append(InventoryError(source, path, message))
+
+    top = fill(source, "", SCHEMA, data, InventoryError, errs)
+    if not top["hosts"] and not any(e.path == "hosts" for e in errs):
+        err("hosts", "expected a non-empty list of hosts")
     mesh = top["mesh"]
     if mesh["ssid"] and not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", mesh["ssid"]):
-        raise InventoryError(source, "mesh.ssid", f"expected 1-32 letters, digits, '.', '_' or '-', got {mesh['ssid']!r}")
+        err("mesh.ssid", f"expected 1-32 letters, digits, '.', '_' or '-', got {mesh['ssid']!r}")
     if mesh["bssid"] and not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", mesh["bssid"]):
-        raise InventoryError(source, "mesh.bssid", f"expected a MAC address like 02:12:34:56:78:9a, got {mesh['bssid']!r}")
+        err("mesh.bssid", f"expected a MAC address like 02:12:34:56:78:9a, got {mesh['bssid']!r}")
     if mesh["country"] and not re.fullmatch(r"[A-Z]{2}", mesh["country"]):
-        raise InventoryError(source, "mesh.country", f"expected a two-letter country code, got {mesh['country']!r}")
+        err("mesh.country", f"expected a two-letter country code, got {mesh['country']!r}")
+    bad_defaults = {e.path.split(".", 1)[1] for e in errs if e.path.startswith("defaults.")}
+    defaults = {k: v for k, v in (data.get("defaults") or {}).items() if v is not None and k not in bad_defaults} \
+        if isinstance(data.get("defaults"), dict) else {}
     hosts: list[Host] = []
+    index: dict[int, int] = {}           # position in hosts -> index in the file (wrong hosts are left out)
     schema_host = {**HOST_ONLY, **HOST_FIELDS}
     for i, raw in enumerate(top["hosts"]):
         where = f"hosts[{i}]"
         if not isinstance(raw, dict):
-            raise InventoryError(source, where, f"expected a mapping, got {type(raw).__name__}")
-        merged = {**{k: v for k, v in (data.get("defaults") or {}).items() if v is not None}, **raw}
-        try:
-            h = _fill(source, where, schema_host, merged)
-        except ExperimentError as e:
-            raise InventoryError(source, e.path, e.message) from None
+            err(where, f"expected a mapping, got {type(raw).__name__}")
+            continue
+        found: list[ConfigError] = []
+        h = fill(source, where, schema_host, {**defaults, **raw}, InventoryError, found)
+        bad = {e.path for e in found}
+        errs.extend(found)
+        n_errs = len(errs)
         for req in ("node", "host", "mesh_address"):
-            if not h[req]:
-                raise InventoryError(source, f"{where}.{req}", "required field missing")
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", h["node"]):
-            raise InventoryError(source, f"{where}.node", f"expected a node name (letters, digits, _ -), got {h['node']!r}")
-        try:
-            ipaddress.IPv4Address(h["mesh_address"])
-        except ValueError:
-            raise InventoryError(source, f"{where}.mesh_address", f"expected an IPv4 address, got {h['mesh_address']!r}") from None
+            if not h[req] and f"{where}.{req}" not in bad:
+                err(f"{where}.{req}", "required field missing")
+        if h["node"] and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", h["node"]):
+            err(f"{where}.node", f"expected a node name (letters, digits, _ -), got {h['node']!r}")
+        if h["mesh_address"]:
+            try:
+                ipaddress.IPv4Address(h["mesh_address"])
+            except ValueError:
+                err(f"{where}.mesh_address", f"expected an IPv4 address, got {h['mesh_address']!r}")
         if not re.fullmatch(r"[A-Za-z0-9_.:-]+", h["iface"]):
-            raise InventoryError(source, f"{where}.iface", f"expected an interface name, got {h['iface']!r}")
+            err(f"{where}.iface", f"expected an interface name, got {h['iface']!r}")
         h["name"] = h["name"] or h["node"]
         if h["key_file"]:
             h["key_file"] = _expand_local(h["key_file"], base_dir)
             if check_files and not Path(h["key_file"]).is_file():
-                raise InventoryError(source, f"{where}.key_file", f"no such file: {h['key_file']}")
+                err(f"{where}.key_file", f"no such file: {h['key_file']}")
         if h["known_hosts"]:
             h["known_hosts"] = _expand_local(h["known_hosts"], base_dir)
         h["install_dir"] = str(PurePosixPath(h["install_dir"]))
         if h["work_dir"]:
-            err = _abs_posix(h["work_dir"])
-            if err:
-                raise InventoryError(source, f"{where}.work_dir", err)
+            bad_dir = _abs_posix(h["work_dir"])
+            if bad_dir:
+                err(f"{where}.work_dir", bad_dir)
         h["work_dir"] = h["work_dir"] or str(PurePosixPath(h["install_dir"]) / "runs")
         if h["sudo"] is None:
             h["sudo"] = h["user"] != "root"
-        hosts.append(Host(**h))
+        if not found and len(errs) == n_errs:
+            index[len(hosts)] = i
+            hosts.append(Host(**h))
     for attr in ("name", "node", "mesh_address"):
         seen: dict[str, int] = {}
-        for i, h in enumerate(hosts):
-            v = getattr(h, attr)
+        for k, host in enumerate(hosts):
+            v = getattr(host, attr)
             if v in seen:
-                raise InventoryError(source, f"hosts[{i}].{attr}", f"{v!r} repeats hosts[{seen[v]}].{attr}")
-            seen[v] = i
+                err(f"hosts[{index[k]}].{attr}", f"{v!r} repeats hosts[{seen[v]}].{attr}")
+            seen[v] = index[k]
     nets = {ipaddress.IPv4Interface(f"{h.mesh_address}/{mesh['prefix']}").network for h in hosts}
     if len(nets) > 1:
-        raise InventoryError(source, "hosts", "mesh addresses are not in one /"
-                             f"{mesh['prefix']} network (an IBSS cell is one subnet): "
-                             + ", ".join(sorted(str(n) for n in nets)))
+        err("hosts", "mesh addresses are not in one /"
+            f"{mesh['prefix']} network (an IBSS cell is one subnet): " + ", ".join(sorted(str(n) for n in nets)))
+    raise_all(errs)
     return Inventory(source, hosts, mesh, top["udp_port"], float(top["start_margin_s"]),
                      float(top["poll_interval_s"]), copy.deepcopy(data))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from deploy.hosts import Remote
 from deploy.inventory import Host, Inventory, InventoryError
-from experiments.build import route_tables
+from routing.routes import topology_routes
 
 
 def topology(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def topology(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[s
 def route_plan(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, dict[str, str]]:
     """Node -> {destination address: next-hop address} for the destinations that are not neighbours."""
     topo = topology(inv, experiment)
-    tables = route_tables({"topology": topo})
+    tables = topology_routes(topo)
     plan = {}
     for n, table in tables.items():
         nbrs = set(table.neighbours)

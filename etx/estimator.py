@@ -207,7 +207,6 @@ class LinkEstimator:
         self._forward: float | None = None    # last ratio the neighbour reported for us
         self._next_seq = 0
         self.last_heard: float | None = None  # `now` of the last probe heard from the neighbour
-        self.last_report: float | None = None  # `now` of the last probe carrying a known ratio
 
     def on_probe(self, seq: int, reported_ratio: float, now: float) -> None:
         """A probe from this neighbour was heard; ``reported_ratio`` is -1.0 if unknown.
@@ -221,7 +220,6 @@ class LinkEstimator:
         self.last_heard = now
         if reported_ratio >= 0.0:
             self._forward = float(reported_ratio)
-            self.last_report = now
 
     def next_probe(self, now: float) -> tuple[int, float]:
         """(seq for my next probe to this neighbour, reverse ratio to report to it).

@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any
 
 from aspan.agent import SnoopAgent
+from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
@@ -15,37 +16,12 @@ from etx.estimator import EtxTable
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings
-from routing.routes import RouteTable, chain_routes
+from routing.routes import RouteTable, topology_routes
 from tcp_user.bulk import BulkReceiver, BulkSender
 from tcp_user.config import TcpConfig
 
 SENDER_PORT = 5000
 RECEIVER_PORT = 6000
-
-
-class JsonlLog:
-    """A node's event log: one JSON object per line, optionally flushed after every line."""
-
-    def __init__(self, path: Path, node: str, flush: bool = True, clock_offset: float = 0.0) -> None:
-        self.path = path
-        self.node = node
-        self._flush = flush
-        self._offset = clock_offset
-        self._f: TextIO | None = open(path, "a", buffering=1 if flush else 1 << 16)
-        self.lines = 0
-
-    def emit(self, now: float, ev: str, **fields: Any) -> None:
-        if self._f is None:
-            return
-        rec = {"t": round(now + self._offset, 6), "node": self.node, "ev": ev}
-        rec.update(fields)
-        self._f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-        self.lines += 1
-
-    def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
 
 
 @dataclass
@@ -67,18 +43,7 @@ class FlowPlan:
 
 def route_tables(cfg: dict[str, Any]) -> dict[str, RouteTable]:
     """Per node name: its static route table (chain routes unless the YAML gives routes)."""
-    topo = cfg["topology"]
-    names = topo["chain"]
-    addrs = topo["addresses"]
-    by_addr = chain_routes([addrs[n] for n in names])
-    tables = {n: by_addr[addrs[n]] for n in names}
-    for n, table in topo["routes"].items():
-        merged = tables[n].as_dict()
-        merged.update({addrs[d]: addrs[v] for d, v in table.items()})
-        nbrs = list(tables[n].neighbours)
-        routes = {d: v for d, v in merged.items() if d not in nbrs}
-        tables[n] = RouteTable(routes, nbrs)
-    return tables
+    return topology_routes(cfg["topology"])
 
 
 def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]:
@@ -108,7 +73,7 @@ def scheme_config(cfg: dict[str, Any]) -> SchemeConfig:
 
 def header_fields(cfg: dict[str, Any]) -> AspanFields:
     s = cfg["snoop"]
-    return AspanFields(1.0, s["pkt_qos"], s["snoop_after"], s["snoop_limit"], 0)
+    return AspanFields.stamped(s["pkt_qos"], s["snoop_after"], s["snoop_limit"])
 
 
 def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, Any]:
@@ -118,22 +83,25 @@ def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, 
     return spec
 
 
-def node_agent(cfg: dict[str, Any], name: str, emit: Callable[..., None]) -> SnoopAgent:
+def node_agent(cfg: dict[str, Any], name: str, log: EventSink | Emit) -> SnoopAgent:
     """Node ``name``'s snoop agent: the scheme ``snoop.scheme`` with the experiment's snoop settings."""
     s = cfg["snoop"]
     return make_agent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
-                                        dupack=s["dupack"], cache_bytes=s["cache_bytes"]), emit,
+                                        dupack=s["dupack"], cache_bytes=s["cache_bytes"]), as_sink(log),
                       scheme_config(cfg))
 
 
-def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., None],
+def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
                t0: float, internal_probes: bool = True, apps: bool = True) -> NodeCore:
     """The node core of ``name``: engine, snoop agent, ETX table, loss model and its TCP apps.
 
     ``t0`` is when probing starts on the backend's clock; flows start after
     ``etx.settle_s``.  Loss ``down`` intervals are relative to the flow start.
     With ``apps=False`` the node gets no bulk-transfer apps (for the socket API).
+    ``log``: the node's event log (routing.eventlog.EventLog) or an ``emit`` function.
     """
+    sink = as_sink(log)
+    emit = sink.emit
     addrs = cfg["topology"]["addresses"]
     table = route_tables(cfg)[name]
     etx_cfg = cfg["etx"]
@@ -141,8 +109,8 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, emit: Callable[..., No
     loss = build_loss_model(node_loss_spec(cfg, name, t_flows), node_rng(seed, name, "loss"))
     etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
                    before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
-    agent = node_agent(cfg, name, emit)
-    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, emit)
+    agent = node_agent(cfg, name, sink)
+    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink)
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
                            etx_cfg["log_interval_s"], t0)

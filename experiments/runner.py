@@ -10,30 +10,21 @@ from typing import Any, Callable
 
 import yaml
 
+from experiments.backends import BACKENDS, RepRunner
 from experiments.schema import Experiment, ExperimentError, Variant
-
-RepRunner = Callable[[Variant, int, Path], dict[str, Any]]
 
 
 def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRunner:
-    """The per-repetition entry point of a backend (imported lazily: netns and pi need extra packages).
+    """The per-repetition entry point of a backend of :data:`experiments.backends.BACKENDS`
+    (its module is imported here, lazily: netns and pi need extra packages).
 
     ``options`` carries what a backend needs besides the experiment (pi: ``inventory``).
     """
-    if backend == "pi":
-        from experiments.backends.pi import make_run_rep
-        return make_run_rep(options or {})
-    if backend == "sim":
-        from experiments.backends.sim import run_rep
-        return run_rep
-    if backend == "local":
-        from experiments.backends.local import run_rep
-        return run_rep
-    if backend == "netns":
-        from experiments.backends.netns import run_rep as netns_rep
-        return netns_rep
-    raise ExperimentError("--backend", "backend", f"backend {backend!r} is not available in this version "
-                          "(implemented: sim, local, netns, pi)")
+    entry = BACKENDS.get(backend)
+    if entry is None:
+        raise ExperimentError("--backend", "backend", f"backend {backend!r} is not available in this version "
+                              f"(implemented: {', '.join(BACKENDS)})")
+    return entry.make_run_rep(options or {})
 
 
 def check_backend_support(exp: Experiment, backend: str) -> None:
@@ -83,8 +74,9 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     backend = backend or exp.base["backend"]
     backend_runner(backend, backend_options)  # fail early on an unavailable backend or a bad inventory
     check_backend_support(exp, backend)
-    if backend == "pi" and jobs is not None and jobs > 1:
-        raise ExperimentError("--jobs", "jobs", "the pi backend runs one repetition at a time (the hosts are shared)")
+    entry = BACKENDS[backend]
+    if entry.exclusive and jobs is not None and jobs > 1:
+        raise ExperimentError("--jobs", "jobs", entry.exclusive)
     out = Path(out or exp.base["out"])
     run_dir = new_run_dir(out, exp.name)
     resolved = exp.resolved()
@@ -96,7 +88,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
              for v in exp.variants for r in range(reps)]
     total = len(tasks)
     if jobs is None:
-        jobs = min(os.cpu_count() or 1, 2) if backend == "sim" else 1
+        jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
     if jobs > 1 and total > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -112,6 +104,14 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
         from plots.cli import plot_command
         plot_command([run_dir])
     return run_dir
+
+
+def print_run_outputs(run_dir: Path, plotted: bool) -> None:
+    """Where a finished run put its results (``aspan run`` and ``aspan deploy run``)."""
+    print(f"run directory: {run_dir}")
+    print(f"summary:       {run_dir / 'summary.csv'}")
+    if plotted:
+        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
 
 
 def _line(i: int, total: int, v: Variant, rep: int, meta: dict[str, Any]) -> str:

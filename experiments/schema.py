@@ -7,83 +7,52 @@ naming the file, the field path and what was expected.
 from __future__ import annotations
 
 import copy
-import difflib
 import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
-from aspan.scheme_config import SCHEMES
+from aspan.policy import DUPACK_DISCIPLINES, POLICIES
+from aspan.schemes import SCHEMES
+from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
+from experiments.backends import BACKENDS
+from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
+                       raise_all, unknown_field)
+from routing.loss import MODELS as LOSS_MODELS
+from tcp_user.config import VARIANTS
 
-BACKENDS = ("sim", "local", "netns", "pi")
 
-
-class ExperimentError(ValueError):
+class ExperimentError(ConfigError):
     """An experiment file is invalid.  The message names file, field and expectation."""
 
-    def __init__(self, source: str, path: str, message: str) -> None:
-        self.source, self.path, self.message = source, path, message
-        super().__init__(f"{source}: {path or '<top>'}: {message}")
+
+# ---- field declarations (fieldspec: shared with deploy.inventory) ---------
+F = Field
 
 
-# ---- field declarations ---------------------------------------------------
-@dataclass(frozen=True)
-class F:
-    """One scalar field: Python type(s), default, and an optional check returning an error text or None."""
+def loss_spec() -> dict[str, Field]:
+    """Every key of a loss spec: ``model``, the settings of every model of
+    :data:`routing.loss.MODELS` (the registry), and ``down``.  Read at each use, so a model
+    registered later is known."""
+    spec: dict[str, Field] = {"model": F(STR, "none", member_of(LOSS_MODELS), "loss model")}
+    for name, kind in LOSS_MODELS.items():
+        for key, setting in kind.settings.items():
+            if spec.setdefault(key, setting) != setting:
+                raise ValueError(f"routing.loss.MODELS[{name!r}] declares setting {key!r} unlike another model")
+    spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
+                     "where the node hears nothing")
+    return spec
 
-    types: tuple[type, ...]
-    default: Any
-    check: Callable[[Any], str | None] | None = None
-    doc: str = ""
-
-
-def _range(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        if lo is not None and (v <= lo if lo_open else v < lo):
-            return f"expected a value {'>' if lo_open else '>='} {lo}, got {v}"
-        if hi is not None and v > hi:
-            return f"expected a value <= {hi}, got {v}"
-        return None
-    return check
-
-
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        return None if v in choices else f"expected one of {', '.join(choices)}, got {v!r}"
-    return check
-
-
-def _one_of_int(*choices: int) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        return None if v in choices else f"expected one of {', '.join(map(str, choices))}, got {v!r}"
-    return check
-
-
-INT = (int,)
-NUM = (int, float)
-STR = (str,)
-BOOL = (bool,)
-
-LOSS_SPEC = {  # checked in depth by routing.loss.build_loss_model; declared here for docs and paths
-    "model": F(STR, "none", _one_of("none", "bernoulli", "gilbert-elliott", "bit-error"), "loss model"),
-    "rate": F(NUM, 0.0, _range(0, 1), "bernoulli: drop probability per packet heard"),
-    "good_mean_s": F(NUM, 6.0, _range(0, lo_open=True), "gilbert-elliott: mean time in the good state"),
-    "bad_mean_s": F(NUM, 0.2, _range(0, lo_open=True), "gilbert-elliott: mean time in the bad state"),
-    "loss_good": F(NUM, 0.0, _range(0, 1), "gilbert-elliott: loss probability in the good state"),
-    "loss_bad": F(NUM, 0.5, _range(0, 1), "gilbert-elliott: loss probability in the bad state"),
-    "ber": F(NUM, 0.0, _range(0, 1), "bit-error: bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)"),
-    "down": F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) where the node hears nothing"),
-}
 
 SCHEMA: dict[str, Any] = {
     "name": F(STR, None, None, "experiment name (default: file name)"),
     "description": F(STR, "", None, "free text"),
-    "backend": F(STR, "local", _one_of(*BACKENDS), "where it runs"),
-    "seed": F(INT, 1, _range(0), "base seed; repetition k uses seed + k"),
-    "repetitions": F(INT, 1, _range(1), "runs per variant"),
+    "backend": F(STR, "local", member_of(BACKENDS), "where it runs (experiments.backends.BACKENDS)"),
+    "seed": F(INT, 1, in_range(0), "base seed; repetition k uses seed + k"),
+    "repetitions": F(INT, 1, in_range(1), "runs per variant"),
     "out": F(STR, "runs", None, "output directory"),
     "scenario": F(STR, "", None, "label of a group of variants; the scheme-comparison figures draw each scenario's variants side by side"),
     "topology": {
@@ -92,60 +61,60 @@ SCHEMA: dict[str, Any] = {
         "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; default: chain routes"),
     },
     "loss": {
-        "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see LOSS_SPEC)"),
+        "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
     },
     "link": {
-        "rate_mbps": F(NUM, 10.0, _range(0, lo_open=True), "sim: link rate"),
-        "delay_ms": F(NUM, 2.0, _range(0), "sim: one-way propagation delay"),
-        "queue_packets": F(INT, 50, _range(1), "sim: drop-tail queue per link"),
+        "rate_mbps": F(NUM, 10.0, in_range(0, lo_open=True), "sim: link rate"),
+        "delay_ms": F(NUM, 2.0, in_range(0), "sim: one-way propagation delay"),
+        "queue_packets": F(INT, 50, in_range(1), "sim: drop-tail queue per link"),
     },
     "etx": {
-        "window": F(INT, 1000, _range(1), "probes in the delivery-ratio window (paper: 1000)"),
-        "interval_s": F(NUM, 0.1, _range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
-        "mode": F(STR, "forward", _one_of("forward", "etx"), "forward: the paper's one-way ratio; etx: df x dr"),
-        "before_full": F(STR, "partial", _one_of("partial", "optimistic", "pessimistic"), "estimate before the window fills"),
-        "initial": F(NUM, 1.0, _range(0, 1), "forward ratio assumed before the neighbour reports one"),
-        "settle_s": F(NUM, 5.0, _range(0), "probing time before the flows start"),
-        "warmup_interval_s": F(NUM, 0.005, _range(0, lo_open=True), "probe interval while settling (fills the window fast)"),
-        "log_interval_s": F(NUM, 1.0, _range(0, lo_open=True), "how often each node logs its ETX values"),
+        "window": F(INT, 1000, in_range(1), "probes in the delivery-ratio window (paper: 1000)"),
+        "interval_s": F(NUM, 0.1, in_range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
+        "mode": F(STR, "forward", member_of(QUALITY_MODES), "forward: the paper's one-way ratio; etx: df x dr"),
+        "before_full": F(STR, "partial", member_of(BEFORE_FULL_MODES), "estimate before the window fills"),
+        "initial": F(NUM, 1.0, in_range(0, 1), "forward ratio assumed before the neighbour reports one"),
+        "settle_s": F(NUM, 5.0, in_range(0), "probing time before the flows start"),
+        "warmup_interval_s": F(NUM, 0.005, in_range(0, lo_open=True), "probe interval while settling (fills the window fast)"),
+        "log_interval_s": F(NUM, 1.0, in_range(0, lo_open=True), "how often each node logs its ETX values"),
     },
     "tcp": {
-        "variant": F(STR, "reno", _one_of("reno", "sack"), "user-space TCP variant"),
-        "init_cwnd": F(INT, 2, _range(1), "initial cwnd in segments"),
-        "rcv_buffer_segments": F(INT, 64, _range(1), "receiver buffer in segments"),
-        "min_rto_s": F(NUM, 0.2, _range(0, lo_open=True), "minimum RTO"),
-        "initial_rto_s": F(NUM, 1.0, _range(0, lo_open=True), "RTO before the first RTT sample"),
-        "max_rto_s": F(NUM, 60.0, _range(0, lo_open=True), "RTO cap"),
+        "variant": F(STR, "reno", member_of(VARIANTS), "user-space TCP variant (tcp_user.config.VARIANTS)"),
+        "init_cwnd": F(INT, 2, in_range(1), "initial cwnd in segments"),
+        "rcv_buffer_segments": F(INT, 64, in_range(1), "receiver buffer in segments"),
+        "min_rto_s": F(NUM, 0.2, in_range(0, lo_open=True), "minimum RTO"),
+        "initial_rto_s": F(NUM, 1.0, in_range(0, lo_open=True), "RTO before the first RTT sample"),
+        "max_rto_s": F(NUM, 60.0, in_range(0, lo_open=True), "RTO cap"),
         "snack": F(BOOL, False, None, "paper 002 SNACK: the receiver reports up to 6 lost segments, the sender resends one reported twice without a cwnd cut"),
     },
     "snoop": {
-        "policy": F(STR, "none", _one_of("none", "fixed", "adaptive", "every", "perfect"), "where to cache"),
-        "pkt_qos": F(NUM, 1.0, _range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
-        "snoop_after": F(INT, 0, _range(0, 255), "header: the first N forwarding nodes never cache"),
-        "snoop_limit": F(INT, 0, _range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
-        "fixed_hop": F(INT, 1, _range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
-        "dupack": F(STR, "every", _one_of("every", "once"), "every: retransmit on each dupack (paper); once: classic Snoop"),
-        "cache_bytes": F(INT, 4_000_000, _range(0), "cache bound per node"),
-        "scheme": F(STR, "aspan", _one_of(*SCHEMES), "aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
-        "snoop_tick_s": F(NUM, 0.1, _range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
-        "max_local_rxmit": F(INT, 10, _range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
-        "max_cached_segments": F(INT, 100, _range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
+        "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),
+        "pkt_qos": F(NUM, 1.0, in_range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
+        "snoop_after": F(INT, 0, in_range(0, 255), "header: the first N forwarding nodes never cache"),
+        "snoop_limit": F(INT, 0, in_range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
+        "fixed_hop": F(INT, 1, in_range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
+        "dupack": F(STR, "every", member_of(DUPACK_DISCIPLINES), "every: retransmit on each dupack (paper); once: classic Snoop"),
+        "cache_bytes": F(INT, 4_000_000, in_range(0), "cache bound per node"),
+        "scheme": F(STR, "aspan", member_of(SCHEMES), "the snoop scheme (aspan.schemes.SCHEMES): aspan (paper 001) | classic (ns-2 Snoop) | multihop (paper 000) | snack (002) | slack (003) | ackall (004)"),
+        "snoop_tick_s": F(NUM, 0.1, in_range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
+        "max_local_rxmit": F(INT, 10, in_range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
+        "max_cached_segments": F(INT, 100, in_range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
     },
     "netns": {   # backend netns only (docs/NETNS.md); the other backends ignore this section
-        "handlers": F(STR, "snoop", _one_of("snoop", "accept", "kernel"),
+        "handlers": F(STR, "snoop", one_of("snoop", "accept", "kernel"),
                       "snoop: the NFQUEUE snoop agent on every node; accept: NFQUEUE accept-only; kernel: plain forwarding"),
-        "congestion": F(STR, "reno", _one_of("reno", "cubic"), "kernel TCP congestion control of the senders"),
-        "traffic": F(STR, "bulk", _one_of("bulk", "iperf3"), "bulk: the Python kernel-TCP sender/receiver; iperf3"),
-        "option": F(INT, 94, _one_of_int(30, 94, 158, 222), "IPv4 option type of the A-SPAN fields (RFC 4727 experimental)"),
-        "rate_mbit": F(NUM, 0.0, _range(0), "tc tbf rate limit on every veth (0: none)"),
-        "mtu": F(INT, 1500, _range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
-        "cwnd_poll_ms": F(NUM, 5.0, _range(0.5, 1000), "TCP_INFO sampling period of the sender"),
-        "queue_maxlen": F(INT, 4096, _range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
+        "congestion": F(STR, "reno", one_of("reno", "cubic"), "kernel TCP congestion control of the senders"),
+        "traffic": F(STR, "bulk", one_of("bulk", "iperf3"), "bulk: the Python kernel-TCP sender/receiver; iperf3"),
+        "option": F(INT, 94, one_of_int(30, 94, 158, 222), "IPv4 option type of the A-SPAN fields (RFC 4727 experimental)"),
+        "rate_mbit": F(NUM, 0.0, in_range(0), "tc tbf rate limit on every veth (0: none)"),
+        "mtu": F(INT, 1500, in_range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
+        "cwnd_poll_ms": F(NUM, 5.0, in_range(0.5, 1000), "TCP_INFO sampling period of the sender"),
+        "queue_maxlen": F(INT, 4096, in_range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
-        "max_duration_s": F(NUM, 600.0, _range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
+        "max_duration_s": F(NUM, 600.0, in_range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
     },
     "variants": F((list,), [], None, "list of {name, ...overrides}"),
     "sweep": F((dict,), {}, None, "{field: dotted.path, values: [...]}: one variant per value (per variant)"),
@@ -154,59 +123,16 @@ SCHEMA: dict[str, Any] = {
 FLOW_SPEC = {
     "sender": F(STR, "A", None, "sending node"),
     "receiver": F(STR, "D", None, "receiving node"),
-    "segments": F(INT, 16000, _range(1), "segments to send"),
-    "segment_size": F(INT, 1000, _range(1, 60000), "payload bytes per segment (MSS)"),
-    "start_s": F(NUM, 0.0, _range(0), "start, relative to the end of ETX settling"),
-    "variant": F(STR, None, _one_of("reno", "sack"), "TCP variant of this flow (default: tcp.variant)"),
+    "segments": F(INT, 16000, in_range(1), "segments to send"),
+    "segment_size": F(INT, 1000, in_range(1, 60000), "payload bytes per segment (MSS)"),
+    "start_s": F(NUM, 0.0, in_range(0), "start, relative to the end of ETX settling"),
+    "variant": F(STR, None, member_of(VARIANTS), "TCP variant of this flow (default: tcp.variant)"),
 }
 
 
 # ---- validation -----------------------------------------------------------
-def _type_name(types: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
-    if types == NUM:
-        return "a number"
-    return " or ".join(names.get(t, t.__name__) for t in types)
-
-
-def _check_value(src: str, path: str, spec: F, v: Any) -> Any:
-    if isinstance(v, bool) and bool not in spec.types:
-        raise ExperimentError(src, path, f"expected {_type_name(spec.types)}, got {v!r}")
-    if not isinstance(v, spec.types):
-        raise ExperimentError(src, path, f"expected {_type_name(spec.types)}, got {type(v).__name__} {v!r}")
-    if spec.check:
-        err = spec.check(v)
-        if err:
-            raise ExperimentError(src, path, err)
-    return v
-
-
 def _unknown(src: str, path: str, key: str, known: list[str]) -> ExperimentError:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ExperimentError(src, f"{path}.{key}" if path else key,
-                           f"unknown field{hint}; expected one of {', '.join(known)}")
-
-
-def _fill(src: str, path: str, schema: dict[str, Any], data: Any) -> dict[str, Any]:
-    """Validate ``data`` against ``schema`` and return it with defaults filled in."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ExperimentError(src, path, f"expected a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in schema:
-            raise _unknown(src, path, str(key), list(schema))
-    out: dict[str, Any] = {}
-    for key, spec in schema.items():
-        sub = f"{path}.{key}" if path else key
-        if isinstance(spec, dict):
-            out[key] = _fill(src, sub, spec, data.get(key))
-        elif key in data:
-            out[key] = _check_value(src, sub, spec, data[key])
-        else:
-            out[key] = copy.deepcopy(spec.default)
-    return out
+    return unknown_field(src, path, key, known, ExperimentError)  # type: ignore[return-value]
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -219,92 +145,105 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-LOSS_MODEL_KEYS = {
-    "none": ("down",),
-    "bernoulli": ("rate", "down"),
-    "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "down"),
-    "bit-error": ("ber", "down"),
-}
+Errors = list[ConfigError]
 
 
-def _check_loss(src: str, path: str, spec: Any) -> dict[str, Any]:
+def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
     """A loss spec with the defaults of its model only; a key of another model is an error."""
-    full = _fill(src, path, LOSS_SPEC, spec)
-    allowed = LOSS_MODEL_KEYS[full["model"]]
-    for key in (spec or {}):
-        if key != "model" and key not in allowed:
-            raise ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
-                                  f"expected one of {', '.join(allowed)}")
+    found: Errors = []
+    full = fill(src, path, loss_spec(), spec, ExperimentError, found)
+    model_ok = not any(e.path == f"{path}.model" for e in found)
+    errs.extend(found)
+    allowed = (*LOSS_MODELS[full["model"]].settings, "down")
+    for key in (spec if model_ok and isinstance(spec, dict) else {}):
+        if key != "model" and key not in allowed and key in full:
+            errs.append(ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
+                                        f"expected one of {', '.join(allowed)}"))
     full = {k: v for k, v in full.items() if k == "model" or k in allowed}
     for i, iv in enumerate(full["down"]):
         if not (isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in iv)
                 and 0 <= iv[0] < iv[1]):
-            raise ExperimentError(src, f"{path}.down[{i}]", f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}")
+            errs.append(ExperimentError(src, f"{path}.down[{i}]",
+                                        f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}"))
     return full
 
 
-def _check_semantics(src: str, cfg: dict[str, Any]) -> None:
-    """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible."""
-    topo = cfg["topology"]
+def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
+    """Nodes named and unique, addresses valid and unique, routes between known nodes.
+    False when the chain itself is wrong (the checks that need the nodes are skipped)."""
     nodes = topo["chain"]
     if len(nodes) < 2 or not all(isinstance(n, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", n) for n in nodes):
-        raise ExperimentError(src, "topology.chain", f"expected at least two node names (letters, digits, _ -), got {nodes!r}")
+        errs.append(ExperimentError(src, "topology.chain",
+                                    f"expected at least two node names (letters, digits, _ -), got {nodes!r}"))
+        return False
     if len(set(nodes)) != len(nodes):
-        raise ExperimentError(src, "topology.chain", f"node names repeat: {nodes!r}")
+        errs.append(ExperimentError(src, "topology.chain", f"node names repeat: {nodes!r}"))
+        return False
     addrs = topo["addresses"]
     for n, a in addrs.items():
         if n not in nodes:
-            raise ExperimentError(src, f"topology.addresses.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+            errs.append(ExperimentError(src, f"topology.addresses.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+            continue
         try:
             ipaddress.IPv4Address(a)
         except (ValueError, TypeError):
-            raise ExperimentError(src, f"topology.addresses.{n}", f"expected an IPv4 address, got {a!r}") from None
+            errs.append(ExperimentError(src, f"topology.addresses.{n}", f"expected an IPv4 address, got {a!r}"))
     full_addrs = {n: addrs.get(n, f"10.2.1.{i + 1}") for i, n in enumerate(nodes)}
     if len(set(full_addrs.values())) != len(nodes):
-        raise ExperimentError(src, "topology.addresses", f"addresses repeat: {full_addrs}")
+        errs.append(ExperimentError(src, "topology.addresses", f"addresses repeat: {full_addrs}"))
     topo["addresses"] = full_addrs
     for n, table in topo["routes"].items():
         if n not in nodes:
-            raise ExperimentError(src, f"topology.routes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
-        if not isinstance(table, dict):
-            raise ExperimentError(src, f"topology.routes.{n}", "expected a mapping destination -> next hop")
-        for dst, via in table.items():
-            if dst not in nodes or via not in nodes:
-                raise ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}")
-    cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"])
+            errs.append(ExperimentError(src, f"topology.routes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+        elif not isinstance(table, dict):
+            errs.append(ExperimentError(src, f"topology.routes.{n}", "expected a mapping destination -> next hop"))
+        else:
+            for dst, via in table.items():
+                if dst not in nodes or via not in nodes:
+                    errs.append(ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}"))
+    return True
+
+
+def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
+    """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible.
+    Every error found is appended to ``errs``."""
+    nodes_ok = _check_topology(src, cfg["topology"], errs)
+    nodes = cfg["topology"]["chain"]
+    cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"], errs)
     for n, spec in list(cfg["loss"]["nodes"].items()):
-        if n not in nodes:
-            raise ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}")
+        if nodes_ok and n not in nodes:
+            errs.append(ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+            continue
         merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
             else _deep_merge(cfg["loss"]["default"], spec or {})
-        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged)
+        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged, errs)
     if not cfg["flows"]:
-        raise ExperimentError(src, "flows", "expected at least one flow")
+        errs.append(ExperimentError(src, "flows", "expected at least one flow"))
     flows = []
     for i, fl in enumerate(cfg["flows"]):
-        f = _fill(src, f"flows[{i}]", FLOW_SPEC, fl)
+        f = fill(src, f"flows[{i}]", FLOW_SPEC, fl, ExperimentError, errs)
         for role in ("sender", "receiver"):
-            if f[role] not in nodes:
-                raise ExperimentError(src, f"flows[{i}].{role}", f"unknown node {f[role]!r}; expected one of {', '.join(nodes)}")
+            if nodes_ok and f[role] not in nodes:
+                errs.append(ExperimentError(src, f"flows[{i}].{role}",
+                                            f"unknown node {f[role]!r}; expected one of {', '.join(nodes)}"))
         if f["sender"] == f["receiver"]:
-            raise ExperimentError(src, f"flows[{i}]", "sender and receiver are the same node")
+            errs.append(ExperimentError(src, f"flows[{i}]", "sender and receiver are the same node"))
         flows.append(f)
     cfg["flows"] = flows
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
-        raise ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s")
-    _check_scheme(src, cfg["snoop"])
+        errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
+    _check_scheme(src, cfg["snoop"], errs)
 
 
-def _check_scheme(src: str, snoop: dict[str, Any]) -> None:
+def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:
     """Where each snoop scheme caches: multihop on every forwarding node (paper 000), the
-    others where snoop.policy says, so they need a policy that caches somewhere."""
-    scheme, policy = snoop["scheme"], snoop["policy"]
-    if scheme == "multihop" and policy not in ("none", "every"):
-        raise ExperimentError(src, "snoop.policy", f"scheme multihop caches on every forwarding node "
-                              f"(paper 000); expected policy every or none, got {policy!r}")
-    if scheme not in ("aspan", "multihop") and policy == "none":
-        raise ExperimentError(src, "snoop.policy", f"scheme {scheme!r} caches nowhere with policy none; "
-                              "expected fixed, adaptive, every or perfect")
+    others where snoop.policy says, so they need a policy that caches somewhere.  Each
+    scheme's entry in aspan.schemes.SCHEMES says which policies it runs with."""
+    name, policy = snoop["scheme"], snoop["policy"]
+    scheme = SCHEMES[name]
+    if policy not in scheme.policies:
+        errs.append(ExperimentError(src, "snoop.policy", f"scheme {name!r} {scheme.policy_note}; expected policy "
+                                    f"{' or '.join(scheme.policies)}, got {policy!r}"))
 
 
 @dataclass
@@ -336,7 +275,7 @@ class Experiment:
 
 def _get_path(cfg: dict[str, Any], dotted: str) -> Any:
     if dotted.startswith("loss.default."):  # the loss spec is validated as a whole, by model
-        return LOSS_SPEC.get(dotted[len("loss.default."):])
+        return loss_spec().get(dotted[len("loss.default."):])
     node: Any = SCHEMA
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -356,63 +295,88 @@ def _set_path(cfg: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
 
 
 def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml") -> Experiment:
-    """Validate a parsed YAML document and expand variants and sweep."""
+    """Validate a parsed YAML document and expand variants and sweep.
+
+    Every error of the document is reported at once: one ExperimentError per wrong field
+    (``.errors``; the first is the error itself), each naming the file and the field path.
+    An error of the top-level settings is named once, at its top-level path, not again per
+    variant; an error of a variant's own settings is named ``variants[<name>].<path>``.
+    """
     if not isinstance(data, dict):
         raise ExperimentError(source, "", "expected a YAML mapping at the top level")
-    base = _fill(source, "", SCHEMA, data)
+    errs: Errors = []
+    base = fill(source, "", SCHEMA, data, ExperimentError, errs)
     name = base["name"] or Path(source).stem
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise ExperimentError(source, "name", f"expected letters, digits, '.', '_' or '-', got {name!r}")
+        errs.append(ExperimentError(source, "name", f"expected letters, digits, '.', '_' or '-', got {name!r}"))
     base["name"] = name
     raw_variants = base.pop("variants")
     sweep = base.pop("sweep")
+    _check_semantics(source, base, errs)
+    seen = {(e.path, e.message) for e in errs}
     bare = {k: v for k, v in data.items() if k not in ("variants", "sweep")}
-    specs: list[tuple[str, dict[str, Any]]] = []
-    for i, v in enumerate(raw_variants or [{"name": "default"}]):
-        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", v["name"]):
-            raise ExperimentError(source, f"variants[{i}].name", "expected a name of letters, digits, '.', '_' or '-'")
-        over = {k: val for k, val in v.items() if k != "name"}
-        for key in over:
-            if key in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend"):
-                raise ExperimentError(source, f"variants[{i}].{key}", "cannot be set per variant")
-        specs.append((v["name"], over))
-    if len({n for n, _ in specs}) != len(specs):
-        raise ExperimentError(source, "variants", "variant names repeat")
-    expanded: list[tuple[str, dict[str, Any], Any]] = []
-    if sweep:
-        for key in sweep:
-            if key not in ("field", "values"):
-                raise _unknown(source, "sweep", key, ["field", "values"])
-        field = sweep.get("field")
-        values = sweep.get("values")
-        if not isinstance(field, str) or not isinstance(_get_path(SCHEMA, field), F):
-            raise ExperimentError(source, "sweep.field", f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}")
-        if not isinstance(values, list) or not values:
-            raise ExperimentError(source, "sweep.values", "expected a non-empty list")
-        for vname, over in specs:
-            for val in values:
-                expanded.append((f"{vname}-{val}" if raw_variants else f"{field.split('.')[-1]}-{val}",
-                                 _deep_merge(over, _set_path({}, field, val)), val))
-    else:
-        expanded = [(n, o, None) for n, o in specs]
+    specs = _variant_specs(source, raw_variants, errs)
+    expanded = _expand_sweep(source, sweep, specs, bool(raw_variants), errs)
     variants: list[Variant] = []
     for vname, over, sval in expanded:
         where = f"variants[{vname}]"
-        merged = _deep_merge(bare, over)
-        try:
-            cfg = _fill(source, "", SCHEMA, merged)
-        except ExperimentError as e:
-            raise ExperimentError(source, f"{where}.{e.path}", e.message) from None
+        found: Errors = []
+        cfg = fill(source, "", SCHEMA, _deep_merge(bare, over), ExperimentError, found)
+        fill_errors = len(found)
         cfg.pop("variants")
         cfg.pop("sweep")
         cfg["name"] = name
-        try:
-            _check_semantics(source, cfg)
-        except ExperimentError as e:
-            raise ExperimentError(source, f"{where}.{e.path}" if raw_variants or sweep else e.path, e.message) from None
+        _check_semantics(source, cfg, found)
+        for i, e in enumerate(found):
+            if (e.path, e.message) in seen:
+                continue     # the top-level setting's error, named once above
+            prefixed = i < fill_errors or raw_variants or sweep
+            errs.append(ExperimentError(source, f"{where}.{e.path}" if prefixed else e.path, e.message))
         variants.append(Variant(vname, cfg, sval))
-    _check_semantics(source, base)
+    raise_all(errs)
     return Experiment(source, name, base, variants, sweep or None)
+
+
+def _variant_specs(source: str, raw_variants: list[Any], errs: Errors) -> list[tuple[str, dict[str, Any]]]:
+    """(name, overrides) of each well-formed variant; the errors of the others go to ``errs``."""
+    specs: list[tuple[str, dict[str, Any]]] = []
+    for i, v in enumerate(raw_variants or [{"name": "default"}]):
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", v["name"]):
+            errs.append(ExperimentError(source, f"variants[{i}].name", "expected a name of letters, digits, '.', '_' or '-'"))
+            continue
+        over = {k: val for k, val in v.items() if k != "name"}
+        fixed = [k for k in over if k in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend")]
+        for key in fixed:
+            errs.append(ExperimentError(source, f"variants[{i}].{key}", "cannot be set per variant"))
+        if not fixed:
+            specs.append((v["name"], over))
+    if len({n for n, _ in specs}) != len(specs):
+        errs.append(ExperimentError(source, "variants", "variant names repeat"))
+    return specs
+
+
+def _expand_sweep(source: str, sweep: dict[str, Any], specs: list[tuple[str, dict[str, Any]]], named: bool,
+                  errs: Errors) -> list[tuple[str, dict[str, Any], Any]]:
+    """(variant name, overrides, sweep value) of every variant, the sweep expanded; none if it is wrong."""
+    if not sweep:
+        return [(n, o, None) for n, o in specs]
+    n_errs = len(errs)
+    for key in sweep:
+        if key not in ("field", "values"):
+            errs.append(_unknown(source, "sweep", key, ["field", "values"]))
+    field = sweep.get("field")
+    values = sweep.get("values")
+    if not isinstance(field, str) or not isinstance(_get_path(SCHEMA, field), F):
+        errs.append(ExperimentError(source, "sweep.field",
+                                    f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}"))
+    if not isinstance(values, list) or not values:
+        errs.append(ExperimentError(source, "sweep.values", "expected a non-empty list"))
+    if len(errs) > n_errs:
+        return []
+    assert isinstance(field, str) and isinstance(values, list)
+    return [(f"{vname}-{val}" if named else f"{field.split('.')[-1]}-{val}",
+             _deep_merge(over, _set_path({}, field, val)), val)
+            for vname, over in specs for val in values]
 
 
 def load_file(path: str | Path) -> Experiment:

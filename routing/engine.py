@@ -1,22 +1,27 @@
-"""The forwarding engine: one arriving packet + now -> actions, plus log events.
+"""The overlay's forwarding engine: one overlay packet + now -> actions, around the forwarding step.
 
-Pure: no sockets, threads or clock.  Every backend (UDP overlay, virtual time)
-drives this same step; the NFQUEUE driver reuses the snoop agent with the same
-rules on kernel packets.
+Pure: no sockets, threads or clock.  The UDP driver (routing.udp, the local and
+pi backends) and the virtual-time backend drive it with overlay packets; the
+rules themselves (loss, next hop and p, the snoop agent, counters, log events)
+are routing.step's, shared with the kernel data plane (routing.kernel).  This
+adapter only reads the overlay packet, and builds what goes out: the packet
+with its rewritten header, cached copies, new ACKs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
-from aspan.agent import AckVerdict, SnoopAgent, flow_name
+from aspan.agent import SnoopAgent, flow_name
+from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
-from routing.loss import LossModel, drop_packet
+from routing.loss import LossModel
 from routing.routes import RouteTable
-from routing.wire import DATA, TYPE_NAMES, Packet, WireError, decode, wire_size
+from routing.step import DROP_REASONS, ForwardingStep, Held
+from routing.wire import DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, wire_size
 from tcp_user.segment import ACK, Segment
 
-Emit = Callable[..., None]
+__all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Transmit"]
 
 
 @dataclass(slots=True)
@@ -38,121 +43,154 @@ class Drop:
 
 Action = Transmit | Deliver | Drop
 
-DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
-
-
-def _no_emit(now: float, ev: str, **fields: Any) -> None:
-    return None
+_PTYPES = {DATA: "tcp", PROBE: "probe"}
+_MAX_NAMES = 4096
 
 
 class ForwardingEngine:
-    """One node's forwarding layer.
+    """One node's forwarding layer on the overlay.
 
-    ``quality(neighbour)`` gives the delivery ratio p of the link to a
-    neighbour (from the ETX estimator).  ``agent`` is the node's snoop agent.
+    ``quality(neighbour)`` gives the delivery ratio p of the link to a neighbour
+    (from the ETX estimator).  ``agent`` is the node's snoop agent; ``log`` an
+    :class:`aspan.events.EventSink` or an ``emit(now, ev, **fields)`` function.
     """
 
     def __init__(self, address: str, routes: RouteTable, loss: LossModel, agent: SnoopAgent,
-                 quality: Callable[[str], float], emit: Emit | None = None) -> None:
+                 quality: Any, log: EventSink | Emit | None = None) -> None:
         self.address = address
         self.routes = routes
-        self.loss = loss
         self.agent = agent
-        self.quality = quality
-        self._emit = emit or _no_emit
-        self.drops = {r: 0 for r in DROP_REASONS}
-        self.transmissions = 0
+        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log))
+        self.drops = self.step.drops
+        self._names: dict[tuple[str, int, str, int], str] = {}
+        self._makes_acks = agent.generates_acks
 
     # ---- inputs ------------------------------------------------------------
     def on_datagram(self, data: bytes, now: float) -> list[Action]:
-        """A datagram heard from the network: decode it (malformed ones are counted and dropped)."""
+        """A datagram heard from the network.  The node's loss model applies first, to whatever was
+        heard (paper: the listener drops); what is left is decoded, and malformed ones are dropped."""
+        lost = self.step.lost(now, len(data) + IP_UDP_OVERHEAD)
         try:
             pkt = decode(data)
         except WireError as e:
-            self.drops["malformed"] += 1
-            self._emit(now, "drop", reason="malformed", detail=str(e), size=len(data))
+            if lost:
+                self.step.drop(now, "loss", "?")
+                return [Drop(None, "loss")]
+            self.step.drop(now, "malformed", detail=str(e), size=len(data))
             return [Drop(None, "malformed")]
-        return self.on_packet(pkt, now)
+        if lost:
+            return [self.drop(pkt, "loss", now)]
+        return self._heard(pkt, now)
 
     def on_packet(self, pkt: Packet, now: float) -> list[Action]:
-        """A decoded packet heard from the network.  The node's loss model applies first (paper: the listener drops)."""
-        if drop_packet(self.loss, now, wire_size(pkt)):
-            return [self._drop(pkt, "loss", now)]
+        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
+        first, with the bytes the packet has on the link."""
+        if self.step.lost(now, wire_size(pkt)):
+            return [self.drop(pkt, "loss", now)]
+        return self._heard(pkt, now)
+
+    def _heard(self, pkt: Packet, now: float) -> list[Action]:
+        if pkt.dst != self.address:
+            return self._forward(pkt, now, "fwd")
         seg = pkt.segment
-        if pkt.dst == self.address:
-            if pkt.ptype == DATA and seg is not None and seg.is_pure_ack:
-                verdict = self._on_ack(pkt, now)
-                actions = self._local_retransmissions(verdict.retransmit, now)
-                actions += self._generated(now)
-                if not verdict.forward:
-                    actions.append(self._drop(pkt, "suppressed", now))
-                    return actions
-                self._apply_snack(pkt, verdict)
+        if pkt.ptype == DATA and seg is not None and seg.is_pure_ack:
+            actions = self._ack(pkt, now)
+            if not actions or actions[-1].__class__ is not Drop:
                 actions.append(Deliver(pkt))
-                return actions
-            return [Deliver(pkt)]
-        return self._forward(pkt, now)
+            return actions
+        return [Deliver(pkt)]
 
     def send_local(self, pkt: Packet, now: float) -> list[Action]:
         """A packet originated by this node (its TCP or its prober): no loss model, hop index 0."""
         if pkt.dst == self.address:
             return [Deliver(pkt)]
-        return self._forward(pkt, now, kind="send")
+        return self._forward(pkt, now, "send")
 
     def on_timer(self, now: float) -> list[Action]:
-        actions = self._local_retransmissions(self.agent.on_timer(now), now)
-        return actions + self._generated(now)
-
-    def next_timer(self) -> float | None:
-        return self.agent.next_timer()
-
-    # ---- internals ---------------------------------------------------------
-    def _forward(self, pkt: Packet, now: float, kind: str = "fwd") -> list[Action]:
-        nxt = self.routes.next_hop(pkt.dst)
-        if nxt is None:
-            return [self._drop(pkt, "no_route", now)]
-        seg = pkt.segment
-        actions: list[Action] = []
-        hop_index = pkt.hops
-        pkt.hops = hop_index + 1
-        if pkt.ptype == DATA and seg is not None:
-            if seg.payload:
-                flow = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
-                self.agent.on_data(flow, seg.seq, len(seg.payload), pkt.fields,
-                                   self.quality(nxt), hop_index, now, pkt)
-                self._emit(now, "tx", flow=flow_name(flow), seq=seg.seq, len=len(seg.payload),
-                           kind=kind, hop=hop_index)
-                actions = self._generated(now)
-            elif seg.is_pure_ack:
-                verdict = self._on_ack(pkt, now)
-                actions = self._local_retransmissions(verdict.retransmit, now)
-                actions += self._generated(now)
-                if not verdict.forward:
-                    actions.append(self._drop(pkt, "suppressed", now))
-                    return actions
-                self._apply_snack(pkt, verdict)
-        self.transmissions += 1
-        actions.append(Transmit(pkt, nxt))
+        actions: list[Action] = [Transmit(held.packet, nxt) for held, nxt in self.step.timer(now)]
+        if self._makes_acks:
+            actions += self._generated(now)
         return actions
 
-    def _on_ack(self, pkt: Packet, now: float) -> AckVerdict:
-        """The agent's verdict on a pure ACK (flow key = the data direction)."""
+    def next_timer(self) -> float | None:
+        return self.step.next_timer()
+
+    def drop(self, pkt: Packet, reason: str, now: float, **detail: Any) -> Drop:
+        """Count and log ``pkt`` as dropped for ``reason`` (also used by the drivers' queues)."""
+        seg = pkt.segment
+        if seg is not None:
+            self.step.drop(now, reason, "tcp", self._name((pkt.src, pkt.sport, pkt.dst, pkt.dport)), seg.seq,
+                           seg.ack, len(seg.payload), **detail)
+        else:
+            self.step.drop(now, reason, _PTYPES.get(pkt.ptype, str(pkt.ptype)), **detail)
+        return Drop(pkt, reason)
+
+    # ---- internals ---------------------------------------------------------
+    def _name(self, key: tuple[str, int, str, int]) -> str:
+        name = self._names.get(key)
+        if name is None:
+            if len(self._names) >= _MAX_NAMES:
+                self._names.clear()
+            name = self._names[key] = flow_name(key)
+        return name
+
+    def _forward(self, pkt: Packet, now: float, kind: str) -> list[Action]:
+        seg = pkt.segment
+        hop = pkt.hops
+        if pkt.ptype == DATA and seg is not None:
+            if seg.payload:
+                key = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
+                held = Held(pkt, key, self._names.get(key) or self._name(key), seg.seq, len(seg.payload), hop)
+                pkt.hops = hop + 1
+                nxt = self.step.data(now, held, pkt.dst, pkt.fields, kind)
+                if nxt is None:
+                    pkt.hops = hop
+                    return [self.drop(pkt, "no_route", now)]
+                if self._makes_acks:
+                    actions = self._generated(now)
+                    actions.append(Transmit(pkt, nxt))
+                    return actions
+                return [Transmit(pkt, nxt)]
+            if kind == "fwd" and seg.is_pure_ack:
+                actions = self._ack(pkt, now)
+                if actions and actions[-1].__class__ is Drop:
+                    return actions
+                nxt = self.routes.next_hop(pkt.dst)
+                if nxt is None:
+                    actions.append(self.drop(pkt, "no_route", now))
+                    return actions
+                pkt.hops = hop + 1
+                actions.append(Transmit(pkt, nxt))
+                return actions
+        nxt = self.routes.next_hop(pkt.dst)
+        if nxt is None:
+            return [self.drop(pkt, "no_route", now)]
+        pkt.hops = hop + 1
+        return [Transmit(pkt, nxt)]
+
+    def _ack(self, pkt: Packet, now: float) -> list[Action]:
+        """The agent's verdict on a pure ACK this node hears (flow key = the data direction): local
+        retransmissions and new ACKs to send, and the ACK itself dropped last when held back."""
         seg = pkt.segment
         assert seg is not None
-        return self.agent.on_ack((pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack, now,
-                                 window=seg.window, snack=seg.snack, packet=pkt)
-
-    @staticmethod
-    def _apply_snack(pkt: Packet, verdict: AckVerdict) -> None:
-        """SNACK-Snoop rewrites the SNACK entries of an ACK it forwards (segments are shared: replace)."""
-        seg = pkt.segment
-        if verdict.snack is not None and seg is not None and verdict.snack != seg.snack:
+        step = self.step
+        details = step.ack_details
+        verdict = step.ack(now, (pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack,
+                           seg.window if details else None, seg.snack if details else (), pkt if details else None)
+        actions: list[Action] = [Transmit(held.packet, nxt) for held, nxt in step.local(now, verdict.retransmit)]
+        if self._makes_acks:
+            actions += self._generated(now)
+        if not verdict.forward:
+            actions.append(self.drop(pkt, "suppressed", now))
+        elif verdict.snack is not None and verdict.snack != seg.snack:
+            # SNACK-Snoop rewrites the SNACK entries of an ACK it forwards (segments are shared: replace)
             pkt.segment = replace(seg, snack=verdict.snack)
+        return actions
 
     def _generated(self, now: float) -> list[Action]:
-        """New ACKs from the agent (ACK-all, SLACK), each sent toward the data sender."""
+        """New ACKs from the agent (ACK-all, SLACK), each built from its template and sent toward the data sender."""
         out: list[Action] = []
-        for g in self.agent.take_generated():
+        for g in self.step.generated():
             t: Packet = g.template
             tseg = t.segment
             assert tseg is not None
@@ -160,35 +198,8 @@ class ForwardingEngine:
                          Segment(tseg.seq, g.ack, ACK, g.window))
             nxt = self.routes.next_hop(pkt.dst)
             if nxt is None:
-                out.append(self._drop(pkt, "no_route", now))
+                out.append(self.drop(pkt, "no_route", now))
                 continue
-            self._emit(now, "ack_gen", flow=flow_name((t.dst, t.dport, t.src, t.sport)), ack=g.ack,
-                       window=g.window, reason=g.reason)
-            self.transmissions += 1
+            self.step.ack_sent(now, g, self._name((t.dst, t.dport, t.src, t.sport)))
             out.append(Transmit(pkt, nxt))
         return out
-
-    def _local_retransmissions(self, packets: list[Any], now: float) -> list[Action]:
-        """Resend cached packets toward their destination (the cached copy is never mutated)."""
-        out: list[Action] = []
-        for cached in packets:
-            nxt = self.routes.next_hop(cached.dst)
-            if nxt is None:
-                out.append(self._drop(cached, "no_route", now))
-                continue
-            seg = cached.segment
-            self._emit(now, "tx", flow=flow_name(cached.flow()), seq=seg.seq, len=len(seg.payload),
-                       kind="local", hop=cached.hops - 1)
-            self.transmissions += 1
-            out.append(Transmit(cached, nxt))
-        return out
-
-    def _drop(self, pkt: Packet, reason: str, now: float) -> Drop:
-        self.drops[reason] += 1
-        seg = pkt.segment
-        if seg is not None:
-            self._emit(now, "drop", reason=reason, ptype=TYPE_NAMES.get(pkt.ptype, "?"),
-                       flow=flow_name(pkt.flow()), seq=seg.seq, ack=seg.ack, len=len(seg.payload))
-        else:
-            self._emit(now, "drop", reason=reason, ptype=TYPE_NAMES.get(pkt.ptype, "?"))
-        return Drop(pkt, reason)

@@ -1,48 +1,29 @@
-"""IPv4 and TCP headers of kernel packets, parsed with struct, and the A-SPAN IPv4 option.
+"""IPv4 and TCP headers of kernel packets, parsed with struct.
 
 The NFQUEUE driver sees raw IPv4 packets.  Parsing them with ``struct`` costs a
 few microseconds; scapy takes about 17 times longer, so scapy stays in tools
-and tests.  No I/O here.
-
-The A-SPAN option (8 bytes, one 32-bit word pair, so the header stays aligned)::
-
-    byte 0   type      an RFC 4727 experimental option number (default 94 = 0x5E:
-                       copy 0, class 2, number 30; 30, 158 and 222 are the others)
-    byte 1   length    8
-    bytes 2-3          pkt_effort, unsigned 16-bit fixed point, value / 65535
-    bytes 4-5          pkt_qos, same encoding
-    byte 6             hops (high nibble) | snoop_count (low nibble)
-    byte 7             snoop_after (high nibble) | snoop_limit (low nibble)
-
-``hops`` is the number of nodes that transmitted the packet before the one
-reading it (0 at the sender's own layer, 1 at the first forwarder): the hop
-index of ``aspan.policy``.  Nibbles limit hops, snoop_count, snoop_after and
-snoop_limit to 0..15 (hops saturates at 15), so the netns backend accepts
-chains of at most 16 nodes and snoop_after / snoop_limit of at most 15.
+and tests.  No I/O here.  The kernel data plane's other mechanics each have their
+module: the A-SPAN IPv4 option codec (routing.ip_option), the TSval refresh of
+local retransmissions (routing.tsval) and the ACKs forged for ACK-all and SLACK
+(routing.forge).  Parsing finds the A-SPAN option (:func:`find_option`) because
+the fast path reads the two header shapes a netns run has, with and without it.
 """
 from __future__ import annotations
 
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Any, Iterator
-
-from aspan.fields import AspanFields
+from typing import Iterator
 
 PROTO_TCP = 6
 PROTO_UDP = 17
-EXPERIMENTAL_OPTIONS = (30, 94, 158, 222)   # RFC 4727, section 2.5
-DEFAULT_OPTION = 94
-OPTION_LEN = 8
-FIXED_ONE = 65535
-MAX_NIBBLE = 15
+OPTION_LEN = 8                              # the A-SPAN option's length (routing.ip_option)
 
-FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 
 _IP = struct.Struct("!BBHHHBBH4s4s")
 _TCP_REST = struct.Struct("!IIBB")     # seq, ack, data offset, flags (after the ports)
 _PORTS = struct.Struct("!HH")
-_OPT = struct.Struct("!BBHHBB")
 _U16 = struct.Struct("!H")
 
 
@@ -233,50 +214,6 @@ def _parse_tcp_general(data: bytes, option_type: int) -> TcpPacket | None:
     return TcpPacket(ihl, _flow(data[12:20], sport, dport), ttl, seq, ack, flags, total - ihl - doff, opt)
 
 
-def udp_dport(data: bytes, ihl: int) -> int:
-    """Destination port of a UDP packet whose IPv4 header is ``ihl`` bytes long."""
-    if len(data) < ihl + 8:
-        raise PacketError("truncated UDP header")
-    return _PORTS.unpack_from(data, ihl)[1]
-
-
-# ---- the A-SPAN option ----------------------------------------------------
-def check_fields(fields: AspanFields) -> None:
-    """ValueError if the header fields do not fit the option (snoop_after, snoop_limit: 4 bits)."""
-    for name in ("snoop_after", "snoop_limit"):
-        v = getattr(fields, name)
-        if not 0 <= v <= MAX_NIBBLE:
-            raise ValueError(f"{name} = {v} does not fit the option's 4 bits (0..{MAX_NIBBLE})")
-
-
-def _option_words(fields: AspanFields, hops: int) -> tuple[int, int, int]:
-    """The three 16-bit words after the option's type and length: pkt_effort, pkt_qos, nibbles."""
-    e = fields.pkt_effort
-    q = fields.pkt_qos
-    c = fields.snoop_count
-    return (int((0.0 if e < 0.0 else 1.0 if e > 1.0 else e) * FIXED_ONE + 0.5),
-            int((0.0 if q < 0.0 else 1.0 if q > 1.0 else q) * FIXED_ONE + 0.5),
-            ((hops if hops < MAX_NIBBLE else MAX_NIBBLE) << 12) | ((c if c < MAX_NIBBLE else MAX_NIBBLE) << 8)
-            | ((fields.snoop_after & 15) << 4) | (fields.snoop_limit & 15))
-
-
-_OPT_WORDS = struct.Struct("!BBHHH")
-
-
-def encode_option(fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
-    """The 8 option bytes for ``fields`` after ``hops`` transmissions (hops and snoop_count saturate at 15).
-
-    snoop_after and snoop_limit are masked to 4 bits: check them once with :func:`check_fields`.
-    """
-    return _OPT_WORDS.pack(option_type, OPTION_LEN, *_option_words(fields, hops))
-
-
-def decode_option(data: bytes, offset: int) -> tuple[AspanFields, int]:
-    """(fields, hops) of the option at ``offset`` (found by :func:`find_option`)."""
-    _t, _n, effort, qos, hc, al = _OPT.unpack_from(data, offset)
-    return AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, al >> 4, al & 15, hc & 15), hc >> 4
-
-
 def checksum(header: bytes | bytearray) -> int:
     """The Internet checksum (RFC 1071) of an IPv4 header whose checksum field is zero."""
     s = sum(struct.unpack(f"!{len(header) // 2}H", header))
@@ -285,127 +222,21 @@ def checksum(header: bytes | bytearray) -> int:
     return ~s & 0xFFFF
 
 
-def _finish(header: bytearray) -> bytearray:
+def finish_ip_header(header: bytearray) -> bytearray:
     header[10] = header[11] = 0
     _U16.pack_into(header, 10, checksum(header))
     return header
 
 
-def _fold(s: int) -> int:
+def fold_checksum(s: int) -> int:
     s = (s & 0xFFFF) + (s >> 16)
     s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
 
 
-_W4 = struct.Struct("!HHHH")
-
-
-def insert_option(data: bytes, ihl: int, option: bytes) -> bytes:
-    """``data`` with the 8-byte ``option`` appended to its IPv4 header (IHL, total length, checksum updated).
-
-    The checksum is updated incrementally (RFC 1624, eqn. 3): word 0 (version/IHL)
-    and word 1 (total length) change, the option's four words are added.
-    PacketError if the header has no room left (60 bytes at most).
-    """
-    if ihl + OPTION_LEN > 60:
-        raise PacketError("no room for the A-SPAN option in the IPv4 header")
-    w0, w1, hc = data[0] << 8 | data[1], _U16.unpack_from(data, 2)[0], _U16.unpack_from(data, 10)[0]
-    n0 = w0 + (2 << 8)                       # IHL + 2 words
-    n1 = w1 + OPTION_LEN
-    a, b, c, d = _W4.unpack(option)
-    s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + a + b + c + d
-    return b"".join((bytes((n0 >> 8, n0 & 0xFF)), _U16.pack(n1), data[4:10], _U16.pack(_fold(s)),
-                     data[12:ihl], option, data[ihl:]))
-
-
-# Memos of the option words per header-field values (a flow's packets carry a handful of them):
-# the fields' values (and hops, and the option type or the words replaced) -> what the
-# functions below compute from them alone; bounded, cleared when full.
-_MEMO_MAX = 4096
-_STAMP_MEMO: dict[tuple[Any, ...], tuple[bytes, int]] = {}
-_RESTAMP_MEMO: dict[tuple[Any, ...], tuple[bytes, int]] = {}
-
-
-def stamp_option(data: bytes, ihl: int, fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
-    """``insert_option(data, ihl, encode_option(fields, hops, option_type))`` in one step (the sender's hot path)."""
-    if ihl + OPTION_LEN > 60:
-        raise PacketError("no room for the A-SPAN option in the IPv4 header")
-    key = (fields.pkt_effort, fields.pkt_qos, fields.snoop_after, fields.snoop_limit, fields.snoop_count, hops,
-           option_type)
-    memo = _STAMP_MEMO.get(key)
-    if memo is None:
-        b, c, d = _option_words(fields, hops)
-        a = option_type << 8 | OPTION_LEN
-        if len(_STAMP_MEMO) >= _MEMO_MAX:
-            _STAMP_MEMO.clear()
-        memo = _STAMP_MEMO[key] = (_W4.pack(a, b, c, d), a + b + c + d)
-    option, words = memo
-    w0, w1, rest, hc = _HEAD12.unpack_from(data)
-    n0 = w0 + (2 << 8)                       # IHL + 2 words
-    n1 = w1 + OPTION_LEN
-    s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + words
-    s = (s & 0xFFFF) + (s >> 16)             # _fold, inline
-    s = (s & 0xFFFF) + (s >> 16)
-    return b"".join((_HEAD12.pack(n0, n1, rest, ~s & 0xFFFF), data[12:ihl], option, data[ihl:]))
-
-
-_HEAD12 = struct.Struct("!HH6sH")            # version/IHL/TOS, total length, bytes 4-9, header checksum
-
-
-_W2 = struct.Struct("!HH")
-_W3 = struct.Struct("!HHH")
-
-
-def rewrite_option(data: bytes, ihl: int, offset: int, option: bytes) -> bytes:
-    """``data`` with the option at ``offset`` replaced by ``option`` (same type and length).
-
-    The header checksum is updated incrementally over the three changed 16-bit
-    words (RFC 1624, eqn. 3), which is cheaper than summing the whole header.
-    """
-    hc = _U16.unpack_from(data, 10)[0]
-    o0, o1, o2 = _W3.unpack_from(data, offset + 2)
-    n0, n1, n2 = _W3.unpack_from(option, 2)
-    s = (~hc & 0xFFFF) + (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2
-    return b"".join((data[:10], _U16.pack(_fold(s)), data[12:offset], option, data[offset + OPTION_LEN:]))
-
-
-def restamp_option(data: bytes, offset: int, fields: AspanFields, hops: int) -> bytes:
-    """``rewrite_option(data, ihl, offset, encode_option(fields, hops, type))`` in one step (the forwarders' hot path).
-
-    The option at ``offset`` keeps its type and length; its three words and the header
-    checksum (incrementally, RFC 1624 eqn. 3) are rewritten.
-    """
-    key = (data[offset + 2:offset + OPTION_LEN], fields.pkt_effort, fields.pkt_qos, fields.snoop_after,
-           fields.snoop_limit, fields.snoop_count, hops)
-    memo = _RESTAMP_MEMO.get(key)
-    if memo is None:
-        n0, n1, n2 = _option_words(fields, hops)
-        o0, o1, o2 = _W3.unpack_from(data, offset + 2)
-        if len(_RESTAMP_MEMO) >= _MEMO_MAX:
-            _RESTAMP_MEMO.clear()
-        memo = _RESTAMP_MEMO[key] = (_W3.pack(n0, n1, n2),
-                                     (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2)
-    words, delta = memo
-    s = (~(data[10] << 8 | data[11]) & 0xFFFF) + delta
-    s = (s & 0xFFFF) + (s >> 16)             # _fold, inline
-    s = (s & 0xFFFF) + (s >> 16)
-    return b"".join((data[:10], _U16.pack(~s & 0xFFFF), data[12:offset + 2], words, data[offset + OPTION_LEN:]))
-
-
-def strip_option(data: bytes, ihl: int, offset: int) -> bytes:
-    """``data`` without the 8-byte option at ``offset`` (for tools; the backend leaves it in)."""
-    header = bytearray(data[:ihl])
-    del header[offset:offset + OPTION_LEN]
-    header[0] = 0x40 | (len(header) // 4)
-    _U16.pack_into(header, 2, len(data) - OPTION_LEN)
-    return b"".join((_finish(header), memoryview(data)[ihl:]))
-
-
-# ---- TCP options and forged ACKs (the schemes that send new ACKs: ACK-all, SLACK) ------------
+# ---- TCP options (window scale, timestamps) -----------------------------------------------
 TCPOPT_EOL, TCPOPT_NOP, TCPOPT_WSCALE, TCPOPT_TIMESTAMP = 0, 1, 3, 8
-_TCP_HEAD = struct.Struct("!HHIIBBHHH")     # ports, seq, ack, data offset, flags, window, checksum, urgent
 _TS = struct.Struct("!II")
-_TS_OPTION = struct.Struct("!BBBBII")       # NOP, NOP, kind 8, length 10, TSval, TSecr (RFC 7323, appendix A)
 
 
 class TcpOptions:
@@ -419,7 +250,7 @@ class TcpOptions:
         self.tsecr = tsecr
 
 
-def _tcp_option_items(data: bytes, ihl: int) -> Iterator[tuple[int, int, int]]:
+def tcp_option_items(data: bytes, ihl: int) -> Iterator[tuple[int, int, int]]:
     """(kind, offset, length) of each TCP option but NOP and EOL; PacketError if malformed."""
     if len(data) < ihl + 20:
         raise PacketError("truncated TCP header")
@@ -447,7 +278,7 @@ def _tcp_option_items(data: bytes, ihl: int) -> Iterator[tuple[int, int, int]]:
 def tcp_options(data: bytes, ihl: int) -> TcpOptions:
     """The window scale and timestamps options of the TCP header at ``ihl``; PacketError if malformed."""
     out = TcpOptions()
-    for kind, i, n in _tcp_option_items(data, ihl):
+    for kind, i, n in tcp_option_items(data, ihl):
         if kind == TCPOPT_WSCALE and n == 3:
             out.wscale = min(data[i + 2], 14)          # RFC 7323, 2.3: larger shifts are taken as 14
         elif kind == TCPOPT_TIMESTAMP and n == 10:
@@ -466,72 +297,4 @@ def tcp_checksum(src: bytes, dst: bytes, segment: bytes | bytearray) -> int:
         segment = bytes(segment) + b"\0"
     s = sum(struct.unpack(f"!{len(segment) // 2}H", segment))
     s += sum(struct.unpack("!HHHH", src + dst)) + PROTO_TCP + len(segment)
-    return _fold(s)
-
-
-def forge_ack(template: bytes, ack: int, window: int, tsecr: int | None = None) -> bytes:
-    """A pure ACK built from ``template`` (an ACK of the same connection, same direction).
-
-    Kept from the template: the IPv4 header (addresses, TTL, options), ports, sequence
-    number, and the timestamps option's TSval (the receiver's clock: a copy never goes
-    back in time, so the sender's PAWS check (RFC 7323, 5) accepts it).  Set here: the
-    ACK number, the raw window field ``window``, TSecr (``tsecr``, or the template's),
-    flags ACK only.  Left out: every other TCP option (SACK blocks above all: a forged
-    ACK claims nothing about out-of-order data).  Both checksums are computed anew.
-    """
-    ihl, _proto, _total, _src, _dst = ip_header(template)
-    opts = tcp_options(template, ihl)
-    sport, dport, seq = struct.unpack_from("!HHI", template, ihl)
-    option = b""
-    if opts.tsval is not None:
-        option = _TS_OPTION.pack(TCPOPT_NOP, TCPOPT_NOP, TCPOPT_TIMESTAMP, 10, opts.tsval,
-                                 opts.tsecr if tsecr is None else tsecr)
-    tcp = bytearray(_TCP_HEAD.pack(sport, dport, seq, ack & 0xFFFFFFFF, (5 + len(option) // 4) << 4, ACK,
-                                   max(0, min(window, 0xFFFF)), 0, 0) + option)
-    _U16.pack_into(tcp, 16, tcp_checksum(template[12:16], template[16:20], tcp))
-    header = bytearray(template[:ihl])
-    _U16.pack_into(header, 2, ihl + len(tcp))
-    return bytes(_finish(header)) + bytes(tcp)
-
-
-_TS_LEAD = b"\x01\x01\x08\x0a"              # NOP, NOP, timestamps, length 10: how Linux lays the option out
-_U32 = struct.Struct("!I")
-
-
-def tcp_tsval_offset(data: bytes, ihl: int) -> int:
-    """Byte offset of the timestamps option's TSval in the packet, -1 without the option.
-
-    The common layout (NOP, NOP, TS first; RFC 7323, appendix A) is checked directly;
-    any other is parsed.  PacketError for a malformed options area.
-    """
-    o = ihl + 20
-    if data[o:o + 4] == _TS_LEAD and (data[ihl + 12] >> 4) * 4 >= 32:
-        return o + 4
-    for kind, i, n in _tcp_option_items(data, ihl):
-        if kind == TCPOPT_TIMESTAMP and n == 10:
-            return i + 2
-    return -1
-
-
-def tcp_tsval(data: bytes, ihl: int) -> int | None:
-    """The TSval of the packet's timestamps option, None without one."""
-    off = tcp_tsval_offset(data, ihl)
-    return None if off < 0 else _U32.unpack_from(data, off)[0]
-
-
-def with_tsval(data: bytes, ihl: int, tsval: int) -> bytes:
-    """``data`` with its TSval replaced by ``tsval`` (no option: unchanged).
-
-    The TCP checksum is updated incrementally over the two changed words (RFC 1624, eqn. 3).
-    """
-    off = tcp_tsval_offset(data, ihl)
-    if off < 0:
-        return data
-    o1, o2 = _U16.unpack_from(data, off), _U16.unpack_from(data, off + 2)
-    n1, n2 = tsval >> 16 & 0xFFFF, tsval & 0xFFFF
-    hc = _U16.unpack_from(data, ihl + 16)[0]
-    s = (~hc & 0xFFFF) + (~o1[0] & 0xFFFF) + (~o2[0] & 0xFFFF) + n1 + n2
-    out = bytearray(data)
-    _U32.pack_into(out, off, tsval & 0xFFFFFFFF)
-    _U16.pack_into(out, ihl + 16, _fold(s))
-    return bytes(out)
+    return fold_checksum(s)

@@ -16,7 +16,8 @@ Every model is deterministic given its ``random.Random``: no clock, no global RN
 Size-aware models have ``drop_sized(now, size)``; :func:`drop_packet` calls it when a model
 has it and ``drop(now)`` otherwise, so callers that know the packet size use that.
 
-:func:`build_loss_model` builds one from an experiment spec; :func:`node_rng` derives a
+:data:`MODELS` is the registry of the models an experiment file can name (its settings, its
+builder); :func:`build_loss_model` builds one from an experiment spec; :func:`node_rng` derives a
 per-node, per-purpose RNG that is the same in every run and every Python process.
 """
 from __future__ import annotations
@@ -24,10 +25,13 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+from routing.fieldspec import BOOL, NUM, Field, in_range
 
 __all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "BitError",
-           "Composite", "build_loss_model", "drop_packet", "node_rng", "MODELS"]
+           "Composite", "build_loss_model", "drop_packet", "packet_dropper", "node_rng", "MODELS", "ModelKind"]
 
 
 @runtime_checkable
@@ -217,8 +221,16 @@ class BitError:
 
 def drop_packet(model: LossModel, now: float, size: int) -> bool:
     """``model.drop_sized(now, size)`` if the model is size-aware, else ``model.drop(now)``."""
+    return packet_dropper(model)(now, size)
+
+
+def packet_dropper(model: LossModel) -> Callable[[float, int], bool]:
+    """:func:`drop_packet` for one model, looked up once: ``f(now, size)`` (the forwarding step's hot path)."""
     sized = getattr(model, "drop_sized", None)
-    return sized(now, size) if sized is not None else model.drop(now)
+    if sized is not None:
+        return sized
+    drop = model.drop
+    return lambda now, size: drop(now)
 
 
 class Composite:
@@ -230,6 +242,7 @@ class Composite:
 
     def __init__(self, models: Sequence[LossModel]) -> None:
         self.models = list(models)
+        self._droppers = [packet_dropper(m) for m in self.models]
 
     def drop(self, now: float) -> bool:
         dropped = False
@@ -239,25 +252,92 @@ class Composite:
 
     def drop_sized(self, now: float, size: int) -> bool:
         dropped = False
-        for m in self.models:
-            dropped = drop_packet(m, now, size) or dropped
+        for d in self._droppers:
+            dropped = d(now, size) or dropped
         return dropped
 
     def __repr__(self) -> str:
         return f"Composite({self.models})"
 
 
-# model name -> accepted keys besides "model" and "down"
-MODELS: dict[str, tuple[str, ...]] = {
-    "none": (),
-    "bernoulli": ("rate",),
-    "gilbert-elliott": ("good_mean_s", "bad_mean_s", "loss_good", "loss_bad", "start_good"),
-    "bit-error": ("ber",),
+def _keyed(key: str, f: Callable[..., Any], *args: Any) -> Any:
+    """``f(key, *args)``, a validation error re-raised with the spec key in front."""
+    try:
+        return f(key, *args)
+    except ValueError as e:
+        raise ValueError(f"loss spec key {key!r}: {e}") from None
+
+
+def _required(params: Mapping[str, Any], key: str, model: str) -> Any:
+    if key not in params:
+        raise ValueError(f"loss spec key {key!r} is required for model {model!r} (a probability in [0, 1])")
+    return params[key]
+
+
+def _no_loss(params: Mapping[str, Any], rng: random.Random) -> LossModel:
+    return NoLoss()
+
+
+def _bernoulli(params: Mapping[str, Any], rng: random.Random) -> LossModel:
+    return Bernoulli(_keyed("rate", _probability, _required(params, "rate", "bernoulli")), rng)
+
+
+def _bit_error(params: Mapping[str, Any], rng: random.Random) -> LossModel:
+    return BitError(_keyed("ber", _probability, _required(params, "ber", "bit-error")), rng)
+
+
+def _gilbert_elliott(params: Mapping[str, Any], rng: random.Random) -> LossModel:
+    for k in ("good_mean_s", "bad_mean_s"):
+        if k in params:
+            _keyed(k, _positive, params[k])
+    for k in ("loss_good", "loss_bad"):
+        if k in params:
+            _keyed(k, _probability, params[k])
+    if "start_good" in params and not isinstance(params["start_good"], bool):
+        raise ValueError(f"loss spec key 'start_good' must be true or false, got {params['start_good']!r}")
+    return GilbertElliott(rng, **params)
+
+
+Builder = Callable[[Mapping[str, Any], random.Random], LossModel]
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """One loss model of the experiment files (``loss.default.model``, ``loss.nodes.<n>.model``).
+
+    ``build(settings, rng)`` gets the model's settings as the spec gives them (no defaults
+    filled in) and the node's RNG; it raises ValueError naming the key on a bad value.
+    ``settings`` declares each key besides ``model`` and ``down`` (type, the default the
+    experiment schema fills in, check, doc); the schema validates loss specs from it.
+    """
+
+    build: Builder
+    settings: Mapping[str, Field] = field(default_factory=dict)
+    doc: str = ""
+
+
+# The registry of loss models: the schema and build_loss_model take their names and keys from
+# here.  Adding a model: its class, and one line (docs/DESIGN.md, "Adding a loss model").
+MODELS: dict[str, ModelKind] = {
+    "none": ModelKind(_no_loss, {}, "no loss"),
+    "bernoulli": ModelKind(_bernoulli, {
+        "rate": Field(NUM, 0.0, in_range(0, 1), "drop probability per packet heard")},
+        "independent losses (the A-SPAN paper's 0.5 % per node)"),
+    "gilbert-elliott": ModelKind(_gilbert_elliott, {
+        "good_mean_s": Field(NUM, 6.0, in_range(0, lo_open=True), "mean time in the good state"),
+        "bad_mean_s": Field(NUM, 0.2, in_range(0, lo_open=True), "mean time in the bad state"),
+        "loss_good": Field(NUM, 0.0, in_range(0, 1), "loss probability in the good state"),
+        "loss_bad": Field(NUM, 0.5, in_range(0, 1), "loss probability in the bad state"),
+        "start_good": Field(BOOL, True, None, "the channel starts in the good state")},
+        "bursty two-state losses (the SNACK paper)"),
+    "bit-error": ModelKind(_bit_error, {
+        "ber": Field(NUM, 0.0, in_range(0, 1), "bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)")},
+        "independent bit errors, loss per packet from its size (paper 000)"),
 }
 
 
 def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> LossModel:
-    """Build a loss model from an experiment spec.
+    """Build a loss model from an experiment spec, with the builder :data:`MODELS` registers.
 
     ``None`` or ``{"model": "none"}``: no loss.  ``{"model": "bernoulli", "rate": 0.005}``
     (rate required).  ``{"model": "gilbert-elliott", "good_mean_s": 6, "bad_mean_s": 0.2,
@@ -272,43 +352,15 @@ def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> Loss
     if not isinstance(spec, Mapping):
         raise ValueError(f"loss spec must be a mapping or None, got {type(spec).__name__}")
     name = spec.get("model", "none")
-    if name not in MODELS:
+    kind = MODELS.get(name) if isinstance(name, str) else None
+    if kind is None:
         raise ValueError(f"loss spec key 'model' must be one of {sorted(MODELS)}, got {name!r}")
-    allowed = MODELS[name]
+    allowed = tuple(kind.settings)
     unknown = sorted(str(k) for k in spec if k not in allowed and k not in ("model", "down"))
     if unknown:
         raise ValueError(f"loss spec key(s) {unknown} not valid for model {name!r}; "
                          f"expected some of {list(allowed) + ['down']}")
-    params = {k: spec[k] for k in allowed if k in spec}
-
-    def keyed(key: str, f, *args):
-        # Re-raise a validation error with the spec key in front.
-        try:
-            return f(key, *args)
-        except ValueError as e:
-            raise ValueError(f"loss spec key {key!r}: {e}") from None
-
-    model: LossModel
-    if name == "none":
-        model = NoLoss()
-    elif name == "bernoulli":
-        if "rate" not in params:
-            raise ValueError("loss spec key 'rate' is required for model 'bernoulli' (a probability in [0, 1])")
-        model = Bernoulli(keyed("rate", _probability, params["rate"]), rng)
-    elif name == "bit-error":
-        if "ber" not in params:
-            raise ValueError("loss spec key 'ber' is required for model 'bit-error' (a probability in [0, 1])")
-        model = BitError(keyed("ber", _probability, params["ber"]), rng)
-    else:
-        for k in ("good_mean_s", "bad_mean_s"):
-            if k in params:
-                keyed(k, _positive, params[k])
-        for k in ("loss_good", "loss_bad"):
-            if k in params:
-                keyed(k, _probability, params[k])
-        if "start_good" in params and not isinstance(params["start_good"], bool):
-            raise ValueError(f"loss spec key 'start_good' must be true or false, got {params['start_good']!r}")
-        model = GilbertElliott(rng, **params)
+    model = kind.build({k: spec[k] for k in allowed if k in spec}, rng)
 
     if "down" in spec:
         down = spec["down"]

@@ -69,7 +69,6 @@ class NodeCore:
             for i, nbr in enumerate(self.neighbours):
                 self._push(probes.start + 0.001 * (i + 1), "probe", nbr)
         self._push(probes.start + probes.log_interval_s, "etx_log", "")
-        self.malformed_seen = 0
 
     # ---- setup -------------------------------------------------------------
     def bind(self, endpoint: Endpoint, local_port: int, remote: str, remote_port: int,
@@ -174,9 +173,7 @@ class NodeCore:
                 self.bind(self._listeners[pkt.dport](pkt.src, pkt.sport), pkt.dport, pkt.src, pkt.sport)
                 b = self._bindings[(pkt.dport, pkt.src, pkt.sport)]
             if b is None:
-                self.engine.drops["no_route"] += 1
-                self._emit(now, "drop", reason="no_route", ptype="data", detail="no endpoint",
-                           seq=pkt.segment.seq)
+                self.engine.drop(pkt, "no_route", now, detail="no endpoint")
                 return []
             b.endpoint.on_segment(pkt.segment, now)
             return self._flush(b, now)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class RouteTable:
@@ -32,4 +33,25 @@ def chain_routes(addresses: Sequence[str]) -> dict[str, RouteTable]:
             if abs(j - i) > 1:
                 routes[other] = addresses[i + 1] if j > i else addresses[i - 1]
         tables[addr] = RouteTable(routes, nbrs)
+    return tables
+
+
+def topology_routes(topology: Mapping[str, Any]) -> dict[str, RouteTable]:
+    """Per node name: its static route table, from a topology ``{chain, addresses, routes}``.
+
+    Chain routes (``chain`` in path order, ``addresses`` node -> address), with the
+    ``routes`` overrides (node -> {destination node: next-hop node}) on top.  The
+    experiment runner (every backend) and ``deploy routes`` (kernel routes on the Pis)
+    both compute their routes here, so they agree.
+    """
+    names = topology["chain"]
+    addrs = topology["addresses"]
+    by_addr = chain_routes([addrs[n] for n in names])
+    tables = {n: by_addr[addrs[n]] for n in names}
+    for n, table in (topology.get("routes") or {}).items():
+        merged = tables[n].as_dict()
+        merged.update({addrs[d]: addrs[v] for d, v in table.items()})
+        nbrs = list(tables[n].neighbours)
+        routes = {d: v for d, v in merged.items() if d not in nbrs}
+        tables[n] = RouteTable(routes, nbrs)
     return tables

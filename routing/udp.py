@@ -17,10 +17,13 @@ import time
 from typing import Any, Callable
 
 from etx.prober import ProberThread
+from routing.eventlog import EventLog
 from routing.node import NodeCore, Out
 from routing.wire import MAX_DATAGRAM, WireError, encode
 
 SOCKET_BUFFER = 4 * 1024 * 1024
+TICK_S = 0.2          # the loop wakes at least this often (stop requests, deadline)
+LOG_FLUSH_S = 0.05    # the event log is written at least this often: a crash loses at most this much
 
 
 def socket_drops(bind: tuple[str, int], proc: str = "/proc/net/udp") -> int | None:
@@ -46,17 +49,20 @@ def socket_drops(bind: tuple[str, int], proc: str = "/proc/net/udp") -> int | No
 class UdpNode:
     """Runs ``core`` on a UDP socket bound to ``bind`` until stopped.
 
-    ``peers`` maps each neighbour's mesh address to its UDP (ip, port).
+    ``peers`` maps each neighbour's mesh address to its UDP (ip, port).  ``log`` is the
+    node's event log (batched); the loop writes it every LOG_FLUSH_S, so a crash that kills
+    the process at once loses at most that much; any other ending writes it all.
     ``done`` is polled after every step; when it returns True the node keeps
     forwarding but the caller is told (``on_done``) once.
     """
 
     def __init__(self, core: NodeCore, bind: tuple[str, int], peers: dict[str, tuple[str, int]],
-                 emit: Callable[..., None], deadline: float | None = None,
+                 log: EventLog, deadline: float | None = None,
                  on_done: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
         self.core = core
         self.peers = peers
-        self._emit = emit
+        self.log = log
+        self._emit = log.emit
         self.deadline = deadline
         self._done = done
         self._on_done = on_done
@@ -67,6 +73,9 @@ class UdpNode:
         self.send_errors = 0
         self.rx_datagrams = 0
         self.tx_datagrams = 0
+        # process CPU time and datagrams received when the first data segment went through this node:
+        # what a node spends per datagram once the flows run, without the probing before them
+        self.flow_start: tuple[float, int] | None = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
@@ -114,21 +123,18 @@ class UdpNode:
 
     # ---- I/O ---------------------------------------------------------------
     def _send(self, out: Out) -> None:
+        peers, sendto = self.peers, self.sock.sendto
         for nxt, pkt in out:
-            addr = self.peers.get(nxt)
+            addr = peers.get(nxt)
             if addr is None:
-                self.core.engine.drops["no_route"] += 1
-                self._emit(time.time(), "drop", reason="no_route", detail=f"no UDP peer for {nxt}")
+                self.core.engine.drop(pkt, "no_route", time.time(), detail=f"no UDP peer for {nxt}")
                 continue
             try:
-                self.sock.sendto(encode(pkt), addr)
+                sendto(encode(pkt), addr)
                 self.tx_datagrams += 1
             except BlockingIOError:
                 # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
-                self.core.engine.drops["queue"] += 1
-                seg = pkt.segment
-                self._emit(time.time(), "drop", reason="queue", ptype="data" if seg else "probe",
-                           seq=seg.seq if seg else None)
+                self.core.engine.drop(pkt, "queue", time.time())
             except (OSError, WireError) as e:
                 self.send_errors += 1
                 if self.send_errors <= 10 or self.send_errors % 1000 == 0:
@@ -144,26 +150,37 @@ class UdpNode:
                    for n in self.core.neighbours]
         for p in probers:
             p.start()
-        sock, core, lock = self.sock, self.core, self.lock
+        core, lock, log, clock = self.core, self.lock, self.log, time.time
+        sock_fd, wake_fd = self.sock.fileno(), self._wake_r
+        poller = select.poll()
+        poller.register(sock_fd, select.POLLIN)
+        poller.register(wake_fd, select.POLLIN)
+        with lock:
+            t = core.next_timer()
+        flushed = clock()
         try:
             while not stop.is_set():
-                now = time.time()
+                now = clock()
                 if self.deadline is not None and now >= self.deadline:
                     self._emit(now, "deadline", detail="node lifetime limit reached")
                     break
-                with lock:
-                    t = core.next_timer()
-                timeout = 0.2 if t is None else min(0.2, max(0.0, t - now))
-                ready, _, _ = select.select([sock, self._wake_r], [], [], timeout)
-                if self._wake_r in ready:
-                    os.read(self._wake_r, 64)
-                if sock in ready:
-                    self._drain()
-                now = time.time()
-                with lock:
+                timeout = TICK_S if t is None else min(TICK_S, max(0.0, t - now))
+                for fd, _ev in poller.poll(timeout * 1000.0):
+                    if fd == sock_fd:
+                        self._drain()
+                    else:
+                        os.read(wake_fd, 64)
+                now = clock()
+                with lock:             # the next timer after what was just handled (one look-up a round)
                     t = core.next_timer()
                     if t is not None and t <= now:
                         self._send(core.on_timer(now))
+                        t = core.next_timer()
+                if now - flushed >= LOG_FLUSH_S:
+                    log.flush()        # batches of at most LOG_FLUSH_S (or the log's FLUSH_LINES)
+                    flushed = now
+                if self.flow_start is None and self._data_seen():
+                    self.flow_start = (time.process_time(), self.rx_datagrams)
                 if not self._done_said and self._done is not None and self._done():
                     self._done_said = True
                     if self._on_done:
@@ -181,18 +198,30 @@ class UdpNode:
         if self.error is not None:
             raise self.error
 
+    def _data_seen(self) -> bool:
+        tx = self.core.engine.step.tx
+        return tx["send"] + tx["fwd"] > 0
+
+    def flow_cpu(self) -> tuple[float, int] | None:
+        """(CPU seconds, datagrams received) since the first data segment went through this node."""
+        if self.flow_start is None:
+            return None
+        cpu0, rx0 = self.flow_start
+        return time.process_time() - cpu0, self.rx_datagrams - rx0
+
     def _drain(self, budget: int = 256) -> None:
-        """Read what the socket holds (up to ``budget`` datagrams) and process each."""
-        sock, core = self.sock, self.core
-        for _ in range(budget):
-            try:
-                data = sock.recv(MAX_DATAGRAM)
-            except BlockingIOError:
-                return
-            except OSError as e:
-                if e.errno in (errno.ECONNREFUSED, errno.EINTR):
-                    continue  # ICMP from an earlier send to a neighbour that is not up yet
-                raise
-            self.rx_datagrams += 1
-            with self.lock:
-                self._send(core.on_datagram(data, time.time()))
+        """Read what the socket holds (up to ``budget`` datagrams) and process each, holding the
+        core's lock for the whole batch (the probers wait at most one batch)."""
+        recv, on_datagram, send, now = self.sock.recv, self.core.on_datagram, self._send, time.time
+        with self.lock:
+            for _ in range(budget):
+                try:
+                    data = recv(MAX_DATAGRAM)
+                except BlockingIOError:
+                    return
+                except OSError as e:
+                    if e.errno in (errno.ECONNREFUSED, errno.EINTR):
+                        continue  # ICMP from an earlier send to a neighbour that is not up yet
+                    raise
+                self.rx_datagrams += 1
+                send(on_datagram(data, now()))

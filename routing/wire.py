@@ -1,14 +1,17 @@
-"""Binary wire format of the UDP overlay (version 1).
+"""Binary wire format of the UDP overlay (version 2).
 
 Layout, network byte order::
 
-    header  (27 bytes)  magic 0xA5 | version | type | src ip(4) sport(2) | dst ip(4) dport(2)
-                        | hops | snoop_after | snoop_limit | snoop_count | pkt_effort f32 | pkt_qos f32
+    header  (23 bytes)  magic 0xA5 | version | type | src ip(4) sport(2) | dst ip(4) dport(2)
+                        | hops | snoop_after | snoop_limit | snoop_count | pkt_effort u16 | pkt_qos u16
     body                type DATA:    seq u32 | ack u32 | flags u8 | nsack u8 | nsnack u8 | window u32
                                       | paylen u16 | nsack x (left u32, right u32) | nsnack x u32 | payload
                         type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
-                        type CONTROL: len u16 | bytes
     trailer (4 bytes)   CRC-32 of everything before it
+
+pkt_effort and pkt_qos are the 16-bit fixed-point words of the IPv4 option
+(``k / 65535``, aspan.fields): one precision on every data plane.  Version 1
+carried them as f32.
 
 The encoding is canonical: a byte string decodes only if re-encoding the
 result gives the same bytes, so a bit flip anywhere is caught (by the CRC,
@@ -23,26 +26,52 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from aspan.fields import AspanFields
+from aspan.fields import FIXED_ONE, AspanFields, to_fixed
 from tcp_user.segment import KNOWN_FLAGS, MAX_SACK_BLOCKS, MAX_SNACK, Segment
 
 MAGIC = 0xA5
-VERSION = 1
+VERSION = 2
 
 DATA = 1     # carries a TCP segment
 PROBE = 2    # ETX probe
-CONTROL = 3  # opaque control message (runner <-> node)
-TYPE_NAMES = {DATA: "data", PROBE: "probe", CONTROL: "control"}
 
-_HEADER = struct.Struct("!BBB4sH4sHBBBBff")
+_HEADER = struct.Struct("!BBB4sH4sHBBBBHH")
 _DATA = struct.Struct("!IIBBBIH")
 _PROBE = struct.Struct("!If")
-_CONTROL = struct.Struct("!H")
 _CRC = struct.Struct("!I")
 _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
 HEADER_LEN = _HEADER.size
 MAX_DATAGRAM = 65507
+# The common DATA packet (no SACK blocks, no SNACK entries): header and body read or written
+# with one struct call (encode's and decode's fast paths; anything else takes the general path).
+_PLAIN_DATA = struct.Struct("!BBB4sH4sHBBBBHHIIBBBIH")
+_PLAIN_LEN = _PLAIN_DATA.size
+
+# Dotted <-> 4-byte addresses, memoised (a mesh has a handful of addresses); bounded.
+_MAX_ADDRS = 4096
+_ATON: dict[str, bytes] = {}
+_NTOA: dict[bytes, str] = {}
+
+
+def _aton(addr: str) -> bytes:
+    raw = _ATON.get(addr)
+    if raw is None:
+        raw = socket.inet_aton(addr)           # OSError for a bad address: the caller's WireError
+        if len(_ATON) >= _MAX_ADDRS:
+            _ATON.clear()
+        _ATON[addr] = raw
+    return raw
+
+
+def _ntoa(raw: bytes) -> str:
+    addr = _NTOA.get(raw)
+    if addr is None:
+        addr = socket.inet_ntoa(raw)
+        if len(_NTOA) >= _MAX_ADDRS:
+            _NTOA.clear()
+        _NTOA[raw] = addr
+    return addr
 
 
 class WireError(ValueError):
@@ -68,12 +97,11 @@ class Packet:
     fields: AspanFields = field(default_factory=AspanFields)
     segment: Segment | None = None
     probe: Probe | None = None
-    control: bytes = b""
 
     def copy(self) -> "Packet":
         """A copy whose header fields can be changed without touching this one (payload shared)."""
         return Packet(self.ptype, self.src, self.sport, self.dst, self.dport, self.hops,
-                      self.fields.copy(), self.segment, self.probe, self.control)
+                      self.fields.copy(), self.segment, self.probe)
 
     def flow(self) -> tuple[str, int, str, int]:
         return (self.src, self.sport, self.dst, self.dport)
@@ -86,12 +114,30 @@ def _f32_ok(x: float) -> bool:
 def encode(pkt: Packet) -> bytes:
     """Packet -> bytes.  Raises WireError if a field does not fit the format."""
     f = pkt.fields
+    s = pkt.segment
+    if pkt.ptype == DATA and s is not None and not s.sack and not s.snack and not s.flags & ~KNOWN_FLAGS:
+        e, q = f.pkt_effort, f.pkt_qos
+        if 0.0 <= e <= 1.0 and 0.0 <= q <= 1.0 and len(s.payload) + _PLAIN_LEN + _CRC.size <= MAX_DATAGRAM:
+            try:
+                head = _PLAIN_DATA.pack(MAGIC, VERSION, DATA, _aton(pkt.src), pkt.sport, _aton(pkt.dst), pkt.dport,
+                                        pkt.hops, f.snoop_after, f.snoop_limit, f.snoop_count,
+                                        int(e * FIXED_ONE + 0.5), int(q * FIXED_ONE + 0.5),   # aspan.fields.to_fixed
+                                        s.seq, s.ack, s.flags, 0, 0, s.window, len(s.payload))
+            except (struct.error, OSError, TypeError, OverflowError) as err:
+                raise WireError(f"cannot encode packet: {err}") from None
+            payload = s.payload
+            return b"".join((head, payload, _CRC.pack(zlib.crc32(payload, zlib.crc32(head)))))
+    return _encode_general(pkt)
+
+
+def _encode_general(pkt: Packet) -> bytes:
+    f = pkt.fields
     try:
         if not (_f32_ok(f.pkt_effort) and _f32_ok(f.pkt_qos)):
             raise WireError(f"pkt_effort/pkt_qos out of [0,1]: {f.pkt_effort}, {f.pkt_qos}")
-        head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, socket.inet_aton(pkt.src), pkt.sport,
-                            socket.inet_aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
-                            f.snoop_limit, f.snoop_count, f.pkt_effort, f.pkt_qos)
+        head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, _aton(pkt.src), pkt.sport,
+                            _aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
+                            f.snoop_limit, f.snoop_count, to_fixed(f.pkt_effort), to_fixed(f.pkt_qos))
         if pkt.ptype == DATA:
             s = pkt.segment
             if s is None:
@@ -113,8 +159,6 @@ def encode(pkt: Packet) -> bytes:
             if not (p.ratio == -1.0 or _f32_ok(p.ratio)):
                 raise WireError(f"probe ratio out of range: {p.ratio}")
             body = head + _PROBE.pack(p.seq, p.ratio)
-        elif pkt.ptype == CONTROL:
-            body = head + _CONTROL.pack(len(pkt.control)) + pkt.control
         else:
             raise WireError(f"unknown packet type {pkt.ptype}")
     except (struct.error, OSError, TypeError, OverflowError) as e:
@@ -126,6 +170,22 @@ def encode(pkt: Packet) -> bytes:
 
 def decode(data: bytes) -> Packet:
     """bytes -> Packet.  Raises WireError (and nothing else) for anything that is not a valid packet."""
+    n = len(data)
+    if n >= _PLAIN_LEN + _CRC.size and data[2] == DATA:
+        (magic, version, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
+         seq, ack, flags, nsack, nsnack, window, paylen) = _PLAIN_DATA.unpack_from(data)
+        body_end = n - _CRC.size
+        if (magic == MAGIC and version == VERSION and not nsack and not nsnack and not flags & ~KNOWN_FLAGS
+                and _PLAIN_LEN + paylen == body_end
+                and zlib.crc32(memoryview(data)[:body_end]) == _CRC.unpack_from(data, body_end)[0]):
+            return Packet(DATA, _ntoa(src), sport, _ntoa(dst), dport, hops,
+                          AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
+                          Segment(seq, ack, flags, window, (), bytes(data[_PLAIN_LEN:body_end]), ()))
+    return _decode_general(data)
+
+
+def _decode_general(data: bytes) -> Packet:
+    """decode for any bytes: every check in order, WireError with the reason."""
     n = len(data)
     if n < HEADER_LEN + _CRC.size:
         raise WireError(f"datagram too short ({n} bytes)")
@@ -139,10 +199,8 @@ def decode(data: bytes) -> Packet:
         raise WireError(f"bad magic {magic:#x}")
     if version != VERSION:
         raise WireError(f"unsupported version {version}")
-    if not (_f32_ok(effort) and _f32_ok(qos)):
-        raise WireError("pkt_effort/pkt_qos out of [0,1]")
-    fields = AspanFields(effort, qos, s_after, s_limit, s_count)
-    pkt = Packet(ptype, socket.inet_ntoa(src), sport, socket.inet_ntoa(dst), dport, hops, fields)
+    fields = AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count)
+    pkt = Packet(ptype, _ntoa(src), sport, _ntoa(dst), dport, hops, fields)
     off = HEADER_LEN
     if ptype == DATA:
         if off + _DATA.size > body_end:
@@ -167,14 +225,6 @@ def decode(data: bytes) -> Packet:
         if not (ratio == -1.0 or _f32_ok(ratio)):
             raise WireError("probe ratio out of range")
         pkt.probe = Probe(seq, ratio)
-    elif ptype == CONTROL:
-        if off + _CONTROL.size > body_end:
-            raise WireError("truncated CONTROL body")
-        (clen,) = _CONTROL.unpack_from(data, off)
-        off += _CONTROL.size
-        if off + clen != body_end:
-            raise WireError("CONTROL length disagrees with datagram size")
-        pkt.control = bytes(data[off:body_end])
     else:
         raise WireError(f"unknown packet type {ptype}")
     return pkt
@@ -189,6 +239,4 @@ def wire_size(pkt: Packet) -> int:
     if pkt.ptype == DATA and pkt.segment is not None:
         s = pkt.segment
         return size + _DATA.size + 8 * len(s.sack) + 4 * len(s.snack) + len(s.payload)
-    if pkt.ptype == PROBE:
-        return size + _PROBE.size
-    return size + _CONTROL.size + len(pkt.control)
+    return size + _PROBE.size

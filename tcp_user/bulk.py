@@ -13,9 +13,12 @@ from typing import Any, Callable
 from tcp_user.config import TcpConfig
 from tcp_user.connection import TcpConnection
 from tcp_user.segment import Segment
+from tcp_user.state import State
 
 Emit = Callable[..., None]
 DELIVER_LOG_BYTES = 100_000
+# States after the peer's FIN was received in order.
+_PEER_DONE = (State.CLOSE_WAIT, State.LAST_ACK, State.CLOSED, State.TIME_WAIT)
 
 
 def _no_emit(now: float, ev: str, **fields: Any) -> None:
@@ -123,7 +126,7 @@ class BulkReceiver:
             if self.received - self._logged >= DELIVER_LOG_BYTES or self.received >= self.size:
                 self._logged = self.received
                 self._emit(now, "deliver", flow=self.flow, bytes=self.received)
-        if not self.done and self.received >= self.size and self.conn.state in ("CLOSE_WAIT", "LAST_ACK", "CLOSED", "TIME_WAIT"):
+        if not self.done and self.received >= self.size and self.conn.state in _PEER_DONE:
             self.done = True
             self.conn.close(now)
             digest = self._hash.hexdigest()

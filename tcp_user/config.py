@@ -3,8 +3,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VARIANTS = ("reno", "sack")
+from tcp_user.congestion import CONGESTION_CONTROLS
+
 _MAX_U32 = (1 << 32) - 1
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    # ``VARIANTS``: the names of the congestion-control registry, read when asked for, so a
+    # variant registered later (a test's toy class) is listed too.
+    if name == "VARIANTS":
+        return tuple(CONGESTION_CONTROLS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(slots=True)
@@ -14,7 +23,8 @@ class TcpConfig:
     Sizes are bytes unless stated otherwise; ``init_cwnd`` is in segments; times are seconds.
     """
 
-    variant: str = "reno"          # "reno" (RFC 5681 Reno) or "sack" (RFC 2018 + RFC 6675 recovery)
+    variant: str = "reno"          # a name of tcp_user.congestion.CONGESTION_CONTROLS: "reno"
+                                   # (RFC 5681 Reno) or "sack" (RFC 2018 + RFC 6675 recovery)
     mss: int = 1000                # payload bytes per segment (SMSS)
     init_cwnd: int = 2             # IW in segments (RFC 5681 sec. 3.1 allows up to 4 for mss 1000)
     rcv_buffer: int = 64_000       # receive buffer; advertised window = free space
@@ -38,8 +48,9 @@ class TcpConfig:
     snack_threshold: int = 2        # paper 002, Sec. III-B: "we set the parameter as 2"
 
     def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant: unknown TCP variant {self.variant!r} (expected one of {VARIANTS})")
+        if self.variant not in CONGESTION_CONTROLS:
+            raise ValueError(f"variant: unknown TCP variant {self.variant!r} "
+                             f"(expected one of {tuple(CONGESTION_CONTROLS)})")
         _check_int("mss", self.mss, 1, 0xFFFF)
         _check_int("init_cwnd", self.init_cwnd, 1)
         _check_int("rcv_buffer", self.rcv_buffer, 1, _MAX_U32)

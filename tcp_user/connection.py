@@ -1,4 +1,10 @@
-"""One TCP connection as a sans-I/O state machine: Reno (RFC 5681) or SACK (RFC 2018/6675).
+"""One TCP connection as a sans-I/O state machine.
+
+The parts live in their own modules: the states and their one transition table in
+:mod:`tcp_user.state`, congestion control and loss recovery (Reno, SACK per RFC 6675) in
+:mod:`tcp_user.congestion`, SNACK-TCP (paper 002) in :mod:`tcp_user.snack`, the SACK
+scoreboard and the reassembly queue in :mod:`tcp_user.sack`.  This module holds the rest:
+the segment arrival rules of RFC 9293, the send machinery, RTT estimation and timers.
 
 Nothing here touches sockets, threads or clocks: every input that depends on time
 carries ``now`` (seconds).  The driver feeds segments in (:meth:`on_segment`), fires
@@ -43,21 +49,20 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tcp_user.config import TcpConfig
-from tcp_user.sack import Reassembly, Scoreboard
-from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, MAX_SNACK, RST, SYN, Segment
+from tcp_user.congestion import CONGESTION_CONTROLS, CongestionControl
+from tcp_user.sack import Reassembly
+from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, RST, SEQ_MASK, SYN, Segment, unwrap
+from tcp_user.snack import SnackSender, snack_entries
+from tcp_user.state import (RECV_STATES, SEND_STATES, SYNCHRONIZED, TRANSITIONS, Event, State,
+                            next_state)
 
 Emit = Callable[..., None]
 
-MASK = 0xFFFFFFFF
-_HALF = 1 << 31
-_MOD = 1 << 32
+MASK = SEQ_MASK
 
-# States in which our side may still (re)transmit data or FIN.
-_SEND_STATES = frozenset({"ESTABLISHED", "CLOSE_WAIT", "FIN_WAIT_1", "CLOSING", "LAST_ACK"})
-# States in which the peer may still send us data (we have not seen its FIN).
-_RECV_STATES = frozenset({"ESTABLISHED", "FIN_WAIT_1", "FIN_WAIT_2"})
-_SYNCHRONIZED = frozenset({"SYN_RCVD", "ESTABLISHED", "FIN_WAIT_1", "FIN_WAIT_2", "CLOSING",
-                           "TIME_WAIT", "CLOSE_WAIT", "LAST_ACK"})
+# States in which the user may still queue data (RFC 9293 sec. 3.10.2 SEND call).
+_SEND_ALLOWED = frozenset({State.CLOSED, State.LISTEN, State.SYN_SENT, State.SYN_RCVD,
+                           State.ESTABLISHED, State.CLOSE_WAIT})
 
 # RFC 6298 sec. 5.7: RTO after a SYN timeout when no RTT sample exists.
 _SYN_TIMEOUT_RTO = 3.0
@@ -67,15 +72,6 @@ def _no_emit(now: float, ev: str, **fields: Any) -> None:
     return None
 
 
-def _unwrap(x32: int, base32: int, ref: int) -> int:
-    """The unwrapped (relative to ``base32``) sequence number closest to ``ref`` whose
-    32-bit wire value is ``x32``."""
-    d = (x32 - base32 - ref) & MASK
-    if d & _HALF:
-        d -= _MOD
-    return ref + d
-
-
 class TcpConnection:
     """One endpoint of a TCP connection (see the module docstring)."""
 
@@ -83,9 +79,8 @@ class TcpConnection:
         self.config = config
         self._emit: Emit = emit or _no_emit
         self._mss = config.mss
-        self._sack = config.variant == "sack"
         self._iss = iss & MASK
-        self.state = "CLOSED"
+        self.state: State = State.CLOSED
         self._opened = False               # connect() or listen() was called
 
         # --- send side (unwrapped, relative to ISS: SYN = 0, data from 1) ---
@@ -102,22 +97,16 @@ class TcpConnection:
         self._snd_wl1 = -1                 # RFC 9293 SND.WL1 / SND.WL2 (unwrapped)
         self._snd_wl2 = -1
 
-        # --- congestion control (RFC 5681 / RFC 6675) ---
+        # --- congestion control (tcp_user.congestion; cwnd changes go through _set_cwnd) ---
         self.cwnd = config.init_cwnd * config.mss
         self.ssthresh = config.init_ssthresh
-        self._dupacks = 0
-        self._lt_extra = 0                 # RFC 3042 limited-transmit allowance (bytes)
-        self._in_recovery = False          # Reno fast recovery / RFC 6675 loss recovery
-        self._recovery_point = 0           # RFC 6675 RecoveryPoint
-        self._high_rxt = 0                 # RFC 6675 HighRxt (one past)
-        self._rto_recovery = False         # slow start after an RTO, until RecoveryPoint
-        self._fast_rtx_pending = False     # retransmit the segment at SND.UNA now
+        self._cc: CongestionControl = CONGESTION_CONTROLS[config.variant](self)
+        self._sack = self._cc.uses_sack    # we send SACK blocks and keep a scoreboard
         self._force_one = False            # after an RTO: send one segment regardless of windows
         self._probe_pending = False        # persist timer fired
         self._force_small = False          # persist expiry: allow a sub-MSS segment (SWS override)
-        self._scoreboard = Scoreboard()
-        self._snack_reports: dict[int, int] = {}   # SNACK-TCP: seq -> times reported, -1 once resent
-        self._snack_rtx: list[int] = []            # SNACK-TCP: losses to resend with the next output
+        # SNACK-TCP sender (paper 002), only with config.snack
+        self._snack: SnackSender | None = SnackSender(config.snack_threshold) if config.snack else None
 
         # --- RTT estimation (RFC 6298) ---
         self.srtt: float | None = None
@@ -127,7 +116,6 @@ class TcpConnection:
         self._rtt_time = 0.0
         self._syn_retransmitted = False
         self._rto_consecutive = 0
-        self._last_rto_una: int | None = None
 
         # --- timers (absolute times) ---
         self._rto_deadline: float | None = None
@@ -180,7 +168,12 @@ class TcpConnection:
 
     @property
     def in_recovery(self) -> bool:
-        return self._in_recovery
+        return self._cc.in_recovery
+
+    @property
+    def congestion_control(self) -> CongestionControl:
+        """The variant's congestion control (see :mod:`tcp_user.congestion`)."""
+        return self._cc
 
     @property
     def flight_size(self) -> int:
@@ -190,8 +183,11 @@ class TcpConnection:
     @property
     def sacked_blocks(self) -> list[tuple[int, int]]:
         """The sender's scoreboard as 32-bit (left, right) pairs."""
+        sb = self._cc.scoreboard
+        if sb is None:
+            return []
         iss = self._iss
-        return [((iss + s) & MASK, (iss + e) & MASK) for s, e in self._scoreboard.blocks]
+        return [((iss + s) & MASK, (iss + e) & MASK) for s, e in sb.blocks]
 
     @property
     def all_acked(self) -> bool:
@@ -200,7 +196,7 @@ class TcpConnection:
 
     @property
     def is_closed(self) -> bool:
-        return self.state in ("CLOSED", "TIME_WAIT") and self._opened
+        return self.state in (State.CLOSED, State.TIME_WAIT) and self._opened
 
     def next_timer(self) -> float | None:
         best: float | None = None
@@ -212,27 +208,24 @@ class TcpConnection:
     # ------------------------------------------------------------------ user calls
     def connect(self, now: float) -> None:
         """Active open: the SYN goes out with the next :meth:`segments_to_send`."""
-        if self.state != "CLOSED" or self._opened:
+        if self.state != State.CLOSED or self._opened:
             raise RuntimeError(f"connect() in state {self.state}")
         self._opened = True
         self._snd_nxt = 0
-        self._set_state(now, "SYN_SENT")
+        self._fire(now, Event.CONNECT)
 
     def listen(self, now: float | None = None) -> None:
         """Passive open.  (``now`` is optional and only used for the ``state`` event.)"""
-        if self.state != "CLOSED" or self._opened:
+        if self.state != State.CLOSED or self._opened:
             raise RuntimeError(f"listen() in state {self.state}")
         self._opened = True
-        if now is None:
-            self.state = "LISTEN"
-        else:
-            self._set_state(now, "LISTEN")
+        self._fire(now, Event.LISTEN)
 
     def send(self, data: bytes) -> None:
         """Queue ``data`` for transmission (the buffer is unbounded)."""
         if self._fin_queued:
             raise RuntimeError("send() after close()")
-        if self.state not in ("CLOSED", "LISTEN", "SYN_SENT", "SYN_RCVD", "ESTABLISHED", "CLOSE_WAIT"):
+        if self.state not in _SEND_ALLOWED:
             raise RuntimeError(f"send() in state {self.state}")
         if data:
             self._sndbuf += data
@@ -241,18 +234,15 @@ class TcpConnection:
     def close(self, now: float) -> None:
         """Send a FIN after all queued data (RFC 9293 sec. 3.10.4)."""
         st = self.state
-        if self._fin_queued or st == "CLOSED":
+        if self._fin_queued or st == State.CLOSED:
             return
-        if st == "LISTEN":
-            self._set_state(now, "CLOSED")
-        elif st in ("SYN_SENT", "SYN_RCVD"):
-            self._fin_queued = True         # FIN_WAIT_1 once established
-        elif st == "ESTABLISHED":
+        if st in (State.SYN_SENT, State.SYN_RCVD):
+            self._fin_queued = True         # CLOSE fires once established
+        elif st == State.LISTEN:
+            self._fire(now, Event.CLOSE)    # nothing to send: back to CLOSED
+        elif st in TRANSITIONS[Event.CLOSE]:    # ESTABLISHED, CLOSE_WAIT: FIN after the data
             self._fin_queued = True
-            self._set_state(now, "FIN_WAIT_1")
-        elif st == "CLOSE_WAIT":
-            self._fin_queued = True
-            self._set_state(now, "LAST_ACK")
+            self._fire(now, Event.CLOSE)
 
     def read(self, max_bytes: int = -1) -> bytes:
         """In-order received data; freeing buffer space may produce a window update."""
@@ -262,7 +252,7 @@ class TcpConnection:
             return b""
         data = bytes(buf[:n])
         del buf[:n]
-        if self._have_irs and self.state in _RECV_STATES:
+        if self._have_irs and self.state in RECV_STATES:
             pending = self._pending
             if pending and pending[-1].flags == ACK and not pending[-1].payload:
                 # The ACK for the data just read has not left yet: let it carry the
@@ -284,11 +274,11 @@ class TcpConnection:
     def on_segment(self, seg: Segment, now: float) -> None:
         self.stats["segments_received"] += 1
         st = self.state
-        if st in _SYNCHRONIZED:
+        if st in SYNCHRONIZED:
             self._on_synchronized(seg, now)
-        elif st == "SYN_SENT":
+        elif st == State.SYN_SENT:
             self._on_syn_sent(seg, now)
-        elif st == "LISTEN":
+        elif st == State.LISTEN:
             self._on_listen(seg, now)
         else:
             self._reply_rst(seg)
@@ -303,20 +293,20 @@ class TcpConnection:
         self._snd_wnd = self._max_snd_wnd = seg.window
         self._snd_wl1, self._snd_wl2 = 0, 0
         self._snd_nxt = 0                   # SYN+ACK goes out next
-        self._set_state(now, "SYN_RCVD")
+        self._fire(now, Event.SYN_RECEIVED)
 
     def _on_syn_sent(self, seg: Segment, now: float) -> None:
         # RFC 9293 sec. 3.10.7.3
         flags = seg.flags
         ack_ok = False
         if flags & ACK:
-            ack = _unwrap(seg.ack, self._iss, self._snd_una)
+            ack = unwrap(seg.ack, self._iss, self._snd_una)
             if not 0 < ack <= self._snd_max:
                 return
             ack_ok = True
         if flags & RST:
             if ack_ok:
-                self._to_closed(now)
+                self._fire(now, Event.RESET)
             return
         if not flags & SYN:
             return
@@ -332,14 +322,14 @@ class TcpConnection:
             self._snd_wnd = self._max_snd_wnd = seg.window
             self._snd_wl1, self._snd_wl2 = 0, 0
             self._snd_nxt = 0
-            self._set_state(now, "SYN_RCVD")
+            self._fire(now, Event.SYN_RECEIVED)
 
     def _on_synchronized(self, seg: Segment, now: float) -> None:
         flags = seg.flags
         plen = len(seg.payload)
         seglen = plen + (1 if flags & SYN else 0) + (1 if flags & FIN else 0)
         rcv_nxt = self._rcv_nxt
-        seq = _unwrap(seg.seq, self._irs, rcv_nxt)
+        seq = unwrap(seg.seq, self._irs, rcv_nxt)
         wnd = self._rcv_wnd()
         # RFC 9293 sec. 3.10.7.4, first: is the segment acceptable?
         if seglen == 0:
@@ -352,8 +342,8 @@ class TcpConnection:
         if not ok:
             if flags & RST:
                 return
-            if self.state == "SYN_RCVD" and flags & SYN and seq == 0:
-                ack = _unwrap(seg.ack, self._iss, self._snd_una)
+            if self.state == State.SYN_RCVD and flags & SYN and seq == 0:
+                ack = unwrap(seg.ack, self._iss, self._snd_una)
                 if flags & ACK and 0 < ack <= self._snd_max:
                     # simultaneous open (RFC 9293 fig. 7): the peer's SYN+ACK acks our SYN
                     self._established(now)
@@ -365,25 +355,25 @@ class TcpConnection:
             if seglen and seq + seglen <= rcv_nxt:
                 self.stats["dup_segments_received"] += 1
             self._queue_ack()
-            if self.state == "TIME_WAIT" and flags & FIN:
+            if self.state == State.TIME_WAIT and flags & FIN:
                 self._tw_deadline = now + self.config.time_wait
             return
         if flags & RST:                     # second: RST (minimal: any in-window RST)
-            self._to_closed(now)
+            self._fire(now, Event.RESET)
             return
         if flags & SYN:                     # fourth: SYN in window -> challenge ACK (RFC 5961)
             self._queue_ack()
             return
         if not flags & ACK:                 # fifth: no ACK bit -> drop
             return
-        if self.state == "SYN_RCVD":
-            ack = _unwrap(seg.ack, self._iss, self._snd_una)
+        if self.state == State.SYN_RCVD:
+            ack = unwrap(seg.ack, self._iss, self._snd_una)
             if not 0 < ack <= self._snd_max:
                 return
             self._established(now)
-        if not self._process_ack(seg, now) or self.state == "CLOSED":
+        if not self._process_ack(seg, now) or self.state == State.CLOSED:
             return
-        if seglen and self.state in _RECV_STATES:   # seventh/eighth: text and FIN
+        if seglen and self.state in RECV_STATES:   # seventh/eighth: text and FIN
             self._process_data(seq, seg.payload, bool(flags & FIN), now)
         elif seglen:
             self._queue_ack()
@@ -392,7 +382,7 @@ class TcpConnection:
     def _process_ack(self, seg: Segment, now: float) -> bool:
         """RFC 9293 sec. 3.10.7.4, fifth: the ACK field.  False: drop the segment."""
         una = self._snd_una
-        ack = _unwrap(seg.ack, self._iss, una)
+        ack = unwrap(seg.ack, self._iss, una)
         top = self._snd_max if self._snd_max > self._probe_end else self._probe_end
         if ack > top:                       # ACKs something not yet sent: ACK, drop
             self._queue_ack()
@@ -400,7 +390,7 @@ class TcpConnection:
         if ack < una:                       # old duplicate ACK: ignore it (not the data)
             return True
         prev_wnd = self._snd_wnd
-        seq = _unwrap(seg.seq, self._irs, self._rcv_nxt)
+        seq = unwrap(seg.seq, self._irs, self._rcv_nxt)
         # RFC 9293 sec. 3.10.7.4: send window update
         if self._snd_wl1 < seq or (self._snd_wl1 == seq and self._snd_wl2 <= ack):
             self._snd_wnd = seg.window
@@ -411,84 +401,33 @@ class TcpConnection:
             if seg.window > 0 and self._persist_deadline is not None:
                 self._persist_deadline = None
                 self._persist_backoff = 0
-        new_sacked = 0
-        if self._sack and seg.sack:
-            new_sacked = self._update_scoreboard(seg.sack, ack)
+        cc = self._cc
+        new_sacked = cc.on_sack_blocks(seg.sack, ack) if seg.sack else 0
+        snack = self._snack
         if ack > una:
             self._on_new_ack(ack, now)
-            if self.config.snack and seg.snack:
-                self._on_snack(seg.snack)
+            if snack is not None and seg.snack:
+                self._on_snack(snack, seg.snack)
             return True
-        if self.config.snack and seg.snack:
+        if snack is not None and seg.snack:
             # Paper 002, Sec. III-B: SNACK-TCP handles the reported losses itself, "without
             # starting up TCP congestion control": such an ACK is not a duplicate ACK.
-            self._on_snack(seg.snack)
+            self._on_snack(snack, seg.snack)
             return True
-        # RFC 5681 sec. 2: duplicate ACK (RFC 6675 sec. 2: one that SACKs new data)
+        # RFC 5681 sec. 2: a duplicate ACK carries no data, SYN or FIN and arrives while
+        # data is outstanding; the variant decides the rest (window unchanged, new SACKs)
         if seg.payload or seg.flags & (SYN | FIN) or self._snd_max <= una:
             return True
-        if self._sack:
-            if not (new_sacked > 0 or (not seg.sack and seg.window == prev_wnd)):
-                return True
-        elif seg.window != prev_wnd:
+        if not cc.is_dupack(seg, prev_wnd, new_sacked):
             return True
         self.stats["dupacks_received"] += 1
-        self._on_dupack(now)
+        cc.on_dupack(now)
         return True
 
-    def _on_snack(self, entries: tuple[int, ...]) -> None:
-        """SNACK-TCP (paper 002, Sec. III-B, Figure 5): count the reports of each lost segment;
-        at ``snack_threshold`` reports resend it with the next output and mark it -1, which it
-        stays while it is reported again.  Records at or below SND.UNA are dropped."""
+    def _on_snack(self, snack: SnackSender, entries: tuple[int, ...]) -> None:
+        """SNACK-TCP (paper 002): count the reports; see :class:`tcp_user.snack.SnackSender`."""
         self.stats["snack_acks"] += 1
-        una = self._snd_una
-        reports = self._snack_reports
-        for x32 in entries:
-            s = _unwrap(x32, self._iss, una)
-            if s < una or s >= self._snd_max or s < 1:
-                continue
-            count = reports.get(s, 0)
-            if count < 0:
-                continue
-            count += 1
-            if count >= self.config.snack_threshold:
-                self._snack_rtx.append(s)
-                count = -1
-            reports[s] = count
-
-    def _snack_entries(self) -> tuple[int, ...]:
-        """The receiver's SNACK option (paper 002, Sec. III-A): the first byte of every MSS-sized
-        piece missing below the highest out-of-order byte (the holes of the reassembly queue),
-        lowest first, at most MAX_SNACK (6), as 32-bit sequence numbers."""
-        out: list[int] = []
-        lo = self._rcv_nxt
-        mss = self._mss
-        irs = self._irs
-        for start, data in self._reasm.blocks:
-            s = lo
-            while s < start:
-                if len(out) == MAX_SNACK:
-                    return tuple(out)
-                out.append((irs + s) & MASK)
-                s += mss
-            lo = start + len(data)
-        return tuple(out)
-
-    def _update_scoreboard(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
-        """RFC 6675 Update(): merge the reported SACK blocks; returns new bytes SACKed."""
-        iss = self._iss
-        high = self._snd_max
-        sb = self._scoreboard
-        added = 0
-        for left, right in blocks:
-            s = _unwrap(left, iss, ack)
-            e = _unwrap(right, iss, ack)
-            if s < ack:
-                s = ack
-            if e <= s or e > high:          # stale (below ACK) or bogus (beyond HighData)
-                continue
-            added += sb.add(s, e)
-        return added
+        snack.on_entries(entries, self._iss, self._snd_una, self._snd_max)
 
     def _on_new_ack(self, ack: int, now: float) -> None:
         una = self._snd_una
@@ -511,93 +450,19 @@ class TcpConnection:
         if drop > 0:
             del self._sndbuf[:drop]
             self._sndbuf_base += drop
-        if self._sack:
-            self._scoreboard.advance(ack)
-        if self._snack_reports:             # paper 002, Figure 5: forget acknowledged losses
-            for s in [s for s in self._snack_reports if s < ack]:
-                del self._snack_reports[s]
-        self._dupacks = 0
-        self._lt_extra = 0
+        if self._snack is not None:         # paper 002, Figure 5: forget acknowledged losses
+            self._snack.forget_below(ack)
         self._rto_consecutive = 0
-        self._last_rto_una = None
-        if self._rto_recovery and ack >= self._recovery_point:
-            self._rto_recovery = False
-        # congestion control
-        if self._in_recovery:
-            if not self._sack:
-                # RFC 5681 sec. 3.2 step 6: deflate; plain Reno leaves recovery on any new ACK
-                self._in_recovery = False
-                self._set_cwnd(now, self.ssthresh, self.ssthresh)
-            elif ack >= self._recovery_point:
-                # RFC 6675 sec. 5 (A): recovery ends once RecoveryPoint is acknowledged
-                self._in_recovery = False
-                self._set_cwnd(now, self.ssthresh, self.ssthresh)
-            # else: partial ACK inside RFC 6675 recovery -- cwnd stays, pipe shrinks
-        elif newly:
-            mss = self._mss
-            cwnd = self.cwnd
-            if cwnd < self.ssthresh:        # RFC 5681 sec. 3.1 slow start (eq. 2)
-                cwnd += newly if newly < mss else mss
-            else:                           # congestion avoidance (eq. 3)
-                inc = mss * mss // cwnd
-                cwnd += inc if inc > 0 else 1
-            self._set_cwnd(now, cwnd, self.ssthresh)
+        self._cc.on_new_ack(now, ack, newly)    # recovery exit or cwnd growth
         # RFC 6298 sec. 5.2 / 5.3
         if ack >= self._snd_max:
             self._rto_deadline = None
         else:
             self._rto_deadline = now + self.rto
         # our FIN acknowledged?
-        if self._fin_queued and ack >= self._data_end + 1:
-            st = self.state
-            if st == "FIN_WAIT_1":
-                self._set_state(now, "FIN_WAIT_2")
-            elif st == "CLOSING":
-                self._enter_time_wait(now)
-            elif st == "LAST_ACK":
-                self._to_closed(now)
-
-    def _on_dupack(self, now: float) -> None:
-        mss = self._mss
-        if self._sack:
-            if self._in_recovery:
-                return                      # RFC 6675: pipe accounting does the rest
-            self._dupacks += 1
-            # RFC 6675 sec. 5 steps (1)-(2); sec. 5.1: not before RecoveryPoint after an RTO
-            if self._snd_una >= self._recovery_point and (
-                    self._dupacks >= self.config.dupack_threshold
-                    or self._scoreboard.is_lost(self._snd_una, self.config.dupack_threshold, mss)):
-                self._enter_sack_recovery(now)
-            elif self.config.limited_transmit and self._dupacks < self.config.dupack_threshold:
-                self._lt_extra = min(self._dupacks, 2) * mss
-            return
-        if self._in_recovery:               # RFC 5681 sec. 3.2 step 4: inflate
-            self._set_cwnd(now, self.cwnd + mss, self.ssthresh)
-            return
-        self._dupacks += 1
-        if self._dupacks == self.config.dupack_threshold and not (
-                self.config.reno_rto_guard and self._snd_una < self._recovery_point):
-            # RFC 5681 sec. 3.2 steps 2-3: fast retransmit, enter fast recovery
-            ssthresh = max(self.flight_size // 2, 2 * mss)     # eq. (4)
-            self._in_recovery = True
-            self._lt_extra = 0
-            self._fast_rtx_pending = True
-            self._count_loss(now, "dupack")
-            self._set_cwnd(now, ssthresh + 3 * mss, ssthresh)
-        elif self.config.limited_transmit and self._dupacks < self.config.dupack_threshold:
-            self._lt_extra = min(self._dupacks, 2) * mss       # RFC 3042
-
-    def _enter_sack_recovery(self, now: float) -> None:
-        # RFC 6675 sec. 5 step (4)
-        mss = self._mss
-        self._recovery_point = self._snd_max
-        ssthresh = max(self.flight_size // 2, 2 * mss)
-        self._in_recovery = True
-        self._lt_extra = 0
-        self._high_rxt = self._snd_una
-        self._fast_rtx_pending = True
-        self._count_loss(now, "dupack")
-        self._set_cwnd(now, ssthresh, ssthresh)
+        if (self._fin_queued and ack >= self._data_end + 1
+                and self.state in TRANSITIONS[Event.FIN_ACKED]):
+            self._fire(now, Event.FIN_ACKED)
 
     # ------------------------------------------------------------------ data receipt
     def _process_data(self, seq: int, payload: bytes, fin: bool, now: float) -> None:
@@ -629,13 +494,7 @@ class TcpConnection:
             rcv_nxt += 1                    # the FIN is in order: consume it
             self._rcv_nxt = rcv_nxt
             self._rcv_fin = None
-            st = self.state
-            if st == "ESTABLISHED":
-                self._set_state(now, "CLOSE_WAIT")
-            elif st == "FIN_WAIT_1":
-                self._set_state(now, "CLOSING")
-            elif st == "FIN_WAIT_2":
-                self._enter_time_wait(now)
+            self._fire(now, Event.FIN_RECEIVED)     # only called in RECV_STATES
         self._rcv_nxt = rcv_nxt
         self._queue_ack()
 
@@ -655,7 +514,7 @@ class TcpConnection:
     def on_timer(self, now: float) -> None:
         if self._tw_deadline is not None and now >= self._tw_deadline:
             self._tw_deadline = None
-            self._to_closed(now)
+            self._fire(now, Event.TIME_WAIT_EXPIRED)
             return
         if self._rto_deadline is not None and now >= self._rto_deadline:
             self._rto_deadline = None
@@ -668,7 +527,7 @@ class TcpConnection:
     def _on_rto(self, now: float) -> None:
         st = self.state
         cfg = self.config
-        if st in ("SYN_SENT", "SYN_RCVD"):
+        if st in (State.SYN_SENT, State.SYN_RCVD):
             if cfg.max_retries and self._rto_consecutive >= cfg.max_retries:
                 self._abort(now)
                 return
@@ -679,37 +538,17 @@ class TcpConnection:
             self._snd_nxt = 0                                   # resend SYN (or SYN+ACK)
             self._rto_deadline = now + self.rto                 # sec. 5.6
             return
-        if st not in _SEND_STATES or self._snd_una >= self._snd_max:
+        if st not in SEND_STATES or self._snd_una >= self._snd_max:
             return
         if cfg.max_retries and self._rto_consecutive >= cfg.max_retries:
             self._abort(now)
             return
         self._rto_consecutive += 1
-        mss = self._mss
-        una = self._snd_una
-        # RFC 5681 sec. 3.1: ssthresh set to "no more than" eq. (4); held if this segment
-        # already timed out.  A timeout during fast/loss recovery keeps the recovery's
-        # ssthresh when that is lower (the inflated flight would raise it; Linux does so too).
-        ssthresh = self.ssthresh
-        if self._last_rto_una != una:
-            eq4 = max(self.flight_size // 2, 2 * mss)
-            ssthresh = min(eq4, ssthresh) if self._in_recovery else eq4
-        self._last_rto_una = una
         self._count_loss(now, "rto")
-        self._set_cwnd(now, mss, ssthresh)                      # loss window = 1 segment
+        self._cc.on_rto(now)                                    # ssthresh, loss window, recovery
         self.rto = min(self.rto * 2, cfg.max_rto)               # RFC 6298 sec. 5.5
-        self._in_recovery = False
-        self._dupacks = 0
-        self._lt_extra = 0
-        self._fast_rtx_pending = False
         self._rtt_seq = None                                    # Karn
-        self._snd_nxt = una                                     # go-back-N from SND.UNA
-        self._recovery_point = self._snd_max
-        if self._sack:
-            # RFC 6675 sec. 5.1: keep the scoreboard (our receiver never reneges), do not
-            # start a new recovery before RecoveryPoint, skip SACKed data when resending.
-            self._high_rxt = una
-            self._rto_recovery = True
+        self._snd_nxt = self._snd_una                           # go-back-N from SND.UNA
         self._force_one = True
         self._rto_deadline = now + self.rto                     # RFC 6298 sec. 5.6
 
@@ -737,19 +576,16 @@ class TcpConnection:
             out.extend(self._pending)
             self._pending.clear()
         st = self.state
-        if st in ("SYN_SENT", "SYN_RCVD"):
+        if st in (State.SYN_SENT, State.SYN_RCVD):
             if self._snd_nxt == 0:
                 out.append(self._build(0, 0, now))
                 self._snd_nxt = 1
             return out
-        if st not in _SEND_STATES:
+        if st not in SEND_STATES:
             return out
-        if self._snack_rtx:
-            self._output_snack(now, out)
-        if self._sack and self._in_recovery:
-            self._output_sack_recovery(now, out)
-        else:
-            self._output_window(now, out)
+        if self._snack is not None and self._snack.due:
+            self._output_snack(self._snack, now, out)
+        self._cc.send(now, out)             # the window, or the variant's recovery rules
         # RFC 9293 sec. 3.8.6.1: persist timer while the peer's window keeps data back
         if (self._snd_una == self._snd_max and self._snd_nxt < self._data_end
                 and self._rto_deadline is None and self._persist_deadline is None):
@@ -757,22 +593,21 @@ class TcpConnection:
             self._persist_deadline = now + min(backoff, self.config.max_rto)
         return out
 
-    def _output_snack(self, now: float, out: list[Segment]) -> None:
+    def _output_snack(self, snack: SnackSender, now: float, out: list[Segment]) -> None:
         """SNACK-TCP retransmissions: outside cwnd, which they leave as it is (paper 002)."""
-        for s in self._snack_rtx:
+        for s in snack.take_due():
             if self._snd_una <= s < self._snd_max:
                 n = self._seg_len(s)
                 if n > 0:
                     out.append(self._build(s, n, now))
                     self.stats["snack_retransmissions"] += 1
-        self._snack_rtx.clear()
 
     def _output_window(self, now: float, out: list[Segment]) -> None:
-        """Send within min(cwnd, rwnd): Reno always, SACK outside RFC 6675 recovery."""
-        mss = self._mss
+        """Send within min(cwnd, rwnd) (every variant outside its own recovery output)."""
+        cc = self._cc
         una = self._snd_una
-        if self._fast_rtx_pending:          # RFC 5681 sec. 3.2 step 3
-            self._fast_rtx_pending = False
+        if cc.fast_rtx_pending:             # RFC 5681 sec. 3.2 step 3
+            cc.fast_rtx_pending = False
             if una < self._snd_max:
                 out.append(self._build(una, self._seg_len(una), now))
                 self._rto_deadline = now + self.rto     # restart, as 4.4BSD and Linux do
@@ -785,8 +620,8 @@ class TcpConnection:
             self._force_small = True
         end_seq = self._end_seq()
         data_end = self._data_end
-        sb = self._scoreboard if self._sack else None
-        cwnd = self.cwnd + self._lt_extra if not self._in_recovery else self.cwnd
+        sb = cc.scoreboard                  # None unless the variant keeps one (SACK)
+        cwnd = self.cwnd + cc.lt_extra if not cc.in_recovery else self.cwnd
         right = una + self._snd_wnd                     # peer's window edge
         while self._snd_nxt < end_seq:
             nxt = self._snd_nxt
@@ -800,8 +635,8 @@ class TcpConnection:
                 self._force_one = False
             elif n > 0:
                 outstanding = nxt - una
-                if self._rto_recovery and sb is not None:
-                    outstanding -= sb.sacked_between(una, nxt)
+                if cc.rto_recovery and sb is not None:   # RFC 6675 sec. 5.1: SACKed
+                    outstanding -= sb.sacked_between(una, nxt)  # data is not in flight
                 usable = min(cwnd - outstanding, right - nxt)
                 if usable < n:
                     # RFC 1122 sec. 4.2.3.4 sender SWS avoidance: a partial segment only if
@@ -814,58 +649,6 @@ class TcpConnection:
             self._force_small = False
         self._force_small = False
 
-    def _output_sack_recovery(self, now: float, out: list[Segment]) -> None:
-        """RFC 6675 sec. 5 steps (C): transmit while cwnd - pipe >= 1 SMSS, per NextSeg()."""
-        mss = self._mss
-        una = self._snd_una
-        sb = self._scoreboard
-        if self._fast_rtx_pending:          # step (4.3): the first segment, regardless of pipe
-            self._fast_rtx_pending = False
-            if una < self._snd_max:
-                n = self._seg_len(una)
-                out.append(self._build(una, n, now))
-                self._rto_deadline = now + self.rto     # restart, as 4.4BSD and Linux do
-                end = una + max(n, 1)
-                if end > self._high_rxt:
-                    self._high_rxt = end
-        dupthresh = self.config.dupack_threshold
-        holes = sb.holes(una, dupthresh, mss)
-        pipe = sb.pipe(una, self._snd_max, self._high_rxt, holes)
-        data_end = self._data_end
-        end_seq = self._end_seq()
-        while self.cwnd - pipe >= mss:
-            start = -1
-            high_rxt = self._high_rxt
-            for a, b, lost in holes:        # NextSeg rule (1): lost, un-SACKed, above HighRxt
-                if not lost:
-                    break
-                s = a if a > high_rxt else high_rxt
-                if s < b:
-                    start = s
-                    break
-            if start < 0:                   # rule (2): new data, if the peer's window allows
-                nxt = self._snd_nxt
-                if nxt < end_seq and nxt >= self._snd_max:
-                    n = min(mss, data_end - nxt) if nxt < data_end else 0
-                    room = una + self._snd_wnd - nxt
-                    if n == 0 or room >= n or (room > 0 and 2 * room >= self._max_snd_wnd):
-                        n = n if n == 0 or room >= n else room
-                        out.append(self._build(nxt, n, now))
-                        pipe += n
-                        continue
-                for a, b, _lost in holes:   # rule (3): any un-SACKed octet above HighRxt
-                    s = a if a > high_rxt else high_rxt
-                    if s < b:
-                        start = s
-                        break
-            n = self._seg_len(start) if start >= 0 else 0
-            if n <= 0:
-                break
-            out.append(self._build(start, n, now))
-            if start + n > self._high_rxt:
-                self._high_rxt = start + n
-            pipe += n
-
     def _seg_len(self, start: int) -> int:
         """Payload for a segment at ``start``: at most one MSS, never into SACKed data."""
         n = self._data_end - start
@@ -873,8 +656,9 @@ class TcpConnection:
             return 0
         if n > self._mss:
             n = self._mss
-        if self._sack and self._scoreboard.blocks and start < self._snd_max:
-            ns = self._scoreboard.next_start(start)
+        sb = self._cc.scoreboard
+        if sb is not None and sb.blocks and start < self._snd_max:
+            ns = sb.next_start(start)
             if ns is not None and ns - start < n:
                 n = ns - start
         return n
@@ -954,7 +738,8 @@ class TcpConnection:
     def _queue_ack(self) -> None:
         """Queue a pure ACK reflecting the receive state right now (no delayed ACKs)."""
         ack32, wnd, sack = self._ack_fields()
-        snack = self._snack_entries() if self.config.snack and self._have_irs and self._reasm.blocks else ()
+        snack = (snack_entries(self._reasm.blocks, self._rcv_nxt, self._mss, self._irs)
+                 if self.config.snack and self._have_irs and self._reasm.blocks else ())
         self._pending.append(Segment((self._iss + self._snd_nxt) & MASK, ack32, ACK, wnd, sack,
                                      b"", snack))
 
@@ -971,10 +756,22 @@ class TcpConnection:
     def _end_seq(self) -> int:
         return self._data_end + (1 if self._fin_queued else 0)
 
-    def _set_state(self, now: float, state: str) -> None:
-        if state != self.state:
-            self.state = state
-            self._emit(now, "state", state=state)
+    def _fire(self, now: float | None, event: Event) -> None:
+        """The one place the state changes: the table decides where ``event`` leads (and
+        refuses it if not allowed); entering CLOSED or TIME_WAIT settles the timers.  The
+        ``state`` event carries the state's name (``now`` None: listen() without a time)."""
+        new = next_state(self.state, event)
+        self.state = new
+        if new is State.CLOSED:
+            self._rto_deadline = None
+            self._persist_deadline = None
+            self._tw_deadline = None
+        elif new is State.TIME_WAIT:        # RFC 9293 sec. 3.10.7.4: start the 2*MSL timer
+            self._rto_deadline = None
+            self._persist_deadline = None
+            self._tw_deadline = now + self.config.time_wait
+        if now is not None:
+            self._emit(now, "state", state=new.value)
 
     def _set_cwnd(self, now: float, cwnd: int, ssthresh: int) -> None:
         if cwnd != self.cwnd or ssthresh != self.ssthresh:
@@ -993,23 +790,11 @@ class TcpConnection:
             if self.srtt is None:           # RFC 6298 sec. 5.7
                 self.rto = min(max(_SYN_TIMEOUT_RTO, self.config.initial_rto), self.config.max_rto)
         self._rto_consecutive = 0
-        self._set_state(now, "ESTABLISHED")
+        self._fire(now, Event.SYN_ACKED)
         self._emit(now, "cwnd", cwnd=self.cwnd, ssthresh=self.ssthresh)
-        if self._fin_queued:
-            self._set_state(now, "FIN_WAIT_1")
-
-    def _enter_time_wait(self, now: float) -> None:
-        self._rto_deadline = None
-        self._persist_deadline = None
-        self._set_state(now, "TIME_WAIT")
-        self._tw_deadline = now + self.config.time_wait
-
-    def _to_closed(self, now: float) -> None:
-        self._rto_deadline = None
-        self._persist_deadline = None
-        self._tw_deadline = None
-        self._set_state(now, "CLOSED")
+        if self._fin_queued:                # close() was called before ESTABLISHED
+            self._fire(now, Event.CLOSE)
 
     def _abort(self, now: float) -> None:
         self.stats["aborted"] += 1
-        self._to_closed(now)
+        self._fire(now, Event.ABORT)

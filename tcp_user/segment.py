@@ -13,6 +13,17 @@ MAX_SACK_BLOCKS = 4  # RFC 2018 allows 4 without timestamps
 MAX_SNACK = 6        # paper 002: a SNACK option carries up to 6 lost sequence numbers
 
 SEQ_MOD = 1 << 32
+SEQ_MASK = SEQ_MOD - 1
+_HALF = 1 << 31
+
+
+def unwrap(x32: int, base32: int, ref: int) -> int:
+    """The unwrapped (relative to ``base32``) sequence number closest to ``ref`` whose
+    32-bit wire value is ``x32`` (RFC 9293 sec. 3.4's modular comparison, done once)."""
+    d = (x32 - base32 - ref) & SEQ_MASK
+    if d & _HALF:
+        d -= SEQ_MOD
+    return ref + d
 
 
 @dataclass(slots=True)
@@ -42,6 +53,3 @@ class Segment:
     def is_pure_ack(self) -> bool:
         return self.flags == ACK and not self.payload
 
-    def flag_names(self) -> str:
-        names = [(SYN, "S"), (ACK, "A"), (FIN, "F"), (RST, "R")]
-        return "".join(n for bit, n in names if self.flags & bit) or "-"

@@ -14,8 +14,9 @@ from typing import Callable, Protocol
 from tcp_user.config import TcpConfig
 from tcp_user.connection import TcpConnection
 from tcp_user.segment import Segment
+from tcp_user.state import State
 
-_EOF_STATES = ("CLOSE_WAIT", "LAST_ACK", "CLOSING", "TIME_WAIT", "CLOSED")
+_EOF_STATES = (State.CLOSE_WAIT, State.LAST_ACK, State.CLOSING, State.TIME_WAIT, State.CLOSED)
 
 
 class Host(Protocol):
@@ -75,7 +76,7 @@ class TcpSocket:
     def sendall(self, data: bytes) -> None:
         """Queue ``data`` for sending (the send buffer is unbounded) and start transmitting."""
         with self._cond:
-            if self.conn.state in ("CLOSED",):
+            if self.conn.state == State.CLOSED:
                 raise ConnectionError("connection is closed")
             self.conn.send(data)
             self._host.kick(self._ep)
@@ -103,7 +104,8 @@ class TcpSocket:
     def close(self, timeout: float | None = 30.0) -> None:
         """Send FIN after the queued data and wait until it is acknowledged."""
         with self._cond:
-            if self.conn.state not in ("CLOSED", "FIN_WAIT_1", "FIN_WAIT_2", "LAST_ACK", "CLOSING", "TIME_WAIT"):
+            if self.conn.state not in (State.CLOSED, State.FIN_WAIT_1, State.FIN_WAIT_2, State.LAST_ACK,
+                                       State.CLOSING, State.TIME_WAIT):
                 self.conn.close(time.time())
                 self._host.kick(self._ep)
             _wait(self._cond, lambda: self.conn.all_acked or self.conn.is_closed, timeout, "FIN acknowledgement")
@@ -133,7 +135,7 @@ class Listener:
         with self._cond:
             def established() -> bool:
                 for ep in list(self._pending):
-                    if ep.conn.state not in ("LISTEN", "SYN_RCVD"):
+                    if ep.conn.state not in (State.LISTEN, State.SYN_RCVD):
                         self._pending.remove(ep)
                         self._ready.append(ep)
                 return bool(self._ready)
@@ -150,7 +152,7 @@ def connect(host: Host, remote: str, remote_port: int, local_port: int, config: 
         host.attach(ep, local_port, remote, remote_port)
         ep.conn.connect(time.time())
         host.kick(ep)
-        _wait(cond, lambda: ep.conn.state != "SYN_SENT", timeout, f"connection to {remote}:{remote_port}")
-        if ep.conn.state != "ESTABLISHED":
+        _wait(cond, lambda: ep.conn.state != State.SYN_SENT, timeout, f"connection to {remote}:{remote_port}")
+        if ep.conn.state != State.ESTABLISHED:
             raise ConnectionError(f"connection to {remote}:{remote_port} failed ({ep.conn.state})")
     return TcpSocket(host, ep)

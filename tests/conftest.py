@@ -45,16 +45,18 @@ def wait_for(cond, timeout: float, what: str, step: float = 0.1):
 
 
 def start_run(exp: Path, out: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "aspan", "run", str(exp), "--out", str(out), *extra],
+    return subprocess.Popen([sys.executable, "-m", "experiments", "run", str(exp), "--out", str(out), *extra],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 
 
 @pytest.fixture
 def no_leftover_nodes(tmp_path):
-    """Fails the test if it leaves an `aspan node` process of its own (config under tmp_path) running."""
+    """Fails the test if it leaves an `aspan node` process of its own (config under tmp_path) running.
+
+    The local backend starts each node as ``python -m experiments node --config <rep dir>/X.node.json``."""
     def ours() -> set[int]:
-        r = subprocess.run(["pgrep", "-f", f"aspan node --config {tmp_path}"], capture_output=True, text=True)
+        r = subprocess.run(["pgrep", "-f", f"experiments node --config {tmp_path}"], capture_output=True, text=True)
         return {int(p) for p in r.stdout.split()}
     yield
     wait_for(lambda: not ours(), 15, f"node processes of {tmp_path} to end")

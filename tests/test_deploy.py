@@ -79,7 +79,7 @@ def test_bad_inventory_is_reported_by_the_cli_with_exit_2(tmp_path):
     doc = inv_doc()
     doc["hosts"][0]["port"] = 0
     p = write_inv(tmp_path, doc)
-    r = subprocess.run([sys.executable, "-m", "aspan", "deploy", "status", "-i", str(p)],
+    r = subprocess.run([sys.executable, "-m", "experiments", "deploy", "status", "-i", str(p)],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2
     assert f"{p}: hosts[0].port: expected a value >= 1" in r.stderr
@@ -92,7 +92,7 @@ def test_channels_map_to_frequencies():
 # ---- dry run: the exact commands per host -------------------------------------------
 def dry(tmp_path, *args, doc=None) -> subprocess.CompletedProcess:
     p = write_inv(tmp_path, doc)
-    return subprocess.run([sys.executable, "-m", "aspan", "deploy", *args, "-i", str(p), "--dry-run"],
+    return subprocess.run([sys.executable, "-m", "experiments", "deploy", *args, "-i", str(p), "--dry-run"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
@@ -271,7 +271,7 @@ def test_a_failed_command_is_described_with_its_output():
 
 def test_pi_backend_needs_an_inventory():
     exp = ROOT / "experiments" / "fig4-no-loss.yaml"
-    r = subprocess.run([sys.executable, "-m", "aspan", "run", str(exp), "--backend", "pi"],
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--backend", "pi"],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "the pi backend needs --inventory" in r.stderr
 
@@ -280,7 +280,7 @@ def test_an_inventory_without_a_node_of_the_experiment_is_refused(tmp_path):
     doc = inv_doc()
     doc["hosts"] = doc["hosts"][:3]
     p = write_inv(tmp_path, doc)
-    r = subprocess.run([sys.executable, "-m", "aspan", "run", str(ROOT / "experiments" / "fig4-no-loss.yaml"),
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(ROOT / "experiments" / "fig4-no-loss.yaml"),
                         "--inventory", str(p), "--out", str(tmp_path / "runs")],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "no host runs node(s) D" in r.stderr
@@ -295,7 +295,7 @@ def test_the_example_inventory_is_valid():
 
 
 def test_without_fabric_deploy_says_how_to_install_it(tmp_path):
-    code = ("import sys; sys.modules['fabric'] = None; from aspan.cli import main; "
+    code = ("import sys; sys.modules['fabric'] = None; from experiments.cli import main; "
             f"sys.exit(main(['deploy', 'status', '-i', {str(write_inv(tmp_path))!r}]))")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "needs Fabric 3: pip install -e '.[pi]'" in r.stderr
@@ -335,3 +335,18 @@ def test_node_shell_plumbing_start_poll_stop_and_stale_pid_files(tmp_path):
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):   # normally stopped by the test already
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_every_error_of_an_inventory_is_reported_at_once(tmp_path):
+    doc = inv_doc()
+    doc["defaults"]["port"] = "22"                       # named once, not again for every host
+    doc["hosts"][0]["mesh_address"] = "10.2.1.300"
+    doc["hosts"][2]["nod"] = "C"
+    doc["hosts"][3]["mesh_address"] = "10.2.1.2"         # repeats hosts[1]; hosts[0] is left out
+    p = write_inv(tmp_path, doc)
+    with pytest.raises(InventoryError) as e:
+        load_inventory_file(p, check_files=False)
+    assert [err.path for err in e.value.errors] == ["defaults.port", "hosts[0].mesh_address", "hosts[2].nod",
+                                                    "hosts[3].mesh_address"]
+    assert "repeats hosts[1].mesh_address" in e.value.errors[-1].message
+    assert all(str(err).startswith(f"{p}: ") for err in e.value.errors)

@@ -29,12 +29,12 @@ pytestmark = pytest.mark.skipif(available() is not None, reason=f"virtual Pis: {
 
 
 def aspan(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "aspan", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
 
 def start_aspan(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "aspan", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "experiments", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 

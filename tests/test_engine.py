@@ -1,6 +1,6 @@
 """The forwarding engine: one packet + now -> actions, driven with scripted losses."""
 from aspan.agent import SnoopAgent
-from aspan.fields import AspanFields
+from aspan.fields import AspanFields, quantise
 from aspan.policy import SnoopConfig
 from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
 from routing.routes import RouteTable, chain_routes
@@ -42,7 +42,7 @@ def test_forward_caches_at_c_and_rewrites_effort():
     [act] = eng.on_packet(data(0), 1.0)
     assert isinstance(act, Transmit) and act.next_hop == D
     assert act.packet.hops == 3
-    assert abs(act.packet.fields.pkt_effort - 0.995) < 1e-12 and act.packet.fields.snoop_count == 1
+    assert act.packet.fields.pkt_effort == quantise(0.995) and act.packet.fields.snoop_count == 1
     assert eng.agent.cache_segments == 1
     assert ("tx", {"flow": f"{A}:5000>{D}:6000", "seq": 0, "len": 1000, "kind": "fwd", "hop": 2}) in events
 
@@ -102,7 +102,7 @@ def test_adaptive_sender_never_caches():
     pkt = Packet(DATA, A, 5000, D, 6000, 0, AspanFields(1.0, 1.0), Segment(0, 0, ACK, 0, (), b"y" * 10))
     eng.send_local(pkt, 0.0)
     assert eng.agent.cache_segments == 0
-    assert abs(pkt.fields.pkt_effort - 0.995) < 1e-12
+    assert pkt.fields.pkt_effort == quantise(0.995)
 
 
 def test_route_table_rejects_non_neighbour_next_hop():

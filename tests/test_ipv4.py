@@ -1,4 +1,4 @@
-"""routing.ipv4: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
+"""routing.ipv4 and routing.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
 import random
 
 import pytest
@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from scapy.all import IP, TCP, UDP, IPOption, Raw
 
 from aspan.fields import AspanFields
-from routing.ipv4 import (OPTION_LEN, PacketError, check_fields, decode_option, encode_option, find_option,
-                          insert_option, parse_tcp, rewrite_option, strip_option)
+from routing.ip_option import (check_fields, decode_option, encode_option, insert_option, rewrite_option,
+                               strip_option)
+from routing.ipv4 import OPTION_LEN, PacketError, find_option, parse_tcp
 
 
 def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
@@ -126,7 +127,8 @@ def test_bit_flips_in_a_valid_packet_parse_or_raise_packet_error(cut, bit):
 
 
 # ---- the fast paths give what the general code gives ------------------------------------------
-from routing.ipv4 import _parse_tcp_general, restamp_option, stamp_option  # noqa: E402
+from routing.ip_option import restamp_option, stamp_option  # noqa: E402
+from routing.ipv4 import _parse_tcp_general  # noqa: E402
 
 
 def _same_parse(data: bytes) -> None:

@@ -8,7 +8,8 @@ from scapy.all import IP, TCP, UDP, Raw
 from aspan.agent import SnoopAgent
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
-from routing.ipv4 import decode_option, find_option, parse_tcp
+from routing.ip_option import decode_option
+from routing.ipv4 import find_option, parse_tcp
 from routing.kernel import HOOK_FWD, HOOK_IN, HOOK_OUT, KernelForwarder
 from routing.loss import Bernoulli, NoLoss
 

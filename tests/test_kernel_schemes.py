@@ -11,7 +11,8 @@ from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
-from routing.ipv4 import PacketError, forge_ack, parse_tcp, tcp_options
+from routing.forge import forge_ack
+from routing.ipv4 import PacketError, parse_tcp, tcp_options
 from routing.kernel import HOOK_FWD, HOOK_OUT, KernelForwarder
 from routing.loss import NoLoss
 
@@ -106,7 +107,9 @@ def test_tcp_options_reads_window_scale_and_timestamps():
 
 # ---------------------------------------------------------------- the agents' view of kernel ACKs
 class Spy(SnoopAgent):
-    """Records what on_ack was given (any class but SnoopAgent itself gets the details)."""
+    """Records what on_ack was given (an agent that declares it reads the details gets them)."""
+
+    reads_ack_details = True
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
@@ -142,7 +145,7 @@ def test_without_the_handshake_the_window_is_unknown():
 
 def test_the_aspan_agent_gets_no_details():
     fw, _ = forwarder("B", "aspan")
-    assert fw._ack_details is False
+    assert fw.step.ack_details is False
     assert fw.next_timer() is None and fw.on_timer(10.0) == []
 
 

@@ -307,11 +307,11 @@ def test_a_run_refuses_leftovers_and_aspan_clean_removes_them(netns):
         kill_group(p)
     left = [ns for ns in state.list_namespaces() if rid in ns]
     assert len(left) == 4
-    again = subprocess.run([sys.executable, "-m", "aspan", "run", str(exp), "--out", str(netns / "again"),
+    again = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--out", str(netns / "again"),
                             "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "leftovers of an earlier netns run" in again.stderr
     assert "aspan clean" in again.stderr
-    clean = subprocess.run([sys.executable, "-m", "aspan", "clean"], cwd=ROOT, capture_output=True, text=True,
+    clean = subprocess.run([sys.executable, "-m", "experiments", "clean"], cwd=ROOT, capture_output=True, text=True,
                            timeout=120)
     assert clean.returncode == 0 and f"aspn-{rid}-B" in clean.stdout
     assert not [ns for ns in state.list_namespaces() if rid in ns]

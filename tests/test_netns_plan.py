@@ -9,7 +9,6 @@ import threading
 import pytest
 
 from experiments.backends.netns import mesh, state
-from experiments.backends.netns.logfile import AppendLog
 from experiments.backends.netns.sh import NetnsError
 from experiments.backends.netns.tcpapp import LossCounter, Sampler, payload_chunks, payload_sha256, read_tcpext, tcp_info
 from tcp_user.bulk import bulk_payload
@@ -102,25 +101,6 @@ def test_nfnetlink_queue_counters_parse():
     assert set(c) == {0, 1} and mesh.parse_nfq("garbage\n") == {}
 
 
-def test_append_log_lines_from_two_writers_never_interleave(tmp_path):
-    path = tmp_path / "A.log"
-    code = ("import sys; from pathlib import Path; from experiments.backends.netns.logfile import AppendLog\n"
-            "log = AppendLog(Path(sys.argv[1]), 'A', autoflush=False)\n"
-            "for i in range(3000):\n"
-            "    log.emit(1.0 + i, 'x', who=sys.argv[2], i=i, pad='p' * 300)\n"
-            "    log.tx(2.0, '10.2.1.1:5000>10.2.1.4:6000', i, 1000, 'send', 0)\n"
-            "log.close()\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), w]) for w in "12"]
-    for p in procs:
-        assert p.wait(timeout=60) == 0
-    lines = path.read_text().splitlines()
-    assert len(lines) == 12000
-    recs = [json.loads(l) for l in lines]
-    assert {r["ev"] for r in recs} == {"x", "tx"}
-    assert recs[1] == {"t": 2.0, "node": "A", "ev": "tx", "flow": "10.2.1.1:5000>10.2.1.4:6000", "seq": 0,
-                       "len": 1000, "kind": "send", "hop": 0} or recs[0]["ev"] == "x"
-
-
 def test_loss_counter_counts_recoveries_and_timeouts():
     reads = iter([{"TCPRenoRecovery": 1, "TCPSackRecovery": 2, "TCPTimeouts": 0},
                   {"TCPRenoRecovery": 1, "TCPSackRecovery": 5, "TCPTimeouts": 1},
@@ -171,23 +151,3 @@ def test_the_payload_in_pieces_is_the_bulk_payload_of_the_other_backends(size):
     assert b"".join(payload_chunks(7, size)) == bulk_payload(7, size)
     import hashlib
     assert payload_sha256(7, size) == hashlib.sha256(bulk_payload(7, size)).hexdigest()
-
-
-def test_the_fast_writers_write_the_lines_the_generic_emit_writes(tmp_path):
-    from aspan.agent import SnoopAgent
-    from aspan.fields import AspanFields
-    from aspan.policy import SnoopConfig
-    fast, slow = AppendLog(tmp_path / "f.log", "B", autoflush=False), AppendLog(tmp_path / "s.log", "B", autoflush=False)
-    for log, use_writer in ((fast, True), (slow, False)):
-        agent = SnoopAgent("B", SnoopConfig(policy="every"), log.emit)
-        if use_writer:
-            agent.use_cache_writer(log.cache)
-        flow = ("10.2.1.1", 5000, "10.2.1.4", 6000)
-        for i in range(3):
-            agent.on_data(flow, 1 + 1000 * i, 1000, AspanFields(1.0, 0.99, 0, 0, 0), 1.0, 1, 0.5 + i, None)
-        agent.on_ack(flow, 2001, 4.25)
-        log.close()
-    lines = (tmp_path / "f.log").read_text().splitlines()
-    assert lines == (tmp_path / "s.log").read_text().splitlines()
-    assert [json.loads(l)["segments"] for l in lines] == [1, 2, 3, 1]
-    assert json.loads(lines[-1]) == {"t": 4.25, "node": "B", "ev": "cache", "segments": 1, "bytes": 1000}

@@ -1,4 +1,6 @@
 """Experiment YAML validation: wrong files are rejected before anything starts, naming file and field."""
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -6,7 +8,8 @@ import yaml
 
 from experiments.schema import ExperimentError, load_experiment, load_file
 
-EXP_DIR = Path(__file__).resolve().parent.parent / "experiments"
+ROOT = Path(__file__).resolve().parent.parent
+EXP_DIR = ROOT / "experiments"
 
 
 @pytest.mark.parametrize("doc, path, text", [
@@ -81,8 +84,42 @@ def test_netns_refuses_snack_which_kernel_tcp_cannot_run(tmp_path):
 
 
 def test_run_selects_variants_by_pattern_and_names_the_choices_when_none_match():
-    from aspan.cli import select_variants
+    from experiments.cli import select_variants
     exp = load_experiment({"variants": [{"name": "lossy-reno"}, {"name": "lossy-aspan"}, {"name": "disc-reno"}]}, "v.yaml")
     assert [v.name for v in select_variants(exp, "disc-*, lossy-reno")] == ["lossy-reno", "disc-reno"]
     with pytest.raises(ExperimentError, match=r"v.yaml: variants: --variants 'x\*' matches none of lossy-reno, lossy-aspan, disc-reno"):
         select_variants(exp, "x*")
+
+
+THREE_ERRORS = """\
+seed: -1
+tcp: {variant: cubic}
+variants:
+  - {name: a}
+  - {name: b, snoop: {pkt_qos: 2}}
+"""
+
+
+def test_every_error_of_a_file_is_reported_at_once(tmp_path):
+    p = tmp_path / "three.yaml"
+    p.write_text(THREE_ERRORS)
+    with pytest.raises(ExperimentError) as e:
+        load_file(p)
+    assert [(err.source, err.path) for err in e.value.errors] == \
+        [(str(p), "seed"), (str(p), "tcp.variant"), (str(p), "variants[b].snoop.pkt_qos")]
+    assert e.value.path == "seed"          # the first error is the error itself
+    assert str(e.value).splitlines() == [str(err) for err in e.value.errors]
+    r = subprocess.run([sys.executable, "-m", "experiments", "validate", str(p), str(ROOT / "experiments" / "fig4-no-loss.yaml")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        f"aspan: error: {p}: seed: expected a value >= 0, got -1",
+        f"aspan: error: {p}: tcp.variant: expected one of reno, sack, got 'cubic'",
+        f"aspan: error: {p}: variants[b].snoop.pkt_qos: expected a value <= 1, got 2"]
+    assert "fig4-no-loss.yaml: ok" in r.stdout   # the other file is still checked
+
+
+def test_one_error_is_reported_as_before():
+    with pytest.raises(ExperimentError) as e:
+        load_experiment({"seed": -1}, "one.yaml")
+    assert e.value.errors == [e.value] and str(e.value) == "one.yaml: seed: expected a value >= 0, got -1"

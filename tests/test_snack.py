@@ -134,7 +134,7 @@ def test_records_are_dropped_once_acknowledged_and_a_new_ack_counts_too():
     a.on_segment(_with_snack(ack_seg(a, seq_of(ISS, 1)), (seq_of(ISS, 3),)), 1.1)
     assert [s.seq for s in a.segments_to_send(1.1) if s.payload] == [seq_of(ISS, 3)]
     a.on_segment(ack_seg(a, seq_of(ISS, 8)), 1.2)
-    assert a._snack_reports == {}
+    assert a._snack.reports == {}
 
 
 def test_without_snack_the_same_acks_are_plain_dupacks():

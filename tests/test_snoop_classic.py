@@ -183,8 +183,8 @@ def test_make_agent_picks_the_class_of_the_scheme():
                          ("snack", "SnackSnoopAgent"), ("slack", "SlackSnoopAgent"),
                          ("ackall", "AckAllSnoopAgent")]:
         assert type(make_agent("C", cfg, scheme=SchemeConfig(scheme=scheme))).__name__ == name
-    with pytest.raises(ValueError, match="snoop.scheme"):
-        SchemeConfig(scheme="bogus")
+    with pytest.raises(ValueError, match="snoop.scheme: expected one of aspan, classic, multihop"):
+        make_agent("C", cfg, scheme=SchemeConfig(scheme="bogus"))
 
 
 def test_a_partly_acknowledged_segment_is_still_the_awaited_one():

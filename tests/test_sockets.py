@@ -7,8 +7,9 @@ import time
 import pytest
 
 from experiments.backends.local import free_port, loopback_address
-from experiments.build import JsonlLog, build_node
+from experiments.build import build_node
 from experiments.schema import load_experiment
+from routing.eventlog import EventLog
 from routing.udp import UdpNode
 from tcp_user.config import TcpConfig
 from tcp_user.sockets import Listener, SocketTimeout, connect
@@ -27,10 +28,10 @@ def mesh(tmp_path):
     udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}
     nodes, threads, logs = {}, [], []
     for n in names:
-        log = JsonlLog(tmp_path / f"{n}.log", n)
+        log = EventLog(tmp_path / f"{n}.log", n)
         logs.append(log)
-        core = build_node(cfg, n, 7, log.emit, time.time(), internal_probes=False, apps=False)
-        nodes[n] = UdpNode(core, udp[n], {addrs[m]: udp[m] for m in names if m != n}, log.emit)
+        core = build_node(cfg, n, 7, log, time.time(), internal_probes=False, apps=False)
+        nodes[n] = UdpNode(core, udp[n], {addrs[m]: udp[m] for m in names if m != n}, log)
     for node in nodes.values():
         t = threading.Thread(target=node.run, daemon=True)
         t.start()

@@ -7,9 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from test_tcp_harness import MASK, bulk, pair, seq_of
+from tcp_user.config import VARIANTS
 from tcp_user.segment import ACK, FIN, SYN
-
-VARIANTS = ("reno", "sack")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from experiments.build import start_rep, write_meta
 from experiments.schema import Variant
@@ -146,7 +146,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             cpath = rep_dir / f"{n}.node.json"
             cpath.write_text(json.dumps(conf))
             with open(rep_dir / f"{n}.stderr", "wb") as err:
-                procs[n] = subprocess.Popen([sys.executable, "-m", "aspan", "node", "--config", str(cpath)],
+                procs[n] = subprocess.Popen([sys.executable, "-m", "experiments", "node", "--config", str(cpath)],
                                             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         end_by = t0 + settle + max_dur
         while True:
@@ -178,3 +178,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         meta["exit_codes"] = {n: p.returncode for n, p in procs.items()}
         write_meta(rep_dir, meta)
     return meta
+
+
+def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
+    """The runner's entry point (experiments.backends.BACKENDS); this backend takes no options."""
+    return run_rep

@@ -17,7 +17,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from experiments.build import JsonlLog, build_node
+from experiments.build import build_node
+from routing.eventlog import EventLog
 from routing.udp import UdpNode
 
 
@@ -31,13 +32,14 @@ def _watch_parent(node: UdpNode, parent: int) -> None:
 
 def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
-    log = JsonlLog(Path(conf["log"]), name, flush=True)
+    log = EventLog(Path(conf["log"]), name, batch=True)
     cfg = conf["experiment"]
     addr = cfg["topology"]["addresses"][name]
     exit_code = 0
     try:
         log.emit(time.time(), "node_start", address=addr, bind=conf["bind"], pid=os.getpid())
-        core = build_node(cfg, name, conf["seed"], log.emit, conf["t0"], internal_probes=False)
+        log.flush()
+        core = build_node(cfg, name, conf["seed"], log, conf["t0"], internal_probes=False)
         apps = core.endpoints()
         done_file = Path(conf["done_file"])
 
@@ -51,16 +53,18 @@ def run_node(conf: dict[str, Any]) -> int:
             tmp.replace(done_file)
 
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
-                       log.emit, deadline=conf.get("deadline"), on_done=say_done, done=all_done)
+                       log, deadline=conf.get("deadline"), on_done=say_done, done=all_done)
         node.install_signal_handlers()
         if conf.get("watch_parent", True):  # the pi backend starts nodes detached (watch_parent: false)
             threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
         node.run()
         ru = resource.getrusage(resource.RUSAGE_SELF)
+        flow = node.flow_cpu()
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
                  cache_segments=core.engine.agent.cache_segments, rx_datagrams=node.rx_datagrams,
                  tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
-                 socket_drops=node.kernel_drops)
+                 socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
+                 rx_flow_datagrams=None if flow is None else flow[1])
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
         traceback.print_exc()

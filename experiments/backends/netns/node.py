@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from etx.estimator import EtxTable
-from experiments.backends.netns.logfile import AppendLog
 from experiments.build import header_fields, node_agent, node_loss_spec, route_tables
+from routing.eventlog import EventLog
 from routing.kernel import KernelForwarder
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
@@ -28,7 +28,7 @@ from routing.udp_probe import UdpProber
 
 
 def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
-               log: AppendLog, option: int, handler_loss: bool) -> KernelForwarder:
+               log: EventLog, option: int, handler_loss: bool) -> KernelForwarder:
     """Node ``name``'s snoop step: loss model, snoop agent (``snoop.scheme``), routes (as in build_node).
 
     Without ``handler_loss`` the node's loss is the iptables statistic match and its
@@ -38,16 +38,15 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     table = route_tables(cfg)[name]
     spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
     loss = build_loss_model(spec, node_rng(seed, name, "loss"))
-    agent = node_agent(cfg, name, log.emit)
-    agent.use_cache_writer(log.cache)
+    agent = node_agent(cfg, name, log)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
-                           option, log.emit, log.tx)
+                           option, log)
 
 
 def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
     cfg = conf["experiment"]
-    log = AppendLog(Path(conf["log"]), name, autoflush=False)
+    log = EventLog(Path(conf["log"]), name, batch=True)
     addr = cfg["topology"]["addresses"][name]
     parent = os.getppid()
     stop = threading.Event()

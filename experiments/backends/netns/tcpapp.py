@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from experiments.backends.netns.logfile import AppendLog
+from routing.eventlog import EventLog
 from tcp_user.bulk import DELIVER_LOG_BYTES
 
 Emit = Callable[..., None]
@@ -203,7 +203,7 @@ def _timestamps_on() -> bool:
         return True
 
 
-def run_sender(conf: dict[str, Any], log: AppendLog) -> None:
+def run_sender(conf: dict[str, Any], log: EventLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
     first = next(payload_chunks(fl["data_seed"], size), b"")   # ready to send as soon as the flow starts
@@ -240,7 +240,7 @@ def run_sender(conf: dict[str, Any], log: AppendLog) -> None:
     sock.close()
 
 
-def run_receiver(conf: dict[str, Any], log: AppendLog) -> None:
+def run_receiver(conf: dict[str, Any], log: EventLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
     expected = payload_sha256(fl["data_seed"], size)
@@ -279,7 +279,7 @@ def run_receiver(conf: dict[str, Any], log: AppendLog) -> None:
 
 
 # ---- iperf3 ----------------------------------------------------------------------------
-def run_iperf3_receiver(conf: dict[str, Any], log: AppendLog) -> None:
+def run_iperf3_receiver(conf: dict[str, Any], log: EventLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
     _ready_then_go(conf)
@@ -295,7 +295,7 @@ def run_iperf3_receiver(conf: dict[str, Any], log: AppendLog) -> None:
              traffic="iperf3", integrity="not checked (iperf3)")
 
 
-def run_iperf3_sender(conf: dict[str, Any], log: AppendLog) -> None:
+def run_iperf3_sender(conf: dict[str, Any], log: EventLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
     sampler = Sampler(fl["name"], log.emit, conf["poll_ms"] / 1000.0, LossCounter())
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     conf = json.loads(Path(args.config).read_text())
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    log = AppendLog(Path(conf["log"]), conf["node"], autoflush=True)
+    log = EventLog(Path(conf["log"]), conf["node"])
     try:
         ROLES[(conf["role"], conf["traffic"])](conf, log)
     except Exception as e:

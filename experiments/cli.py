@@ -1,4 +1,9 @@
-"""The ``aspan`` command line: run, validate, plot (and the node/deploy commands of the drivers)."""
+"""The ``aspan`` command line: run, validate, plot, clean, node and deploy.
+
+It lives in the application layer (``experiments``): it wires the runner, the plots and the
+Pi tasks together, which the protocol packages must not know (tests/test_layers.py).
+``python -m experiments`` runs it without the installed ``aspan`` script.
+"""
 from __future__ import annotations
 
 import argparse
@@ -11,17 +16,25 @@ if TYPE_CHECKING:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from experiments.schema import load_file
+    """Check every file; every error of every file is printed (one line each), exit 2 if any."""
+    from experiments.schema import ExperimentError, load_file
+    failed = 0
     for f in args.files:
-        exp = load_file(f)
+        try:
+            exp = load_file(f)
+        except ExperimentError as e:
+            failed += 1
+            for err in e.errors:
+                print(f"aspan: error: {err}", file=sys.stderr)
+            continue
         reps = exp.base["repetitions"]
         print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
               + ", ".join(v.name for v in exp.variants))
-    return 0
+    return 2 if failed else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from experiments.runner import run_experiment
+    from experiments.runner import print_run_outputs, run_experiment
     from experiments.schema import ExperimentError, load_file
     exp = load_file(args.experiment)
     if args.repetitions is not None:
@@ -33,23 +46,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
     options = None
     if (backend or exp.base["backend"]) == "pi":
-        from deploy.cli import pi_backend_options
+        from experiments.deploy_cli import pi_backend_options
         options = pi_backend_options(args.inventory, exp)
     run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
                              jobs=args.jobs, plot=not args.no_plot, backend_options=options)
     if options is not None:
-        from deploy.cli import report_failures
+        from experiments.deploy_cli import report_failures
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return 0
-
-
-def print_run_outputs(run_dir: Path, plotted: bool) -> None:
-    """Where a finished run put its results (``aspan run`` and ``aspan deploy run``)."""
-    print(f"run directory: {run_dir}")
-    print(f"summary:       {run_dir / 'summary.csv'}")
-    if plotted:
-        print(f"figures:       {run_dir / 'figures'}  (report: {run_dir / 'report.md'})")
 
 
 def select_variants(exp: "Experiment", patterns: str) -> list:
@@ -88,6 +93,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from experiments.backends import BACKENDS   # the registry (imports no backend)
     p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -97,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures")
     r.add_argument("experiment")
-    r.add_argument("--backend", choices=["sim", "local", "netns", "pi"], default=None,
+    r.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="default: the YAML's backend field")
     r.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")
     r.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
@@ -121,18 +127,19 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--config", required=True, help="node configuration written by the runner")
     n.set_defaults(func=_cmd_node)
 
-    from deploy.cli import add_deploy_parser
+    from experiments.deploy_cli import add_deploy_parser
     add_deploy_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from experiments.schema import ExperimentError
+    from routing.fieldspec import ConfigError
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ExperimentError as e:
-        print(f"aspan: error: {e}", file=sys.stderr)
+    except ConfigError as e:   # an experiment or inventory file, or an option: names file and field
+        for err in e.errors:   # every error of the file, one line each
+            print(f"aspan: error: {err}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"aspan: error: {e}", file=sys.stderr)

@@ -1,5 +1,9 @@
 """``aspan deploy setup|mesh|routes|run|status|stop|gather``: the Pi mesh in one command each.
 
+The command line of ``deploy``'s Fabric tasks; it lives here, in the application layer,
+because ``deploy run`` uses the runner and ``deploy routes`` reads an experiment file
+(``deploy`` itself imports nothing of ``experiments``).
+
 Every subcommand takes ``--inventory INV.yaml``, ``--hosts`` (a subset, by host or
 node name) and ``--dry-run`` (print every command per host, connect nowhere).  Each
 host's outcome is one line; a host that failed is named with what went wrong, the
@@ -272,11 +276,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         options["echo"] = sys.stdout
     if args.dry_run:
         return _dry_run(exp, options, Path(args.out or exp.base["out"]))
-    from experiments.runner import run_experiment
+    from experiments.runner import print_run_outputs, run_experiment
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
                              plot=not args.no_plot, backend_options=options)
     report_failures(run_dir)
-    from aspan.cli import print_run_outputs
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return 0
 

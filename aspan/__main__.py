@@ -1,5 +1,0 @@
-import sys
-
-from aspan.cli import main
-
-sys.exit(main())

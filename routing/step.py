@@ -1,0 +1,143 @@
+"""The forwarding step: what one node does with one packet, on every data plane.
+
+Everything per packet that is not parsing lives here, once: the node's loss model
+(with the packet's real size), the next hop and its delivery ratio p from the ETX
+table, the snoop agent's ``on_data`` / ``on_ack`` with the same inputs, the
+counters, and the log events with their names (aspan.events).  No sockets, no
+clock, no packet format: the data planes are adapters around it.
+
+* routing.engine.ForwardingEngine: overlay packets (the UDP datagrams of the local
+  and pi backends, the objects of the virtual-time backend);
+* routing.kernel.KernelForwarder: raw IPv4 packets of kernel TCP in an NFQUEUE
+  handler (the netns backend).
+
+An adapter hands the step a :class:`Held` for every data segment it transmits: the
+packet as it leaves this node (the snoop agent caches it as an opaque value) and
+what the log names it by.  The adapter builds the packet to send from the step's
+answers: which next hop, which cached packets to resend, which new ACKs to make.
+tests/test_step_conformance.py drives both adapters with the same scripts and
+expects the same decisions, counters and events.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from aspan.agent import AckVerdict, FlowKey, GeneratedAck, SnoopAgent
+from aspan.events import EventSink
+from aspan.fields import AspanFields
+from routing.loss import LossModel, packet_dropper
+
+DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
+TX_KINDS = ("send", "fwd", "local")
+
+
+class Held:
+    """One data segment as this node transmits it: what the snoop agent caches.
+
+    ``packet`` is the data plane's packet as it left this node (an overlay Packet,
+    or IPv4 bytes, set by the adapter once the header is rewritten) and is never
+    changed afterwards; the rest names it in the log and routes a local retransmission.
+    """
+
+    __slots__ = ("packet", "key", "flow", "seq", "length", "hop")
+
+    def __init__(self, packet: Any, key: FlowKey, flow: str, seq: int, length: int, hop: int) -> None:
+        self.packet = packet
+        self.key = key          # (src, sport, dst, dport) of the data direction
+        self.flow = flow        # its log name, "src:sport>dst:dport"
+        self.seq = seq          # 32-bit TCP sequence number
+        self.length = length    # payload bytes
+        self.hop = hop          # hop index of this node's transmission (0: the sender's layer)
+
+
+class ForwardingStep:
+    """One node's forwarding step.
+
+    ``next_hop(dst)`` is the neighbour address toward ``dst`` (None: no route);
+    ``quality(neighbour)`` the delivery ratio p of the link (ETX table).
+    """
+
+    def __init__(self, address: str, next_hop: Callable[[str], str | None], quality: Callable[[str], float],
+                 agent: SnoopAgent, loss: LossModel, log: EventSink) -> None:
+        self.address = address
+        self.next_hop = next_hop
+        self.quality = quality
+        self.agent = agent
+        self.loss = loss
+        #: ``lost(now, size)``: the node's loss model on a packet of ``size`` bytes it hears (paper: every
+        #: listener drops at its rate; probes and ACKs included).  The caller logs the drop with what it parsed.
+        self.lost: Callable[[float, int], bool] = packet_dropper(loss)
+        self.log = log
+        self.drops = dict.fromkeys(DROP_REASONS, 0)
+        self.tx = dict.fromkeys(TX_KINDS, 0)
+        self.acks_generated = 0
+        #: the ACK's window, SNACK entries and bytes are read only by agents that use them
+        self.ack_details = agent.reads_ack_details
+
+    # ---- data ------------------------------------------------------------------
+    def data(self, now: float, held: Held, dst: str, fields: AspanFields, kind: str) -> str | None:
+        """One transmission of a data segment by this node: ``kind`` send (hop 0, its own TCP's
+        segment) or fwd.  The snoop agent rewrites ``fields`` for the next hop and may cache ``held``
+        (paper, Design: "Routing Nodes on Receiving Data Packets").  Returns the next hop;
+        None: no route (the caller drops the packet with :meth:`drop`)."""
+        nxt = self.next_hop(dst)
+        if nxt is None:
+            return None
+        self.agent.on_data(held.key, held.seq, held.length, fields, self.quality(nxt), held.hop, now, held)
+        self.log.tx(now, held.flow, held.seq, held.length, kind, held.hop)
+        self.tx[kind] += 1
+        return nxt
+
+    def relayed_unsnooped(self, now: float, flow: str, seq: int, length: int) -> None:
+        """A data segment relayed without the A-SPAN fields (kernel TCP that entered the mesh unstamped)."""
+        self.log.tx(now, flow, seq, length, "fwd", None)
+        self.tx["fwd"] += 1
+
+    # ---- ACKs ------------------------------------------------------------------
+    def ack(self, now: float, rkey: FlowKey, ack: int, window: int | None, snack: tuple[int, ...],
+            template: Any) -> AckVerdict:
+        """The snoop agent's verdict on a pure ACK this node hears or relays (flow ``rkey`` is the data
+        direction).  ``window`` (bytes), ``snack`` and ``template`` (the ACK, opaque) only when
+        :attr:`ack_details`.  The caller resends ``verdict.retransmit`` through :meth:`local` and, when
+        ``verdict.forward`` is false, drops the ACK as ``suppressed``."""
+        if self.ack_details:
+            return self.agent.on_ack(rkey, ack, now, window=window, snack=snack, packet=template)
+        return self.agent.on_ack(rkey, ack, now)
+
+    def local(self, now: float, cached: list[Held]) -> list[tuple[Held, str]]:
+        """Local retransmissions from the cache, each with its next hop (logged ``tx`` kind local, at
+        the hop index it was cached at); a copy without a route is dropped as ``no_route``."""
+        out = []
+        for held in cached:
+            nxt = self.next_hop(held.key[2])
+            if nxt is None:
+                self.drop(now, "no_route", "tcp", held.flow, held.seq, None, held.length)
+                continue
+            self.log.tx(now, held.flow, held.seq, held.length, "local", held.hop)
+            self.tx["local"] += 1
+            out.append((held, nxt))
+        return out
+
+    def timer(self, now: float) -> list[tuple[Held, str]]:
+        """The agent's expired local-retransmission timers (classic-Snoop family): what to resend."""
+        return self.local(now, self.agent.on_timer(now))
+
+    def next_timer(self) -> float | None:
+        return self.agent.next_timer()
+
+    # ---- new ACKs toward the sender (ACK-all, SLACK) ----------------------------
+    def generated(self) -> list[GeneratedAck]:
+        """The agent's new ACKs since the last call; the adapter builds each and calls :meth:`ack_sent`."""
+        return self.agent.take_generated()
+
+    def ack_sent(self, now: float, g: GeneratedAck, flow: str) -> None:
+        """A new ACK of data flow ``flow`` went out."""
+        self.acks_generated += 1
+        self.log.ack_gen(now, flow, g.ack, g.window, g.reason)
+
+    # ---- drops -----------------------------------------------------------------
+    def drop(self, now: float, reason: str, ptype: str | None = None, flow: str | None = None,
+             seq: int | None = None, ack: int | None = None, length: int | None = None, **detail: Any) -> None:
+        """Count and log a packet this node does not pass on (``reason`` one of DROP_REASONS)."""
+        self.drops[reason] += 1
+        self.log.drop(now, reason, ptype, flow, seq, ack, length, **detail)
