@@ -33,7 +33,7 @@ The option is left in at the receiver: Linux ignores an unknown IPv4 option
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
@@ -86,6 +86,7 @@ class KernelForwarder:
         self.option_type = option_type
         self._log = as_sink(log)
         self.step = ForwardingStep(address, next_hop, quality, agent, loss, self._log)
+        self._data = self.step.data          # the step's data rule, looked up once (the hot path)
         self.drops = self.step.drops
         self._counts = {"in": 0, "fwd": 0, "out": 0, "no_option": 0, "no_room": 0, "rtx": 0, "ack_gen_errors": 0}
         self._sent_end: dict[str, int] = {}   # flow -> unwrapped end of the highest segment sent (LOCAL_OUT)
@@ -138,7 +139,7 @@ class KernelForwarder:
             return ACCEPT
         fields = self.fields.copy()
         held = Held(data, flow.key, flow.name, tcp.seq, tcp.payload_len, 0)
-        if self.step.data(now, held, flow.dst, fields, "send") is None:
+        if self._data(now, held, flow.dst, fields, "send") is None:
             return self._drop_tcp(tcp, "no_route", now)
         try:
             out = stamp_option(data, tcp.ihl, fields, 1, self.option_type)
@@ -178,7 +179,7 @@ class KernelForwarder:
             return ACCEPT
         fields, hop = decode_option(data, offset)
         held = Held(data, flow.key, flow.name, tcp.seq, tcp.payload_len, hop)
-        if self.step.data(now, held, flow.dst, fields, "fwd") is None:
+        if self._data(now, held, flow.dst, fields, "fwd") is None:
             return self._drop_tcp(tcp, "no_route", now)
         out = held.packet = restamp_option(data, offset, fields, hop + 1)
         self._tsval.note(flow.key, data, tcp.ihl)

@@ -63,6 +63,9 @@ class NoLoss:
     def drop(self, now: float) -> bool:
         return False
 
+    def drop_sized(self, now: float, size: int) -> bool:
+        return False
+
     def __repr__(self) -> str:
         return "NoLoss()"
 
@@ -79,6 +82,10 @@ class Bernoulli:
         self.rng = rng
 
     def drop(self, now: float) -> bool:
+        return self.rng.random() < self.rate
+
+    def drop_sized(self, now: float, size: int) -> bool:
+        """:meth:`drop` (the size does not matter), with the forwarding step's signature."""
         return self.rng.random() < self.rate
 
     def __repr__(self) -> str:

@@ -12,7 +12,7 @@ from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from routing.forge import forge_ack
-from routing.ipv4 import PacketError, parse_tcp, tcp_options
+from routing.ipv4 import PacketError, tcp_options
 from routing.kernel import HOOK_FWD, HOOK_OUT, KernelForwarder
 from routing.loss import NoLoss
 

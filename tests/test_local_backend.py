@@ -4,11 +4,9 @@ import os
 import random
 import signal
 import socket
-import zlib
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from aspan.fields import AspanFields
 from conftest import alive, kill_group, node_pids, start_run, wait_for

@@ -1,9 +1,5 @@
 """Netns backend pieces that need no root: mesh plan, rules, counters, logs, TCP_INFO sampling."""
-import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 
 import pytest

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from test_tcp_harness import MASK, Recorder, Sim, bulk, client, ack_seg, pair, seq_of
+from test_tcp_harness import MASK, Recorder, bulk, client, ack_seg, pair, seq_of
 from tcp_user.connection import TcpConnection
 from tcp_user.sack import Reassembly, Scoreboard
 
