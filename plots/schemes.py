@@ -56,9 +56,10 @@ def scenario_of(group: VariantGroup) -> str:
 def scheme_label(group: VariantGroup, scenario: str) -> str:
     """The variant name without its scenario prefix (``lossy-reno`` in ``lossy`` -> ``reno``)."""
     name = group.variant
+    flow = f" {group.flow}" if group.flow else ""   # several flows: one bar per (scheme, flow)
     for sep in ("-", "_", "."):
         if name.startswith(scenario + sep) and len(name) > len(scenario) + 1:
-            return name[len(scenario) + 1:]
+            return name[len(scenario) + 1:] + flow
     return group.label
 
 
