@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from plots.flows import FlowInfo, flow_events, rep_flows
-from plots.logs import (RepLogs, aligned_times, check_run_dir, iter_reps, load_experiment,
-                        load_rep)
+from plots.analysis import load
+from plots.logs import RepLogs, aligned_times
 from plots.summary import (SUMMARY_COLUMNS, FlowRoles, flow_roles, read_summary, rep_rows,
                            sender_cwnd_segments, summary_frame, tx_counts, write_summary_rows)
 
@@ -244,12 +244,11 @@ def load_run(run_dir: Path, resummarize: bool = False, write: bool = True) -> Ru
     When summary.csv exists and is kept, its rows are the ones shown (matched on variant,
     repetition and flow); a flow missing from it uses the row computed from its logs (noted).
     """
-    run_dir = check_run_dir(Path(run_dir))
-    experiment = load_experiment(run_dir)
+    run = load(run_dir)              # the analysis API (plots.analysis): the same reading of the logs
+    run_dir, experiment = run.run_dir, run.experiment
     spec = sweep_spec(experiment)
     reps: list[RepData] = []
-    for variant, k, rep_dir in iter_reps(run_dir):
-        logs = load_rep(rep_dir)
+    for variant, k, logs in run.reps():
         flows = rep_flows(logs)
         for flow, row in zip(flows, rep_rows(logs, variant, k)):
             data = _rep_data(logs, variant, k, row, flow, flows)

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from plots.flows import FlowInfo, flow_events, rep_flows
-from plots.logs import RepLogs, aligned_times, check_run_dir, iter_reps, load_rep
+from plots.analysis import load
+from plots.logs import RepLogs, aligned_times, check_run_dir
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -416,7 +417,7 @@ def write_summary(run_dir: Path) -> pd.DataFrame:
     """Summarize every rep of ``run_dir`` (iter_reps order, one row per flow) and write
     ``run_dir/summary.csv``."""
     run_dir = check_run_dir(Path(run_dir))
-    rows = [row for v, k, d in iter_reps(run_dir) for row in rep_rows(load_rep(d), v, k)]
+    rows = [row for v, k, logs in load(run_dir).reps() for row in rep_rows(logs, v, k)]
     return write_summary_rows(run_dir, rows)
 
 
