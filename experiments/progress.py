@@ -1,7 +1,7 @@
 """Progress of a running repetition: bytes delivered at the receiver, drawn by tqdm.
 
-On a terminal, one live bar per repetition; otherwise (a log file, CI) no bar, and one line
-when the repetition ends, so a captured output has one line per repetition.  The local
+On a terminal, one live bar per repetition; otherwise (a log file, CI) nothing: the runner's
+own line per repetition (``[k/N] variant rep r: ok``) is the one line a captured output gets.  The local
 backend reads the receiver's log for ``deliver``/``flow_end`` events (:meth:`poll`); the pi
 backend passes the bytes it learned over SSH (:meth:`show`).
 """
@@ -60,6 +60,3 @@ class DeliveryProgress:
 
     def finish(self) -> None:
         self._bar.close()
-        if not self._tty:
-            print(f"{self.label}: {self.delivered / 1e6:.2f}/{self.total / 1e6:.2f} MB delivered",
-                  file=self.out, flush=True)
