@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from plots.data import RunData, load_run
+from plots.medium import medium_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.summary import SUMMARY_COLUMNS
 
@@ -155,6 +156,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
     lines += ["Variants: " + ", ".join(data.variants()), ""] if data.reps else \
         ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
     lines += _figure_section(data, figures)
+    lines += medium_section(data.run_dir)   # [] unless a variant ran on a medium (plots/medium.py)
     lines += _aggregate_section(data)
     lines += _scheme_section(data)
     lines += _per_rep_section(data)

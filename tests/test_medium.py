@@ -184,3 +184,16 @@ def test_interference_reaches_as_far_as_carrier_sense_not_only_decoding() -> Non
     a, c = m.stations["A"].stats, m.stations["C"].stats
     assert (a.collisions, a.hidden) == (1, 1)
     assert c.attempts == 1
+
+
+def test_saturated_chain_throughput_falls_with_hops_as_li_et_al() -> None:
+    """Li et al. (MobiCom 2001): about B, B/2, B/3 for 1-3 hops, at most about B/4 beyond
+    (200 m spacing, 250 m range, 550 m carrier sense).  Within 10 % of B/h for h <= 3."""
+    from bench.medium_validate import saturated_chain
+    b = saturated_chain(1, seconds=2.0)["mbps"]
+    ratios = {h: saturated_chain(h, seconds=2.0)["mbps"] / b for h in (2, 3, 4, 6)}
+    assert 0.9 / 2 <= ratios[2] <= 1.1 / 2
+    assert 0.9 / 3 <= ratios[3] <= 1.1 / 3
+    assert ratios[4] <= 1.1 / 4
+    assert ratios[6] <= 1.1 / 4
+    assert ratios[2] > ratios[3] > ratios[4] > ratios[6]

@@ -99,3 +99,16 @@ def test_the_local_backend_refuses_dcf_through_the_runner(tmp_path: Path) -> Non
         run_experiment(load_experiment(dict(DOC, backend="local"), "medt.yaml"), out=tmp_path, plot=False,
                        progress=lambda s: None)
     assert not any(tmp_path.iterdir())
+
+
+def test_the_report_shows_the_medium_only_when_present(tmp_path: Path) -> None:
+    from plots.medium import medium_section
+    with_medium = run(tmp_path / "a")
+    lines = medium_section(with_medium)
+    assert lines[0] == "## Radio medium"
+    assert (with_medium / "figures" / "medium_airtime.png").is_file()
+    assert (with_medium / "figures" / "medium_retries.png").is_file()
+    assert any(line.startswith("| reno |") for line in lines)
+    without = run(tmp_path / "b", dict(DOC, medium={"model": "none"}))
+    assert medium_section(without) == []
+    assert not (without / "figures").exists()
