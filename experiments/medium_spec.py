@@ -16,12 +16,11 @@ from routing.medium import PRESETS, Medium, Phy, Topology
 MEDIUM_MODELS = ("none", "dcf")
 
 # Why a backend cannot run ``model: dcf`` (refused before the run starts, never ignored).  The sim
-# drives the medium in virtual time; the others have no medium process yet (issue 11, items 3 and 4).
+# drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py);
+# netns has no medium yet (issue 11, item 4).
 MEDIUM_REFUSED = {
-    "local": "the local backend has no medium process yet: its nodes exchange UDP datagrams on loopback "
-             "with no airtime, contention or link-layer retries; run medium.model dcf with --backend sim",
     "netns": "the netns backend has no medium yet (no netem on this kernel, no NFQUEUE-held frames): kernel TCP "
-             "would see plain veths; run medium.model dcf with --backend sim",
+             "would see plain veths; run medium.model dcf with --backend sim or local",
     "pi": "on the Pis the radios are the medium: an emulated one would come on top of the real 802.11 cell; "
           "use medium.model none there",
 }

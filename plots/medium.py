@@ -47,13 +47,14 @@ def _mac_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def mac_frame(run_dir: Path) -> pd.DataFrame:
-    """One row per (variant, repetition, node) with the node's MAC counters, ``end_s`` (virtual time of
-    the count) and ``airtime_share`` (airtime / end_s)."""
+    """One row per (variant, repetition, node) with the node's MAC counters, ``end_s`` (how long the
+    medium ran: ``elapsed_s``) and ``airtime_share`` (airtime / end_s)."""
     rows = []
     for variant, rep, rep_dir in iter_reps(Path(run_dir)):
         for log in sorted(rep_dir.glob("*.log")):
             for e in _mac_lines(log):
-                row = {"variant": variant, "repetition": rep, "node": e.get("node", log.stem), "end_s": e["t"]}
+                node = e.get("station") or e.get("node", log.stem)   # medium.log (local backend): one per station
+                row = {"variant": variant, "repetition": rep, "node": node, "end_s": e.get("elapsed_s", e["t"])}
                 row.update({k: e.get(k, 0) for k in MAC_FIELDS})
                 rows.append(row)
     frame = pd.DataFrame(rows, columns=["variant", "repetition", "node", "end_s", *MAC_FIELDS])

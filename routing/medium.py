@@ -140,6 +140,7 @@ class Frame:
     nbytes: int
     acked: bool = True
     attempts: int = 0
+    collisions: int = 0      # attempts lost at the receiver
     delivered: bool = False
 
 
@@ -265,6 +266,7 @@ class Medium:
             frame.delivered = True   # duplicate detection (10.3.2.14): once only
             self._out.append(Delivered(t, frame))
         sender = self.stations[tx.src]
+        frame.collisions += int(not ok)
         if not frame.acked:
             self._done(sender, t, success=True)
             return

@@ -83,7 +83,7 @@ def test_a_different_seed_gives_a_different_medium(tmp_path: Path) -> None:
     assert (a / "reno/rep0/B.log").read_bytes() != (b / "reno/rep0/B.log").read_bytes()
 
 
-@pytest.mark.parametrize("backend", ["local", "netns", "pi"])
+@pytest.mark.parametrize("backend", ["netns", "pi"])
 def test_backends_without_a_medium_refuse_dcf_before_the_run(tmp_path: Path, backend: str) -> None:
     exp = load_experiment(dict(DOC, backend="sim"), "medt.yaml")
     from experiments.runner import check_backend_support
@@ -94,11 +94,13 @@ def test_backends_without_a_medium_refuse_dcf_before_the_run(tmp_path: Path, bac
     assert not (tmp_path / "medt").exists()
 
 
-def test_the_local_backend_refuses_dcf_through_the_runner(tmp_path: Path) -> None:
-    with pytest.raises(ExperimentError, match="no medium process"):
-        run_experiment(load_experiment(dict(DOC, backend="local"), "medt.yaml"), out=tmp_path, plot=False,
-                       progress=lambda s: None)
-    assert not any(tmp_path.iterdir())
+def test_the_netns_backend_refuses_dcf_through_the_runner(tmp_path: Path) -> None:
+    from experiments.runner import check_backend_support
+    exp = load_experiment(dict(DOC, backend="sim"), "medt.yaml")
+    with pytest.raises(ExperimentError, match="netns backend has no medium"):
+        check_backend_support(exp, "netns")
+    check_backend_support(exp, "sim")
+    check_backend_support(exp, "local")   # the medium process carries it (test_medium_local.py)
 
 
 def test_the_report_shows_the_medium_only_when_present(tmp_path: Path) -> None:

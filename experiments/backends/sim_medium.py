@@ -71,7 +71,7 @@ class MediumDriver:
 
     def log_stats(self, emit: Callable[[str, dict[str, Any]], None]) -> None:
         for name, st in self.medium.stations.items():
-            emit(name, asdict(st.stats))
+            emit(name, dict(asdict(st.stats), elapsed_s=round(self.loop.now, 6)))
 
 
 def driver(cfg: dict[str, Any], seed: int, loop: EventLoop, nodes: dict[str, SimNode]) -> MediumDriver | None:
