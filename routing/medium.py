@@ -213,6 +213,9 @@ class Medium:
         self.queue_packets = queue_packets
         self.rng = rng
         self.stations = {n: _Station(n, cw=phy.cw_min) for n in topology.hears}
+        # who senses a sender (the graph may be asymmetric): n senses src when src is in senses[n]
+        self._sensed_by = {src: frozenset(n for n in topology.senses if src in topology.senses[n])
+                           for src in topology.hears}
         self._air: list[_Tx] = []   # frames in the air: at most one per station
         self._heap: list[tuple[int, int, str, Any]] = []
         self._order = 0
@@ -349,7 +352,7 @@ class Medium:
             self._overlap(other, tx)
             self._overlap(tx, other)
         self._air.append(tx)
-        for n in self.topo.senses[tx.src]:
+        for n in self._sensed_by[tx.src]:
             s = self.stations[n]
             s.busy += 1
             self._freeze(s, now)
@@ -366,7 +369,7 @@ class Medium:
                 victim.hidden = interferer.src != victim.src and interferer.src not in self.topo.senses[victim.src]
 
     def _unbusy(self, src: str, now: int) -> None:
-        for n in self.topo.senses[src]:
+        for n in self._sensed_by[src]:
             s = self.stations[n]
             s.busy -= 1
             if s.busy == 0:

@@ -197,3 +197,14 @@ def test_saturated_chain_throughput_falls_with_hops_as_li_et_al() -> None:
     assert ratios[4] <= 1.1 / 4
     assert ratios[6] <= 1.1 / 4
     assert ratios[2] > ratios[3] > ratios[4] > ratios[6]
+
+
+def test_carrier_sense_follows_who_senses_whom_in_an_asymmetric_graph() -> None:
+    # A senses C, C does not sense A: C's frame makes A defer; A's frame does not make C defer.
+    topo = Topology.from_graph({"A": ["B"], "B": ["A", "C"], "C": ["B"]}, senses={"A": ["C"]})
+    m = Medium(B, topo, 10, ScriptedRng(0, 3))  # type: ignore[arg-type]
+    m.send(0, Frame("C", "B", "c", 1000))          # C: 0 slots, on the air at DIFS
+    m.send(DIFS + 1, Frame("A", "B", "a", 1000))   # A: 3 slots, but C is on the air: A waits
+    out = run(m)
+    c_end = DIFS + B.exchange_ns(1000)
+    assert out == [(DIFS + DATA_1000, "deliver", "C", "B"), (c_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "A", "B")]
