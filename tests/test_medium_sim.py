@@ -114,3 +114,12 @@ def test_the_report_shows_the_medium_only_when_present(tmp_path: Path) -> None:
     without = run(tmp_path / "b", dict(DOC, medium={"model": "none"}))
     assert medium_section(without) == []
     assert not (without / "figures").exists()
+
+
+def test_a_link_setting_next_to_the_medium_is_refused_not_ignored() -> None:
+    found = errors({"medium": {"model": "dcf"}, "link": {"delay_ms": 5}})
+    assert "replaces the links" in found["link.delay_ms"]
+    from experiments.medium_spec import LINK_DEFAULTS
+    from experiments.schema import SCHEMA
+    assert LINK_DEFAULTS == {k: f.default for k, f in SCHEMA["link"].items()}
+    load_experiment({"medium": {"model": "none"}, "link": {"delay_ms": 5}, "flows": [{"segments": 1}]}, "m.yaml")
