@@ -121,8 +121,9 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> Path:
 
 def throughput_figure(run_dir: Path, configs: dict[str, dict[str, Any]], experiment: dict[str, Any],
                       out_dir: Path) -> Path | None:
-    """Goodput vs hops (mean over repetitions); one line per sweep value when the run sweeps a field,
-    and, for a sweep over several chain lengths, goodput vs the swept value with one line per hop count."""
+    """Goodput vs hops (mean over repetitions): one line per swept value when the run sweeps a field, else
+    one point per variant; for a sweep over several chain lengths also goodput vs the swept value with one
+    line per hop count."""
     summary = run_dir / "summary.csv"
     if not summary.is_file():
         return None
@@ -132,16 +133,21 @@ def throughput_figure(run_dir: Path, configs: dict[str, dict[str, Any]], experim
     s = s[s["variant"].isin(list(configs))].copy()
     s["hops"] = [_hops(configs[v]) for v in s["variant"]]
     s["sweep"] = [svals.get(v) for v in s["variant"]]
-    g = s.groupby(["sweep", "hops"], dropna=False)["goodput_mbps"].mean().reset_index()
-    if g["hops"].nunique() < 2 and g["sweep"].nunique() < 2:
+    if s.empty:
         return None
     sweep = experiment.get("sweep") or {}
+    g = s.groupby(["sweep", "hops"], dropna=False)["goodput_mbps"].mean().reset_index()
     panels = 2 if sweep and g["hops"].nunique() >= 2 else 1
     fig, axes = plt.subplots(1, panels, figsize=(6.4 * panels, 4.2), squeeze=False)
     ax = axes[0][0]
-    for sv, part in g.groupby("sweep", dropna=False):
-        part = part.sort_values("hops")
-        ax.plot(part["hops"], part["goodput_mbps"], marker="o", label=f"{sweep.get('field', '')}={sv}" if sweep else "goodput")
+    if sweep:   # one line per swept value
+        for sv, part in g.groupby("sweep", dropna=False):
+            part = part.sort_values("hops")
+            ax.plot(part["hops"], part["goodput_mbps"], marker="o", label=f"{sweep.get('field', '')}={sv}")
+    else:       # one point per variant at its hop count
+        per_variant = s.groupby("variant", sort=False).agg(hops=("hops", "first"), goodput=("goodput_mbps", "mean"))
+        for v, row in per_variant.iterrows():
+            ax.plot([row["hops"]], [row["goodput"]], marker="o", linestyle="", label=str(v))
     ax.set_xlabel("hops")
     ax.set_ylabel("goodput (Mbit/s, mean over repetitions)")
     ax.set_title("Throughput vs hops")
@@ -151,7 +157,8 @@ def throughput_figure(run_dir: Path, configs: dict[str, dict[str, Any]], experim
         for h, part in g.groupby("hops"):
             part = part.sort_values("sweep")
             ax.plot(part["sweep"], part["goodput_mbps"], marker="o", label=f"{h} hops")
-        ax.set_xscale("log", base=2)
+        if all(isinstance(v, (int, float)) and v > 0 for v in g["sweep"]):
+            ax.set_xscale("log", base=2)
         ax.set_xlabel(str(sweep.get("field")))
         ax.set_ylabel("goodput (Mbit/s)")
         ax.set_title(f"Goodput vs {sweep.get('field')}")

@@ -110,6 +110,7 @@ def test_the_report_shows_the_medium_only_when_present(tmp_path: Path) -> None:
     assert lines[0] == "## Radio medium"
     assert (with_medium / "figures" / "medium_airtime.png").is_file()
     assert (with_medium / "figures" / "medium_retries.png").is_file()
+    assert (with_medium / "figures" / "medium_throughput_hops.png").is_file()
     assert any(line.startswith("| reno |") for line in lines)
     without = run(tmp_path / "b", dict(DOC, medium={"model": "none"}))
     assert medium_section(without) == []
