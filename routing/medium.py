@@ -213,8 +213,10 @@ class Medium:
         self.queue_packets = queue_packets
         self.rng = rng
         self.stations = {n: _Station(n, cw=phy.cw_min) for n in topology.hears}
-        # who senses a sender (the graph may be asymmetric): n senses src when src is in senses[n]
-        self._sensed_by = {src: frozenset(n for n in topology.senses if src in topology.senses[n])
+        # who senses a sender (the graph may be asymmetric): n senses src when src is in senses[n].
+        # Sorted tuples: the order of freezes and resumes decides equal-time events, and a set's order
+        # of strings changes with PYTHONHASHSEED from process to process.
+        self._sensed_by = {src: tuple(sorted(n for n in topology.senses if src in topology.senses[n]))
                            for src in topology.hears}
         self._air: list[_Tx] = []   # frames in the air: at most one per station
         self._heap: list[tuple[int, int, str, Any]] = []

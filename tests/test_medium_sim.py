@@ -124,3 +124,25 @@ def test_a_link_setting_next_to_the_medium_is_refused_not_ignored() -> None:
     from experiments.schema import SCHEMA
     assert LINK_DEFAULTS == {k: f.default for k, f in SCHEMA["link"].items()}
     load_experiment({"medium": {"model": "none"}, "link": {"delay_ms": 5}, "flows": [{"segments": 1}]}, "m.yaml")
+
+
+def test_the_medium_is_deterministic_across_processes_whatever_the_hash_seed(tmp_path: Path) -> None:
+    """Two `aspan run` processes with different PYTHONHASHSEED give byte-identical node logs (a set of
+    node names iterated in the medium would not)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+    doc = dict(DOC, topology={"chain": ["A", "B", "C", "D", "E", "F"]},
+               flows=[{"sender": "A", "receiver": "F", "segments": 150}])
+    path = tmp_path / "medt.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    runs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        subprocess.run([sys.executable, "-m", "experiments", "run", str(path), "--out", str(out), "--no-plot"],
+                       check=True, capture_output=True, env=dict(os.environ, PYTHONHASHSEED=seed))
+        runs.append(next(out.glob("medt/*/reno/rep0")))
+    for n in "ABCDEF":
+        assert (runs[0] / f"{n}.log").read_bytes() == (runs[1] / f"{n}.log").read_bytes(), n
