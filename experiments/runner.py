@@ -11,6 +11,7 @@ from typing import Any, Callable
 import yaml
 
 from experiments.backends import BACKENDS, RepRunner
+from experiments.medium_spec import refuse_medium
 from experiments.schema import Experiment, ExperimentError, Variant
 
 
@@ -32,8 +33,10 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
 
     The netns backend runs real kernel TCP: every snoop scheme runs in its NFQUEUE handlers except
     SNACK, whose option neither the kernel receiver sends nor the kernel sender reads
-    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").
+    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim only
+    (experiments.medium_spec.MEDIUM_REFUSED says why not elsewhere).
     """
+    refuse_medium(exp.source, [(v.name, v.config) for v in exp.variants], backend, ExperimentError)
     if backend != "netns":
         return
     for v in exp.variants:

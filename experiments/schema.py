@@ -19,6 +19,7 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
+from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
@@ -75,6 +76,7 @@ SCHEMA: dict[str, Any] = {
         "delay_ms": F(NUM, 2.0, in_range(0), "sim: one-way propagation delay"),
         "queue_packets": F(INT, 50, in_range(1), "sim: drop-tail queue per link"),
     },
+    "medium": MEDIUM_SCHEMA,   # docs/MEDIUM.md
     "etx": {
         "window": F(INT, 1000, in_range(1), "probes in the delivery-ratio window (paper: 1000)"),
         "interval_s": F(NUM, 0.1, in_range(0, lo_open=True), "probe interval per neighbour (paper: ~0.1 s)"),
@@ -239,6 +241,8 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
         errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
     _check_scheme(src, cfg["snoop"], errs)
+    if nodes_ok:
+        check_medium(src, cfg, ExperimentError, errs)
 
 
 def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:

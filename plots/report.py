@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from plots.data import RunData, load_run
+from plots.medium import medium_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
@@ -223,6 +224,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
         figures = run_figures(data)
     lines = [f"# Report: {data.run_dir.name}", "", *_header(data)]
     lines += _figure_section(data.run_dir, applicable_figures(data), figures)
+    lines += medium_section(data.run_dir)   # [] unless a variant ran on a medium (plots/medium.py)
     lines += _aggregate_section(data)
     lines += _scheme_section(data)
     lines += _per_rep_section(data)

@@ -27,7 +27,7 @@ from aspan.events import EventSink
 from aspan.fields import AspanFields
 from routing.loss import LossModel, packet_dropper
 
-DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
+DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed", "mac_retry")  # mac_retry: routing.medium
 TX_KINDS = ("send", "fwd", "local")
 
 

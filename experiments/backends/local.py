@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from experiments.backends import medium_process
 from experiments.build import start_rep, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import Variant
@@ -97,11 +98,15 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
                         rep_dir / f"{cfg['flows'][0]['receiver']}.log")
     try:
+        via_medium = None   # medium.model dcf: every datagram crosses the medium process (medium_process.py)
+        if cfg["medium"]["model"] != "none":
+            procs["medium"], via_medium = medium_process.start(cfg, seed, rep_dir, udp, free_port("127.0.2.1"),
+                                                               deadline, t0)
         for n in names:
             conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
                     "log": str(rep_dir / f"{n}.log"), "done_file": str(rep_dir / f"{n}.done"),
                     "bind": list(udp[n]),
-                    "peers": {addrs[m]: list(udp[m]) for m in names if m != n}}
+                    "peers": via_medium[n] if via_medium else {addrs[m]: list(udp[m]) for m in names if m != n}}
             cpath = rep_dir / f"{n}.node.json"
             cpath.write_text(json.dumps(conf))
             with open(rep_dir / f"{n}.stderr", "wb") as err:

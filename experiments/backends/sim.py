@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from experiments.backends import sim_medium
 from experiments.build import build_node, overlay_tap, start_rep, write_meta
 from experiments.schema import Variant
 from routing.eventlog import EventLog
@@ -76,7 +77,7 @@ class SimNode:
         self.loop = loop
         self.core = core
         self.log = log
-        self.links: dict[str, SimLink] = {}
+        self.links: dict[str, SimLink | sim_medium.MediumPort] = {}
         self._wake_at: float | None = None
 
     def send_all(self, out: list[tuple[str, Packet]]) -> None:
@@ -118,6 +119,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         nodes = {n: SimNode(loop, build_node(cfg, n, seed, logs[n], 0.0), logs[n]) for n in names}
         by_addr = {addrs[n]: nodes[n] for n in names}
         link = cfg["link"]
+        medium = sim_medium.driver(cfg, seed, loop, nodes)  # None for medium.model none: the links below
+        name_of = {a: n for n, a in addrs.items()}
         for n, node in nodes.items():
             logs[n].emit(0.0, "node_start", address=addrs[n])
             tap = overlay_tap(cfg, rep_dir / f"{n}.pcapng", addrs[n])   # virtual timestamps
@@ -128,8 +131,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                 dst = by_addr[nbr]
                 # a capture names the previous hop of what a node hears
                 deliver = partial(dst.receive, frm=addrs[n]) if tap is not None else dst.receive
-                node.links[nbr] = SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
-                                          link["queue_packets"], deliver, node.queue_drop)
+                node.links[nbr] = sim_medium.MediumPort(medium, n, name_of[nbr]) if medium else \
+                    SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
+                            link["queue_packets"], deliver, node.queue_drop)
         for node in nodes.values():
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
@@ -140,6 +144,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if not finished:
             meta["error"] = f"flows not finished after {cfg['limits']['max_duration_s']} s of virtual time"
         meta["virtual_end_s"] = round(loop.now, 6)
+        if medium:
+            medium.log_stats(lambda n, stats: logs[n].emit(loop.now, "mac", **stats))
         for n, node in nodes.items():
             extra = {"capture": taps[n].writer.stats()} if n in taps else {}
             logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops, **extra)

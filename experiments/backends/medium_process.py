@@ -1,0 +1,209 @@
+"""The local backend's medium process: every overlay datagram crosses the DCF medium (as wmediumd does
+for Mininet-WiFi).
+
+The runner (experiments.backends.local) gives each node, for each neighbour, the address of a socket
+of this process instead of the neighbour's own: a datagram arriving on the socket of the directed
+pair (src, dst) is a frame from src to dst.  The frame goes into routing.medium's core with the wall
+clock as its time (ns since the process started); the process sleeps until the core's next event,
+then sends each delivered frame on to the receiver's real UDP address, or logs its drop.  The core's
+schedule is exact; the process only adds its own lateness to each delivery (measured: ``late_us``
+in the ``frame`` events, and ``bench medium_capacity``).
+
+``medium.log`` is a node log (docs/LOGS.md) of the node ``medium``: one ``frame`` event per frame
+that left the medium (``src``, ``dst``, ``bytes``, ``attempts``, ``collisions``, ``airtime_us``,
+``late_us``), ``drop`` events (``queue``, ``mac_retry``), and a ``mac`` event per station at the end.
+
+Run by the runner: ``python -m experiments.backends.medium_process --config FILE``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from experiments.medium_spec import build_medium
+from routing.eventlog import EventLog
+from routing.medium import Delivered, Frame, Medium, Output
+from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, PROBE
+
+PTYPE_OFFSET = 2        # routing.wire: magic, version, ptype, ...
+MAX_SLEEP_S = 0.2
+
+
+class MediumProcess:
+    """Sockets around one :class:`Medium`; ``pairs`` maps (src, dst) node names to the address to bind."""
+
+    def __init__(self, medium: Medium, pairs: dict[tuple[str, str], tuple[str, int]],
+                 nodes: dict[str, tuple[str, int]], log: EventLog) -> None:
+        self.medium = medium
+        self.nodes = nodes
+        self.log = log
+        self.stop_event = threading.Event()
+        self.by_fd: dict[int, tuple[socket.socket, str, str]] = {}
+        for (src, dst), addr in pairs.items():
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+            s.bind(addr)
+            s.setblocking(False)
+            self.by_fd[s.fileno()] = (s, src, dst)
+        self.out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.out.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        self._base = time.monotonic_ns()
+        self.frames_in = 0
+        self.frames_out = 0
+        self.send_errors = 0
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self._base
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def run(self, deadline: float | None) -> None:
+        socks = [s for s, _, _ in self.by_fd.values()]
+        medium = self.medium
+        while not self.stop_event.is_set():
+            if deadline is not None and time.time() > deadline:
+                return
+            nxt = medium.next_timer()
+            wait = MAX_SLEEP_S if nxt is None else min(MAX_SLEEP_S, max(0.0, (nxt - self.now_ns()) / 1e9))
+            ready, _, _ = select.select(socks, [], [], wait)
+            self._handle(medium.advance(self.now_ns()))
+            for s in ready:
+                _, src, dst = self.by_fd[s.fileno()]
+                while True:
+                    try:
+                        data = s.recv(MAX_DATAGRAM)
+                    except BlockingIOError:
+                        break
+                    self.frames_in += 1
+                    now = self.now_ns()
+                    self._handle(medium.advance(now))
+                    acked = len(data) <= PTYPE_OFFSET or data[PTYPE_OFFSET] != PROBE  # probes: group-addressed
+                    self._handle(medium.send(now, Frame(src, dst, data, len(data) + IP_UDP_OVERHEAD, acked)))
+
+    def _handle(self, outs: list[Output]) -> None:
+        if not outs:
+            return
+        t = time.time()
+        now = self.now_ns()
+        phy = self.medium.phy
+        for o in outs:
+            f = o.frame
+            if isinstance(o, Delivered):
+                try:
+                    self.out.sendto(f.payload, self.nodes[f.dst])
+                    self.frames_out += 1
+                except OSError as e:
+                    self.send_errors += 1
+                    self.log.emit(t, "drop", reason="queue", src=f.src, dst=f.dst, detail=f"send: {e}")
+                    continue
+                hold = phy.exchange_ns(f.nbytes) if f.acked else phy.data_ns(f.nbytes)
+                self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
+                              collisions=f.collisions, airtime_us=round(hold * f.attempts / 1000, 1),
+                              late_us=round((now - o.at_ns) / 1000, 1))
+            else:
+                self.log.emit(t, "drop", reason=o.reason, src=f.src, dst=f.dst, attempts=f.attempts, len=f.nbytes)
+
+    def close(self) -> None:
+        for s, _, _ in self.by_fd.values():
+            s.close()
+        self.out.close()
+
+
+PAIR_NET = "127.0.2."   # the medium's sockets: one loopback address per directed pair, one port
+
+
+def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[str, int]], port: int,
+          deadline: float, start_by: float) -> tuple["subprocess.Popen[bytes]", dict[str, dict[str, list[Any]]]]:
+    """Start the medium process of a local repetition; wait until its sockets are bound (by ``start_by``).
+    Returns the process and, per node, the peers to give it: every neighbour reached through the medium."""
+    names = cfg["topology"]["chain"]
+    addrs = cfg["topology"]["addresses"]
+    pairs = [(a, b) for a in names for b in names if a != b]
+    if len(pairs) > 254:
+        raise ValueError(f"the local medium process serves at most 254 directed pairs (16 nodes), got {len(pairs)}")
+    plan = [{"src": a, "dst": b, "ip": f"{PAIR_NET}{i + 1}", "port": port} for i, (a, b) in enumerate(pairs)]
+    ready = rep_dir / "medium.ready"
+    conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
+            "deadline": deadline, "pairs": plan, "nodes": {n: list(a) for n, a in udp.items()}}
+    cpath = rep_dir / "medium.node.json"
+    cpath.write_text(json.dumps(conf))
+    with open(rep_dir / "medium.stderr", "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "experiments.backends.medium_process", "--config", str(cpath)],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    while not ready.exists():
+        if proc.poll() is not None or time.time() > start_by:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+            raise RuntimeError(f"the medium process did not start: {(rep_dir / 'medium.stderr').read_text()[-500:]}")
+        time.sleep(0.02)
+    peers = {n: {addrs[p["dst"]]: [p["ip"], p["port"]] for p in plan if p["src"] == n} for n in names}
+    return proc, peers
+
+
+def _watch_parent(proc: MediumProcess, parent: int) -> None:
+    while not proc.stop_event.wait(1.0):
+        if os.getppid() != parent:
+            proc.stop()
+            return
+
+
+def run_medium(conf: dict[str, Any]) -> int:
+    log = EventLog(Path(conf["log"]), "medium", batch=True)
+    code = 0
+    try:
+        cfg = conf["experiment"]
+        medium = build_medium(cfg, conf["seed"])
+        pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
+        proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: proc.stop())
+        threading.Thread(target=_watch_parent, args=(proc, os.getppid()), daemon=True).start()
+        log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), pairs=len(pairs))
+        log.flush()
+        Path(conf["ready_file"]).write_text("ready")
+        try:
+            proc.run(conf.get("deadline"))
+        finally:
+            t = time.time()
+            elapsed = round(proc.now_ns() / 1e9, 6)
+            for name, st in medium.stations.items():
+                log.emit(t, "mac", station=name, elapsed_s=elapsed, **asdict(st.stats))
+            log.emit(t, "node_stop", address="medium", frames_in=proc.frames_in, frames_out=proc.frames_out,
+                     send_errors=proc.send_errors)
+            proc.close()
+    except Exception as e:
+        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
+        traceback.print_exc()
+        code = 1
+    finally:
+        log.close()
+    return code
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] != "--config":
+        print("usage: python -m experiments.backends.medium_process --config FILE", file=sys.stderr)
+        return 2
+    try:
+        conf = json.loads(Path(argv[1]).read_text())
+    except (OSError, ValueError) as e:
+        print(f"medium process: cannot read config {argv[1]}: {e}", file=sys.stderr)
+        return 2
+    return run_medium(conf)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,133 @@
+"""The ``medium:`` section of an experiment: its fields, its checks, and the medium it builds.
+
+``model: none`` (the default) leaves the links of each backend as they are; ``model: dcf`` puts the
+802.11 DCF medium of routing.medium between the nodes (docs/MEDIUM.md).  experiments.schema
+declares the section with :data:`MEDIUM_SCHEMA` and calls :func:`check_medium`.
+"""
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of
+from routing.medium import PRESETS, Medium, Phy, Topology
+
+MEDIUM_MODELS = ("none", "dcf")
+
+# Why a backend cannot run ``model: dcf`` (refused before the run starts, never ignored).  The sim
+# drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py);
+# netns has no medium yet (issue 11, item 4).
+MEDIUM_REFUSED = {
+    "netns": "the netns backend has no medium yet (no netem on this kernel, no NFQUEUE-held frames): kernel TCP "
+             "would see plain veths; run medium.model dcf with --backend sim or local",
+    "pi": "on the Pis the radios are the medium: an emulated one would come on top of the real 802.11 cell; "
+          "use medium.model none there",
+}
+
+
+def refuse_medium(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+                  error: type[ConfigError]) -> None:
+    """Raise ``error`` naming the first variant whose medium ``backend`` cannot emulate."""
+    reason = MEDIUM_REFUSED.get(backend)
+    if reason is None:
+        return
+    for name, cfg in variants:
+        if cfg["medium"]["model"] != "none":
+            raise error(source, f"variants[{name}].medium.model",
+                        f"{cfg['medium']['model']!r} cannot run on backend {backend}: {reason}")
+
+F = Field
+MEDIUM_SCHEMA: dict[str, Any] = {
+    "model": F(STR, "none", member_of(MEDIUM_MODELS), "none: each backend's own links | dcf: a shared 802.11 DCF medium"),
+    "standard": F(STR, "b", member_of(PRESETS), "timing preset: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot)"),
+    "rate_mbps": F(NUM, None, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
+    "basic_rate_mbps": F(NUM, None, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
+    "slot_us": F(NUM, None, in_range(0, lo_open=True), "aSlotTime (default: b 20, g 9)"),
+    "sifs_us": F(NUM, None, in_range(0, lo_open=True), "aSIFSTime (default 10); DIFS = SIFS + 2 slots"),
+    "preamble_us": F(NUM, None, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
+    "cw_min": F(INT, None, in_range(1), "aCWmin (default: b 31, g 15)"),
+    "cw_max": F(INT, None, in_range(1), "aCWmax (default 1023)"),
+    "retry_limit": F(INT, None, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
+    "queue_packets": F(INT, 50, in_range(1), "interface queue per node, drop-tail"),
+    "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "default positions: the chain on a line, this far apart"),
+    "positions": F((dict,), {}, None, "node -> [x, y] in metres (default: the chain on a line, spacing_m apart)"),
+    "range_m": F(NUM, 250.0, in_range(0, lo_open=True), "communication range: a node decodes frames from nodes this near"),
+    "cs_range_m": F(NUM, 550.0, in_range(0, lo_open=True), "carrier-sense and interference range (>= range_m)"),
+    "hears": F((dict,), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]"),
+    "senses": F((dict,), {}, None, "with hears: node -> [further nodes it senses and is interfered by]"),
+}
+
+
+def _names(src: str, path: str, value: Any, nodes: list[str], error: type[ConfigError], errs: list[ConfigError]) -> bool:
+    if not isinstance(value, list) or not all(isinstance(x, str) and x in nodes for x in value):
+        errs.append(error(src, path, f"expected a list of node names ({', '.join(nodes)}), got {value!r}"))
+        return False
+    return True
+
+
+LINK_DEFAULTS = {"rate_mbps": 10.0, "delay_ms": 2.0, "queue_packets": 50}   # experiments.schema's link section
+
+
+def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """Cross-field checks of ``cfg['medium']``: known nodes, a range for every position, ranges in order,
+    and every pair of neighbours on the chain within communication range of each other."""
+    m = cfg["medium"]
+    if m["model"] == "none":
+        return
+    nodes = cfg["topology"]["chain"]
+    n_errs = len(errs)
+    changed = [k for k, v in cfg["link"].items() if v != LINK_DEFAULTS.get(k, v)]
+    if changed:   # the medium replaces the sim's links: a link setting would be ignored, so it is refused
+        errs.append(error(src, f"link.{changed[0]}", f"medium.model {m['model']!r} replaces the links (rate, delay and "
+                          "queue come from the medium section: rate_mbps, queue_packets); remove link.* or set "
+                          "medium.model none"))
+    if m["cs_range_m"] < m["range_m"]:
+        errs.append(error(src, "medium.cs_range_m", f"expected >= medium.range_m ({m['range_m']}), got {m['cs_range_m']}"))
+    for n, xy in m["positions"].items():
+        if n not in nodes:
+            errs.append(error(src, f"medium.positions.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+        elif not (isinstance(xy, list) and len(xy) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                                 and math.isfinite(v) for v in xy)):
+            errs.append(error(src, f"medium.positions.{n}", f"expected [x, y] in metres, got {xy!r}"))
+    if m["positions"] and m["hears"]:
+        errs.append(error(src, "medium.hears", "give either medium.positions or medium.hears, not both"))
+    if m["senses"] and not m["hears"]:
+        errs.append(error(src, "medium.senses", "only with medium.hears (with positions, cs_range_m decides)"))
+    for key in ("hears", "senses"):
+        for n, lst in m[key].items():
+            if n not in nodes:
+                errs.append(error(src, f"medium.{key}.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
+            else:
+                _names(src, f"medium.{key}.{n}", lst, nodes, error, errs)
+    if len(errs) > n_errs:
+        return
+    topo = topology(cfg)
+    for a, b in zip(nodes, nodes[1:]):
+        for x, y in ((a, b), (b, a)):
+            if x not in topo.hears[y]:
+                where = "medium.hears" if m["hears"] else "medium.positions"
+                errs.append(error(src, f"{where}.{y}", f"chain neighbours {x} and {y}: {y} does not hear {x} "
+                                  f"(out of communication range)"))
+                break
+
+
+def topology(cfg: dict[str, Any]) -> Topology:
+    """Who hears whom, from ``medium.hears`` or from positions (default: the chain on a line)."""
+    m = cfg["medium"]
+    nodes = cfg["topology"]["chain"]
+    if m["hears"]:
+        hears = {n: m["hears"].get(n, []) for n in nodes}
+        return Topology.from_graph(hears, {n: m["senses"].get(n, []) for n in nodes})
+    pos = {n: tuple(m["positions"].get(n, (i * m["spacing_m"], 0.0))) for i, n in enumerate(nodes)}
+    return Topology.from_positions(pos, m["range_m"], m["cs_range_m"])  # type: ignore[arg-type]
+
+
+def phy(cfg: dict[str, Any]) -> Phy:
+    m = cfg["medium"]
+    return Phy.preset(m["standard"], **{k: m[k] for k in PRESETS[m["standard"]]})
+
+
+def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
+    """The DCF medium of one repetition; its backoff draws come from their own seeded generator."""
+    return Medium(phy(cfg), topology(cfg), cfg["medium"]["queue_packets"], random.Random(seed * 7919 + 11))

@@ -1,0 +1,399 @@
+"""A shared 802.11 medium (DCF) as a core without I/O: frames in, deliveries and drops out, time in ns.
+
+The rules, each in one place, named as IEEE Std 802.11-2020 names them:
+
+* airtime (:meth:`Phy.data_ns`, :meth:`Phy.ack_ns`, :meth:`Phy.exchange_ns`): PLCP preamble + header,
+  then the MPDU (MAC header + FCS + LLC/SNAP + the packet) at the PHY rate; SIFS; the ACK frame
+  (14 octets, 9.3.1.3) at the basic rate;
+* DIFS = aSIFSTime + 2 x aSlotTime (10.3.2.3.5);
+* backoff (10.3.3, :meth:`Medium._draw_backoff`): a random number of slots in [0, CW]; CW starts at
+  aCWmin and becomes 2 x (CW + 1) - 1 after each failed attempt, at most aCWmax; back to aCWmin after
+  a success or a drop;
+* countdown (10.3.4.3, :meth:`Medium._contend`, :meth:`Medium._freeze`): a station counts its slots
+  down only after the medium has been idle for DIFS, and freezes the count while the medium is busy;
+* carrier sense (10.3.2.1, 10.3.2.4): a station senses busy while any node in its carrier-sense
+  range transmits; nodes in the sender's range defer for the whole exchange (data, SIFS, ACK: the NAV
+  of the Duration field, or EIFS after a frame they could not decode: the same order of time);
+* reception (:meth:`Medium._overlap`): a frame is lost at its receiver when another transmission
+  from a node in the receiver's interference (= carrier-sense) range overlaps it, or the receiver
+  itself transmits (half duplex).  When the sender could not sense the interferer it is a hidden
+  terminal; otherwise both picked the same slot.  No capture;
+* retries (10.3.4.4, dot11ShortRetryLimit): a unicast frame without its ACK is sent again; after
+  ``retry_limit`` attempts in all the link layer drops it (reason ``mac_retry``);
+* duplicate detection (10.3.2.14): a frame delivered once is not delivered again when only its ACK
+  was lost;
+* group-addressed frames (ETX probes here) get no ACK and are sent once (10.3.6);
+* each station has an interface queue, drop-tail in packets (reason ``queue``).
+
+Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
+idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
+propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
+the issue defines it).  Times are integer nanoseconds, so the arithmetic is exact and runs repeat.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+__all__ = ["PRESETS", "Phy", "Topology", "Frame", "Delivered", "Dropped", "StationStats", "Medium", "MediumError",
+           "MAC_OVERHEAD_BYTES", "ACK_BYTES"]
+
+US = 1000  # ns per microsecond
+
+MAC_OVERHEAD_BYTES = 24 + 4 + 8   # data MAC header (9.3.2.1), FCS, LLC/SNAP header around the IP packet
+ACK_BYTES = 14                    # Ack frame: Frame Control 2, Duration 2, RA 6, FCS 4 (9.3.1.3)
+
+# Timing presets.  b: HR/DSSS (clause 16), long preamble (192 us), ACK at 2 Mb/s.
+# g: ERP-OFDM (clause 18) with short slot, 20 us preamble + SIGNAL, 6 us signal extension ignored, ACK at 24 Mb/s.
+PRESETS: dict[str, dict[str, float]] = {
+    "b": {"slot_us": 20, "sifs_us": 10, "preamble_us": 192, "cw_min": 31, "cw_max": 1023, "retry_limit": 7,
+          "rate_mbps": 11, "basic_rate_mbps": 2},
+    "g": {"slot_us": 9, "sifs_us": 10, "preamble_us": 20, "cw_min": 15, "cw_max": 1023, "retry_limit": 7,
+          "rate_mbps": 54, "basic_rate_mbps": 24},
+}
+
+
+class MediumError(ValueError):
+    """A medium that cannot be built (a node out of every range, a bad setting)."""
+
+
+@dataclass(frozen=True)
+class Phy:
+    """PHY and MAC timing of one medium (all times in ns)."""
+
+    slot_ns: int
+    sifs_ns: int
+    preamble_ns: int
+    cw_min: int
+    cw_max: int
+    retry_limit: int      # dot11ShortRetryLimit: transmission attempts of a frame in all
+    rate_bps: float       # data frames
+    basic_rate_bps: float  # control frames (ACK)
+
+    @classmethod
+    def preset(cls, standard: str, **over: float | None) -> "Phy":
+        """The timing of ``standard`` (``b`` | ``g``), with any setting of PRESETS overridden (None: keep)."""
+        p = dict(PRESETS[standard])
+        p.update({k: v for k, v in over.items() if v is not None})
+        return cls(slot_ns=round(p["slot_us"] * US), sifs_ns=round(p["sifs_us"] * US),
+                   preamble_ns=round(p["preamble_us"] * US), cw_min=int(p["cw_min"]), cw_max=int(p["cw_max"]),
+                   retry_limit=int(p["retry_limit"]), rate_bps=p["rate_mbps"] * 1e6,
+                   basic_rate_bps=p["basic_rate_mbps"] * 1e6)
+
+    @property
+    def difs_ns(self) -> int:
+        """DIFS = aSIFSTime + 2 x aSlotTime (10.3.2.3.5)."""
+        return self.sifs_ns + 2 * self.slot_ns
+
+    def data_ns(self, packet_bytes: int) -> int:
+        """Airtime of a data frame carrying ``packet_bytes`` of IP packet."""
+        return self.preamble_ns + math.ceil((packet_bytes + MAC_OVERHEAD_BYTES) * 8 * 1e9 / self.rate_bps)
+
+    def ack_ns(self) -> int:
+        """Airtime of the link-layer ACK."""
+        return self.preamble_ns + math.ceil(ACK_BYTES * 8 * 1e9 / self.basic_rate_bps)
+
+    def exchange_ns(self, packet_bytes: int) -> int:
+        """The issue's airtime of a unicast frame: preamble + bytes / rate + SIFS + ACK."""
+        return self.data_ns(packet_bytes) + self.sifs_ns + self.ack_ns()
+
+    def next_cw(self, cw: int) -> int:
+        """The contention window after a failed attempt: 2 x (CW + 1) - 1, at most aCWmax (10.3.3)."""
+        return min(2 * (cw + 1) - 1, self.cw_max)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Who hears whom.  ``hears[n]``: the nodes whose frames n decodes (communication range);
+    ``senses[n]``: the nodes n senses as busy and that interfere at n (carrier-sense range, a superset)."""
+
+    hears: dict[str, frozenset[str]]
+    senses: dict[str, frozenset[str]]
+
+    @classmethod
+    def from_positions(cls, positions: dict[str, tuple[float, float]], range_m: float, cs_range_m: float) -> "Topology":
+        def within(a: str, r: float) -> frozenset[str]:
+            ax, ay = positions[a]
+            return frozenset(b for b, (bx, by) in positions.items() if b != a and math.hypot(bx - ax, by - ay) <= r)
+        return cls({n: within(n, range_m) for n in positions},
+                   {n: within(n, max(range_m, cs_range_m)) for n in positions})
+
+    @classmethod
+    def from_graph(cls, hears: dict[str, Iterable[str]], senses: dict[str, Iterable[str]] | None = None) -> "Topology":
+        """An explicit graph; ``senses`` defaults to ``hears`` and always includes it (one who decodes also senses)."""
+        h = {n: frozenset(v) for n, v in hears.items()}
+        s = {n: frozenset(senses.get(n, ())) | h[n] if senses else h[n] for n in h}
+        return cls(h, s)
+
+
+@dataclass(slots=True, eq=False)
+class Frame:
+    """One MPDU: ``payload`` is the driver's packet, opaque here; ``acked`` False for group-addressed frames."""
+
+    src: str
+    dst: str
+    payload: Any
+    nbytes: int
+    acked: bool = True
+    attempts: int = 0
+    collisions: int = 0      # attempts lost at the receiver
+    delivered: bool = False
+
+
+@dataclass(slots=True)
+class Delivered:
+    at_ns: int
+    frame: Frame
+
+
+@dataclass(slots=True)
+class Dropped:
+    at_ns: int
+    frame: Frame
+    reason: str   # "queue" (interface queue full) | "mac_retry" (retry limit reached)
+
+
+Output = Delivered | Dropped
+
+
+@dataclass(slots=True)
+class StationStats:
+    """Counters of one station, logged at the end of a run (docs/MEDIUM.md)."""
+
+    frames: int = 0          # frames that left the queue (sent or dropped by the link layer)
+    attempts: int = 0        # transmissions, retries included
+    retries: int = 0         # attempts after the first
+    collisions: int = 0      # attempts whose data frame was corrupted at the receiver
+    hidden: int = 0          # ... of which by a node this station could not sense
+    ack_lost: int = 0        # data received but the ACK was corrupted
+    mac_drops: int = 0       # frames dropped after retry_limit attempts
+    queue_drops: int = 0     # frames refused by the full interface queue
+    airtime_ns: int = 0      # time this station's exchanges held the medium (data + SIFS + ACK per attempt)
+
+
+@dataclass(slots=True, eq=False)
+class _Tx:
+    """One radiated frame (data or ACK) while it is in the air."""
+
+    src: str
+    dst: str
+    start: int
+    end: int
+    frame: Frame
+    is_ack: bool
+    corrupted: bool = False
+    hidden: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class _Station:
+    name: str
+    queue: deque[Frame] = field(default_factory=deque)
+    cw: int = 0
+    backoff: int | None = None      # slots left for the head frame (None: not drawn yet)
+    count_from: int | None = None   # when the countdown (after DIFS) began; None: frozen or not contending
+    attempt_at: int = 0
+    token: int = 0                  # invalidates a scheduled attempt after a freeze
+    busy: int = 0                   # transmissions in progress that this station senses
+    idle_since: int = 0
+    in_exchange: bool = False       # its own exchange is in progress
+    stats: StationStats = field(default_factory=StationStats)
+
+
+class Medium:
+    """The DCF medium of one run.  ``send`` a frame; ``advance(t)`` at each ``next_timer()``; outputs come back."""
+
+    def __init__(self, phy: Phy, topology: Topology, queue_packets: int, rng: random.Random) -> None:
+        self.phy = phy
+        self.topo = topology
+        self.queue_packets = queue_packets
+        self.rng = rng
+        self.stations = {n: _Station(n, cw=phy.cw_min) for n in topology.hears}
+        # who senses a sender (the graph may be asymmetric): n senses src when src is in senses[n].
+        # Sorted tuples: the order of freezes and resumes decides equal-time events, and a set's order
+        # of strings changes with PYTHONHASHSEED from process to process.
+        self._sensed_by = {src: tuple(sorted(n for n in topology.senses if src in topology.senses[n]))
+                           for src in topology.hears}
+        self._air: list[_Tx] = []   # frames in the air: at most one per station
+        self._heap: list[tuple[int, int, str, Any]] = []
+        self._order = 0
+        self._out: list[Output] = []
+
+    # ---- driver interface -------------------------------------------------
+    def send(self, now: int, frame: Frame) -> list[Output]:
+        """Queue ``frame`` at its sender; a full interface queue drops it (drop-tail)."""
+        st = self.stations[frame.src]
+        if len(st.queue) >= self.queue_packets:
+            st.stats.queue_drops += 1
+            return [Dropped(now, frame, "queue")]
+        st.queue.append(frame)
+        if len(st.queue) == 1 and not st.in_exchange:
+            self._next_frame(st, now)
+        return []
+
+    def next_timer(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def advance(self, now: int) -> list[Output]:
+        """Run every medium event due at or before ``now``; the deliveries and drops they made."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            t, _, kind, arg = heapq.heappop(heap)
+            getattr(self, "_on_" + kind)(t, arg)
+        out, self._out = self._out, []
+        return out
+
+    def queued(self, node: str) -> int:
+        return len(self.stations[node].queue)
+
+    # ---- events -----------------------------------------------------------
+    def _at(self, t: int, kind: str, arg: Any) -> None:
+        self._order += 1
+        heapq.heappush(self._heap, (t, self._order, kind, arg))
+
+    def _on_attempt(self, t: int, arg: tuple[_Station, int]) -> None:
+        st, token = arg
+        if token != st.token:
+            return  # frozen since it was scheduled
+        st.count_from = None
+        st.backoff = None
+        self._transmit(st, t)
+
+    def _on_data_end(self, t: int, tx: _Tx) -> None:
+        self._air.remove(tx)
+        frame = tx.frame
+        ok = not tx.corrupted
+        if ok and not frame.delivered:
+            frame.delivered = True   # duplicate detection (10.3.2.14): once only
+            self._out.append(Delivered(t, frame))
+        sender = self.stations[tx.src]
+        frame.collisions += int(not ok)
+        if not frame.acked:
+            self._done(sender, t, success=True)
+            return
+        if ok:
+            self._at(t + self.phy.sifs_ns, "ack_start", tx)
+        else:
+            sender.stats.collisions += 1
+            sender.stats.hidden += int(tx.hidden)
+            self._at(t + self.phy.sifs_ns + self.phy.ack_ns(), "ack_timeout", sender)
+
+    def _on_ack_start(self, t: int, data: _Tx) -> None:
+        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(), data.frame, is_ack=True)
+        self._radiate(ack, t)
+        self._at(ack.end, "ack_end", ack)
+
+    def _on_ack_end(self, t: int, ack: _Tx) -> None:
+        self._air.remove(ack)
+        self._unbusy(ack.src, t)
+        sender = self.stations[ack.dst]
+        if ack.corrupted:
+            sender.stats.ack_lost += 1
+        self._done(sender, t, success=not ack.corrupted)
+
+    def _on_ack_timeout(self, t: int, sender: _Station) -> None:
+        self._done(sender, t, success=False)
+
+    def _on_busy_end(self, t: int, src: str) -> None:
+        self._unbusy(src, t)
+
+    # ---- DCF ---------------------------------------------------------------
+    def _next_frame(self, st: _Station, now: int) -> None:
+        """The head of the queue contends: a fresh backoff, counted down once the medium is idle."""
+        if st.queue:
+            st.backoff = self._draw_backoff(st)
+            self._contend(st, now)
+
+    def _draw_backoff(self, st: _Station) -> int:
+        """Backoff slots: uniform in [0, CW] (10.3.3)."""
+        return self.rng.randint(0, st.cw)
+
+    def _contend(self, st: _Station, now: int) -> None:
+        """Count the backoff down from DIFS after the medium went idle (10.3.4.3); nothing while busy."""
+        if st.busy or st.in_exchange or st.backoff is None or st.count_from is not None:
+            return
+        st.count_from = max(now, st.idle_since + self.phy.difs_ns)
+        st.attempt_at = st.count_from + st.backoff * self.phy.slot_ns
+        st.token += 1
+        self._at(st.attempt_at, "attempt", (st, st.token))
+
+    def _freeze(self, st: _Station, now: int) -> None:
+        """The medium went busy: keep the slots not yet counted.  A station whose count ends in this
+        very slot transmits anyway (it cannot sense a transmission that starts in the same slot)."""
+        if st.count_from is None or st.attempt_at <= now:
+            return
+        if now > st.count_from:
+            st.backoff = st.backoff - (now - st.count_from) // self.phy.slot_ns  # type: ignore[operator]
+        st.count_from = None
+        st.token += 1
+
+    def _transmit(self, st: _Station, now: int) -> None:
+        frame = st.queue[0]
+        frame.attempts += 1
+        st.in_exchange = True
+        st.stats.attempts += 1
+        st.stats.retries += int(frame.attempts > 1)
+        phy = self.phy
+        data_ns = phy.data_ns(frame.nbytes)
+        hold = phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
+        st.stats.airtime_ns += hold
+        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, is_ack=False)
+        if st.name not in self.topo.hears[frame.dst]:
+            tx.corrupted = True   # out of range: nobody acknowledges
+        self._radiate(tx, now, hold)
+        self._at(tx.end, "data_end", tx)
+
+    def _radiate(self, tx: _Tx, now: int, hold: int | None = None) -> None:
+        """``tx`` goes on the air: it and the frames already there may corrupt each other; the nodes that
+        sense its sender are busy for ``hold`` ns (the exchange, for data: NAV), else while it radiates."""
+        for other in self._air:
+            self._overlap(other, tx)
+            self._overlap(tx, other)
+        self._air.append(tx)
+        for n in self._sensed_by[tx.src]:
+            s = self.stations[n]
+            s.busy += 1
+            self._freeze(s, now)
+        if hold is not None:
+            self._at(now + hold, "busy_end", tx.src)
+
+    def _overlap(self, victim: _Tx, interferer: _Tx) -> None:
+        """Reception of ``victim`` fails when ``interferer`` radiates in its receiver's interference range,
+        or from the receiver itself (half duplex).  Hidden: the victim's sender could not sense it."""
+        rx = victim.dst
+        if interferer.src == rx or interferer.src in self.topo.senses[rx]:
+            if not victim.corrupted:
+                victim.corrupted = True
+                victim.hidden = interferer.src != victim.src and interferer.src not in self.topo.senses[victim.src]
+
+    def _unbusy(self, src: str, now: int) -> None:
+        for n in self._sensed_by[src]:
+            s = self.stations[n]
+            s.busy -= 1
+            if s.busy == 0:
+                s.idle_since = now
+                self._contend(s, now)
+
+    def _done(self, st: _Station, now: int, success: bool) -> None:
+        """The exchange is over: next frame after a success or a drop, else the same frame again."""
+        st.in_exchange = False
+        st.idle_since = max(st.idle_since, now)   # DIFS again after its own exchange
+        frame = st.queue[0]
+        if success or not frame.acked:
+            st.queue.popleft()
+            st.stats.frames += 1
+            st.cw = self.phy.cw_min
+        elif frame.attempts >= self.phy.retry_limit:
+            st.queue.popleft()
+            st.stats.frames += 1
+            st.cw = self.phy.cw_min
+            if not frame.delivered:   # only its ACKs were lost: the receiver has it
+                st.stats.mac_drops += 1
+                self._out.append(Dropped(now, frame, "mac_retry"))
+        else:
+            st.cw = self.phy.next_cw(st.cw)
+        self._next_frame(st, now)
