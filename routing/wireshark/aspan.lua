@@ -1,4 +1,4 @@
--- Wireshark dissector for the A-SPAN testbed: the UDP overlay (routing/wire.py, version 2) and the
+-- Wireshark dissector for the A-SPAN testbed: the UDP overlay (routing/wire.py, versions 2 and 3) and the
 -- A-SPAN IPv4 option of the kernel data plane (routing/ip_option.py).
 --
 -- Install (one step): copy this file into Wireshark's personal Lua plugins folder,
@@ -6,9 +6,11 @@
 -- or load it for one command: tshark -X lua_script:routing/wireshark/aspan.lua -r B.pcapng
 --
 -- The overlay is found on UDP port 42405 (the port the testbed's captures use, routing/capture.py),
--- and heuristically on any UDP port (magic 0xA5, version 2, a length that adds up).  The CRC-32
--- trailer (zlib's, over everything before it) is checked: aspan.crc_ok.  pkt_effort and pkt_qos
--- are 16-bit fixed point (k / 65535); both the word and the value are shown.
+-- and heuristically on any UDP port (magic 0xA5, version 2 or 3, a length that adds up).  Version 2
+-- ends in a CRC-32 (zlib's, over everything before it), checked: aspan.crc_ok.  Version 3 (the
+-- authenticated overlay) ends in the sender's sequence number and a 16-byte keyed MAC, shown but not
+-- checked (that needs the run's key).  pkt_effort and pkt_qos are 16-bit fixed point (k / 65535);
+-- both the word and the value are shown.
 --
 -- The IPv4 option (type 94 by default, the netns backend's netns.option; the preference
 -- "aspan_opt.type" sets another) is decoded by a postdissector: Wireshark's IP dissector shows it as
@@ -75,6 +77,8 @@ local f = {
   probe_ratio = ProtoField.float("aspan.probe_ratio", "Probe: sender's measured ratio (-1 unknown)"),
   crc = ProtoField.uint32("aspan.crc", "CRC-32", base.HEX),
   crc_ok = ProtoField.bool("aspan.crc_ok", "CRC-32 correct"),
+  auth_seq = ProtoField.uint64("aspan.auth_seq", "Sender's sequence number (version 3)"),
+  tag = ProtoField.bytes("aspan.tag", "Keyed MAC (version 3, BLAKE2b-128, not checked here)"),
 }
 aspan.fields = f
 local ef_bad_crc = ProtoExpert.new("aspan.crc_bad", "CRC-32 mismatch: the datagram is malformed",
@@ -92,10 +96,13 @@ local function flag_names(v)
   return table.concat(out, ",")
 end
 
+local TRAILER = { [2] = 4, [3] = 24 }   -- version -> trailer bytes: CRC-32, or seq u64 + 16-byte MAC
+
 local function looks_like_overlay(tvb)
   local n = tvb:len()
-  return n >= HEADER_LEN + 4 and tvb(0, 1):uint() == 0xA5 and tvb(1, 1):uint() == 2
-         and (tvb(2, 1):uint() == 1 or tvb(2, 1):uint() == 2)
+  if n < HEADER_LEN + 4 or tvb(0, 1):uint() ~= 0xA5 then return false end
+  local trailer = TRAILER[tvb(1, 1):uint()]
+  return trailer ~= nil and n >= HEADER_LEN + trailer and (tvb(2, 1):uint() == 1 or tvb(2, 1):uint() == 2)
 end
 
 function aspan.dissector(tvb, pinfo, tree)
@@ -120,7 +127,8 @@ function aspan.dissector(tvb, pinfo, tree)
   t:add(f.effort, tvb(19, 2), ew / FIXED_ONE)
   t:add(f.qos_word, tvb(21, 2))
   t:add(f.qos, tvb(21, 2), qw / FIXED_ONE)
-  local body_end = n - 4
+  local version = tvb(1, 1):uint()
+  local body_end = n - TRAILER[version]
   local info
   if ptype == 1 and body_end >= HEADER_LEN + DATA_FIXED then
     local o = HEADER_LEN
@@ -160,13 +168,19 @@ function aspan.dissector(tvb, pinfo, tree)
     t:add_proto_expert_info(ef_bad_len)
     info = "malformed"
   end
-  local crc = tvb(body_end, 4):uint()
-  t:add(f.crc, tvb(body_end, 4))
-  local ok = crc32(tvb(0, body_end)) == crc
-  t:add(f.crc_ok, tvb(body_end, 4), ok)
-  if not ok then
-    t:add_proto_expert_info(ef_bad_crc)
-    info = info .. " [CRC mismatch]"
+  if version == 3 then
+    t:add(f.auth_seq, tvb(body_end, 8))
+    t:add(f.tag, tvb(body_end + 8, 16))
+    info = info .. " [authenticated]"
+  else
+    local crc = tvb(body_end, 4):uint()
+    t:add(f.crc, tvb(body_end, 4))
+    local ok = crc32(tvb(0, body_end)) == crc
+    t:add(f.crc_ok, tvb(body_end, 4), ok)
+    if not ok then
+      t:add_proto_expert_info(ef_bad_crc)
+      info = info .. " [CRC mismatch]"
+    end
   end
   pinfo.cols.info = info
   return n
