@@ -70,7 +70,11 @@ def _rep_dir(run_dir: Path, v: Variant, rep: int) -> Path:
 
 def _one(args: tuple[str, Variant, int, str, dict[str, Any] | None]) -> dict[str, Any]:
     backend, variant, rep, rep_dir, options = args
-    return backend_runner(backend, options)(variant, rep, Path(rep_dir))
+    meta = backend_runner(backend, options)(variant, rep, Path(rep_dir))
+    if variant.config["logs"]["compact"]:          # the repetition has ended: its logs are complete
+        from plots.compact import compact_rep
+        compact_rep(Path(rep_dir))
+    return meta
 
 
 def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None = None,

@@ -65,6 +65,10 @@ SCHEMA: dict[str, Any] = {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
     },
+    "logs": {
+        "compact": F(BOOL, False, None, "after each repetition, its JSON Lines logs become one events.parquet "
+                                        "(a fraction of the disk; docs/LOGS.md, Compact logs)"),
+    },
     "capture": {
         "enabled": F(BOOL, False, None, "every node writes <node>.pcapng of what it hears and sends, with the snoop "
                                         "agent's decisions as packet comments (docs/LOGS.md, Captures)"),

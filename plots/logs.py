@@ -109,7 +109,7 @@ def read_node_log(path: Path) -> tuple[list[dict], int]:
     return events, bad
 
 
-def _events_frame(events: list[dict]) -> pd.DataFrame:
+def events_frame(events: list[dict]) -> pd.DataFrame:
     """Build one DataFrame from event dicts, ``t, node, ev`` first."""
     if not events:
         return pd.DataFrame({"t": pd.Series(dtype="float64"),
@@ -137,7 +137,8 @@ def _read_meta(rep_dir: Path) -> dict[str, Any]:
 
 
 def load_rep(rep_dir: Path) -> RepLogs:
-    """Load ``rep_dir/meta.json`` and every ``rep_dir/*.log`` into one :class:`RepLogs`."""
+    """Load ``rep_dir/meta.json`` and the node logs into one :class:`RepLogs`: every ``*.log``
+    (JSON Lines), or ``events.parquet`` once the repetition was compacted (plots.compact)."""
     rep_dir = Path(rep_dir)
     meta = _read_meta(rep_dir)
     all_events: list[dict] = []
@@ -147,7 +148,15 @@ def load_rep(rep_dir: Path) -> RepLogs:
         all_events.extend(events)
         if bad:
             bad_by_node[log.stem] = bad
-    return RepLogs(meta=meta, events=_events_frame(all_events),
+    frame = events_frame(all_events)
+    compacted = rep_dir / "events.parquet"
+    if compacted.is_file():
+        from plots.compact import read_parquet_events
+        stored, stored_bad = read_parquet_events(compacted)
+        frame = stored if not all_events else pd.concat([stored, frame], ignore_index=True)
+        for node, n in stored_bad.items():
+            bad_by_node[node] = bad_by_node.get(node, 0) + n
+    return RepLogs(meta=meta, events=frame,
                    bad_lines=sum(bad_by_node.values()), bad_lines_by_node=bad_by_node,
                    rep_dir=rep_dir)
 
