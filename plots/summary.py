@@ -211,8 +211,8 @@ def cwnd_time_mean(rep: RepLogs, roles: FlowRoles | None = None) -> float:
 
 def _status(meta: dict[str, Any], finished: bool) -> str:
     status = str(meta.get("status") or "ok")
-    if status == "failed":
-        return "failed"
+    if status in ("failed", "interrupted"):   # how it ended, whatever the flows did
+        return status
     return status if finished else "incomplete"
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from experiments.build import start_rep, write_meta
 from experiments.schema import Variant
+from experiments.stopping import stop_reason
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
 STOP_GRACE_S = 5.0
@@ -168,9 +169,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     except NodeFailed as e:
         meta["status"] = "failed"
         meta["error"] = str(e)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
         meta["status"] = "interrupted"
-        meta["error"] = "stopped by Ctrl-C"
+        meta["error"] = stop_reason(e)
         raise
     finally:
         progress.finish()

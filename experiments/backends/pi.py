@@ -27,6 +27,7 @@ from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all,
 from deploy.inventory import Inventory, InventoryError, load_inventory_file
 from experiments.build import base_meta, rep_seed, write_meta
 from experiments.schema import ExperimentError, Variant
+from experiments.stopping import stop_reason
 
 POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
 DEADLINE_MARGIN_S = 30.0
@@ -153,9 +154,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
         meta["status"] = "failed"
         meta["error"] = str(e)
         meta["host_report"] = list(e.lines)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
         meta["status"] = "interrupted"
-        meta["error"] = "stopped by Ctrl-C"
+        meta["error"] = stop_reason(e)
         raise
     finally:
         progress.finish()
