@@ -110,7 +110,9 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
                    before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
     agent = node_agent(cfg, name, sink)
-    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink)
+    # hop limit: more transmissions than there are nodes means a loop (issue 13, item 5)
+    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink,
+                              hop_limit=len(cfg["topology"]["chain"]))
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
                            etx_cfg["log_interval_s"], t0)

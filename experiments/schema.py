@@ -22,6 +22,7 @@ from experiments.backends import BACKENDS
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
+from routing.routes import route_problems
 from tcp_user.config import VARIANTS
 
 
@@ -171,6 +172,7 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
 def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
     """Nodes named and unique, addresses valid and unique, routes between known nodes.
     False when the chain itself is wrong (the checks that need the nodes are skipped)."""
+    errs_before = len(errs)
     nodes = topo["chain"]
     if len(nodes) < 2 or not all(isinstance(n, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", n) for n in nodes):
         errs.append(ExperimentError(src, "topology.chain",
@@ -201,6 +203,8 @@ def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
             for dst, via in table.items():
                 if dst not in nodes or via not in nodes:
                     errs.append(ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}"))
+    if len(errs) == errs_before:   # every next hop a neighbour, every destination reached without a loop (issue 13)
+        errs.extend(ExperimentError(src, path, why) for path, why in route_problems(topo))
     return True
 
 

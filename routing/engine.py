@@ -17,7 +17,7 @@ from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
-from routing.step import DROP_REASONS, ForwardingStep, Held
+from routing.step import DROP_REASONS, HOP_LIMIT, ForwardingStep, Held
 from routing.wire import DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, wire_size
 from tcp_user.segment import ACK, Segment
 
@@ -56,11 +56,11 @@ class ForwardingEngine:
     """
 
     def __init__(self, address: str, routes: RouteTable, loss: LossModel, agent: SnoopAgent,
-                 quality: Any, log: EventSink | Emit | None = None) -> None:
+                 quality: Any, log: EventSink | Emit | None = None, hop_limit: int = HOP_LIMIT) -> None:
         self.address = address
         self.routes = routes
         self.agent = agent
-        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log))
+        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log), hop_limit)
         self.drops = self.step.drops
         self._names: dict[tuple[str, int, str, int], str] = {}
         self._makes_acks = agent.generates_acks
@@ -91,6 +91,8 @@ class ForwardingEngine:
 
     def _heard(self, pkt: Packet, now: float) -> list[Action]:
         if pkt.dst != self.address:
+            if self.step.expired(pkt.hops):
+                return [self.drop(pkt, "ttl", now)]
             return self._forward(pkt, now, "fwd")
         seg = pkt.segment
         if pkt.ptype == DATA and seg is not None and seg.is_pure_ack:

@@ -27,7 +27,11 @@ from aspan.events import EventSink
 from aspan.fields import AspanFields
 from routing.loss import LossModel, packet_dropper
 
-DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed")
+DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed", "ttl")
+#: Transmissions an overlay packet may have had when a node forwards it (its ``hops`` byte, at most
+#: 255).  A route set that passed routing.routes reaches every destination in fewer hops than there
+#: are nodes; this bound only catches what slipped past (issue 13, item 5).
+HOP_LIMIT = 64
 TX_KINDS = ("send", "fwd", "local")
 
 
@@ -58,8 +62,9 @@ class ForwardingStep:
     """
 
     def __init__(self, address: str, next_hop: Callable[[str], str | None], quality: Callable[[str], float],
-                 agent: SnoopAgent, loss: LossModel, log: EventSink) -> None:
+                 agent: SnoopAgent, loss: LossModel, log: EventSink, hop_limit: int = HOP_LIMIT) -> None:
         self.address = address
+        self.hop_limit = hop_limit
         self.next_hop = next_hop
         self.quality = quality
         self.agent = agent
@@ -73,6 +78,13 @@ class ForwardingStep:
         self.acks_generated = 0
         #: the ACK's window, SNACK entries and bytes are read only by agents that use them
         self.ack_details = agent.reads_ack_details
+
+    # ---- hop limit -------------------------------------------------------------
+    def expired(self, hops: int) -> bool:
+        """Has a packet that already took ``hops`` transmissions used up its hop limit?  The adapter
+        then drops it as ``ttl`` (:meth:`drop`).  Only the overlay asks: on the kernel data plane the
+        IPv4 TTL does this job (the kernel decrements it and drops at 0, as any router does)."""
+        return hops >= self.hop_limit
 
     # ---- data ------------------------------------------------------------------
     def data(self, now: float, held: Held, dst: str, fields: AspanFields, kind: str) -> str | None:
