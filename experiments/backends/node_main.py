@@ -61,7 +61,8 @@ def run_node(conf: dict[str, Any]) -> int:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         flow = node.flow_cpu()
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
-                 cache_segments=core.engine.agent.cache_segments, rx_datagrams=node.rx_datagrams,
+                 cache_segments=core.engine.agent.cache_segments, snoop=dict(core.engine.agent.stats),
+                 rx_datagrams=node.rx_datagrams,
                  tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
                  socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
                  rx_flow_datagrams=None if flow is None else flow[1])
