@@ -226,7 +226,8 @@ def summarize_rep(rep: RepLogs) -> dict[str, Any]:
     loss_kind = _col(losses, "kind")
     cache = _col(ev[ev["ev"] == "cache"], "segments").dropna()
     tx_kind = _col(ev[ev["ev"] == "tx"], "kind")
-    drop_reason = _col(ev[ev["ev"] == "drop"], "reason")
+    drops = ev[ev["ev"] == "drop"]
+    drop_reason = _col(drops, "reason")
     timing = _flow_timing(rep, roles)
     row: dict[str, Any] = {
         "variant": meta.get("variant"),
@@ -248,15 +249,25 @@ def summarize_rep(rep: RepLogs) -> dict[str, Any]:
         "local_retransmissions": int((tx_kind == "local").sum()),
         "backend": meta.get("backend"),
         "integrity_ok": timing["integrity_ok"],
-        "drops_loss": int((drop_reason == "loss").sum()),
-        "drops_queue": int((drop_reason == "queue").sum()) + _socket_drops(ev),
-        "drops_malformed": int((drop_reason == "malformed").sum()),
+        "drops_loss": _drop_total(drops, drop_reason, "loss"),
+        "drops_queue": _drop_total(drops, drop_reason, "queue") + _socket_drops(ev),
+        "drops_malformed": _drop_total(drops, drop_reason, "malformed"),
         "status": _status(meta, timing["finished"]),
         "cache_insertions": _cache_insertions(ev),
         "premature_retransmissions": int((ev["ev"] == "premature").sum()),
         "cwnd_mean": cwnd_time_mean(rep, roles),
     }
     return row
+
+
+def _drop_total(drops: pd.DataFrame, reason: pd.Series, which: str) -> int:
+    """Drops of one reason: a ``drop`` line is one drop, or ``count`` drops when it sums those over
+    the per-second line limit (docs/LOGS.md)."""
+    mine = reason == which
+    if "count" not in drops:
+        return int(mine.sum())
+    counts = pd.to_numeric(drops["count"], errors="coerce").fillna(1)
+    return int(counts[mine].sum())
 
 
 def _socket_drops(ev: pd.DataFrame) -> int:

@@ -177,6 +177,8 @@ class UdpNode:
                         self._send(core.on_timer(now))
                         t = core.next_timer()
                 if now - flushed >= LOG_FLUSH_S:
+                    with lock:
+                        core.engine.step.flush_drops(now)   # counts of drops over the line rate
                     log.flush()        # batches of at most LOG_FLUSH_S (or the log's FLUSH_LINES)
                     flushed = now
                 if self.flow_start is None and self._data_seen():

@@ -58,6 +58,7 @@ def run_node(conf: dict[str, Any]) -> int:
         if conf.get("watch_parent", True):  # the pi backend starts nodes detached (watch_parent: false)
             threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
         node.run()
+        core.engine.step.flush_drops(time.time(), final=True)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         flow = node.flow_cpu()
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,

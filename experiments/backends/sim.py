@@ -133,6 +133,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             meta["error"] = f"flows not finished after {cfg['limits']['max_duration_s']} s of virtual time"
         meta["virtual_end_s"] = round(loop.now, 6)
         for n, node in nodes.items():
+            node.core.engine.step.flush_drops(loop.now, final=True)
             logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops)
     except Exception as e:
         meta["status"] = "failed"
