@@ -48,6 +48,10 @@ def loss_spec() -> dict[str, Field]:
     return spec
 
 
+def _auth_mode(v: Any) -> str | None:
+    return None if v in ("auto", True, False) else f"expected auto, true or false, got {v!r}"
+
+
 SCHEMA: dict[str, Any] = {
     "name": F(STR, None, None, "experiment name (default: file name)"),
     "description": F(STR, "", None, "free text"),
@@ -112,6 +116,11 @@ SCHEMA: dict[str, Any] = {
         "mtu": F(INT, 1500, in_range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
         "cwnd_poll_ms": F(NUM, 5.0, in_range(0.5, 1000), "TCP_INFO sampling period of the sender"),
         "queue_maxlen": F(INT, 4096, in_range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
+    },
+    "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
+        "mac": F((str, bool), "auto", _auth_mode,
+                 "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
+                 "auto: on for pi (an open WiFi cell), off for local (loopback); sim and netns have no overlay data path"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {

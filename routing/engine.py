@@ -82,10 +82,11 @@ class ForwardingEngine:
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 
-    def on_packet(self, pkt: Packet, now: float) -> list[Action]:
-        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
-        first, with the bytes the packet has on the link."""
-        if self.step.lost(now, wire_size(pkt)):
+    def on_packet(self, pkt: Packet, now: float, size: int | None = None) -> list[Action]:
+        """A decoded packet heard from the network (the virtual-time backend's input, and the
+        authenticated overlay's after routing.auth opened it): the loss model first, with the bytes
+        the packet has on the link (``size``, else computed)."""
+        if self.step.lost(now, wire_size(pkt) if size is None else size):
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 

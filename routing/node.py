@@ -94,8 +94,9 @@ class NodeCore:
     def on_datagram(self, data: bytes, now: float) -> Out:
         return self._run(self.engine.on_datagram(data, now), now)
 
-    def on_packet(self, pkt: Packet, now: float) -> Out:
-        return self._run(self.engine.on_packet(pkt, now), now)
+    def on_packet(self, pkt: Packet, now: float, size: int | None = None) -> Out:
+        """A decoded packet (the sim's, or one the authenticated overlay opened; ``size``: on the link)."""
+        return self._run(self.engine.on_packet(pkt, now, size), now)
 
     def next_timer(self) -> float | None:
         times = [self._timers[0][0]] if self._timers else []

@@ -27,7 +27,8 @@ from aspan.events import EventSink
 from aspan.fields import AspanFields
 from routing.loss import LossModel, packet_dropper
 
-DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed", "ttl")
+DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed", "ttl",
+                "stranger", "forged", "replay")   # the last three: the authenticated overlay (routing.auth)
 #: Transmissions an overlay packet may have had when a node forwards it (its ``hops`` byte, at most
 #: 255).  A route set that passed routing.routes reaches every destination in fewer hops than there
 #: are nodes; this bound only catches what slipped past (issue 13, item 5).

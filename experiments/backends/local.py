@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from experiments.build import start_rep, write_meta
+from experiments.build import mac_on, new_key, start_rep, write_key, write_meta
 from experiments.schema import Variant
 from experiments.stopping import stop_reason
 
@@ -135,6 +135,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     meta["udp"] = {n: list(a) for n, a in udp.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    key = new_key() if mac_on(cfg, "local") else None
+    meta["auth"] = key is not None
     progress = Progress(f"{variant.name} rep {repetition}",
                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
                         rep_dir / f"{cfg['flows'][0]['receiver']}.log")
@@ -144,6 +146,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                     "log": str(rep_dir / f"{n}.log"), "done_file": str(rep_dir / f"{n}.done"),
                     "bind": list(udp[n]),
                     "peers": {addrs[m]: list(udp[m]) for m in names if m != n}}
+            if key is not None:
+                conf["auth_key_file"] = str(write_key(rep_dir / f"{n}.key", key))
             cpath = rep_dir / f"{n}.node.json"
             cpath.write_text(json.dumps(conf))
             with open(rep_dir / f"{n}.stderr", "wb") as err:
@@ -176,6 +180,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     finally:
         progress.finish()
         _stop_all(procs)
+        for n in names:     # a node that never started leaves its key file: it goes too
+            (rep_dir / f"{n}.key").unlink(missing_ok=True)
         meta["exit_codes"] = {n: p.returncode for n, p in procs.items()}
         write_meta(rep_dir, meta)
     return meta
