@@ -187,3 +187,31 @@ def test_socket_drops_reads_the_kernel_counter(tmp_path):
         assert socket_drops(s.getsockname()) == 0  # a fresh socket, read from the real /proc/net/udp
     finally:
         s.close()
+
+
+def test_a_run_with_the_mac_on_completes_and_leaves_no_key_behind(tmp_path, no_leftover_nodes):
+    """Issue 13, item 3: the authenticated overlay carries a whole flow; a stranger's datagrams are
+    dropped as such; the key files are gone after the run."""
+    exp = write_exp(tmp_path, segments=2000, loss=0.0,
+                    variants=[{"name": "mac", "tcp": {"variant": "sack"}, "auth": {"mac": True}}])
+    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    try:
+        run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
+        rep = run / "mac" / "rep0"
+        wait_for(lambda: '"deliver"' in ((rep / "D.log").read_text() if (rep / "D.log").exists() else ""),
+                 120, "data flowing")
+        bind = tuple(json.loads((rep / "B.node.json").read_text())["bind"])
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for j in _junk(random.Random(7)):
+            s.sendto(j, bind)
+        s.close()
+        out, _ = p.communicate(timeout=240)
+    finally:
+        kill_group(p)
+    assert p.returncode == 0, out
+    df = pd.read_csv(run / "summary.csv")
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all()
+    assert json.loads((rep / "meta.json").read_text())["auth"] is True
+    assert not list(rep.glob("*.key"))
+    [stop] = [json.loads(l) for l in (rep / "B.log").read_text().splitlines() if '"node_stop"' in l]
+    assert stop["drops"]["stranger"] == 60 and stop["drops"]["malformed"] == 0
