@@ -167,6 +167,8 @@ class NodeCore:
         if pkt.ptype == PROBE and pkt.probe is not None:
             if pkt.src in self.neighbours:
                 self.etx.on_probe(pkt.src, pkt.probe.seq, pkt.probe.ratio, now)
+            else:   # every datagram is accounted for (issue 13, item 6)
+                self.engine.drop(pkt, "stranger", now, detail="probe from a non-neighbour")
             return []
         if pkt.ptype == DATA and pkt.segment is not None:
             b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))
