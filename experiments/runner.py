@@ -121,9 +121,12 @@ def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]]
         except BaseException:
             # interrupted (or a worker failed): nothing new starts, and the workers stop now rather
             # than finishing their repetitions after the runner has gone
+            workers = list((getattr(pool, "_processes", None) or {}).values())   # shutdown forgets them
             pool.shutdown(wait=False, cancel_futures=True)
-            for proc in list(getattr(pool, "_processes", {}).values()):
+            for proc in workers:
                 proc.terminate()
+            for proc in workers:
+                proc.join(10)
             raise
         pool.shutdown()
     else:
