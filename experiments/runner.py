@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -110,11 +111,17 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     return run_dir
 
 
+def _worker_init() -> None:
+    """A worker ends at once on SIGTERM (the runner's terminate), not through the runner's handler,
+    which it would inherit and the pool would catch as a task's error."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]], jobs: int,
                say: Callable[[str], None]) -> None:
     total = len(tasks)
     if jobs > 1 and total > 1:
-        pool = ProcessPoolExecutor(max_workers=jobs)
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
         try:
             for i, (task, meta) in enumerate(zip(tasks, pool.map(_one, tasks)), 1):
                 say(_line(i, total, task[1], task[2], meta))
