@@ -15,6 +15,7 @@ from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
+from routing.capture import OverlayTap
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings
@@ -156,6 +157,14 @@ def write_key(path: Path, key: bytes) -> Path:
     with os.fdopen(fd, "w") as f:
         f.write(key.hex())
     return path
+
+
+def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | None:
+    """The node's capture when the experiment asks for one (``capture.enabled``), else None."""
+    c = cfg.get("capture") or {}
+    if not c.get("enabled"):
+        return None
+    return OverlayTap(path, address, int(c["max_mb"] * 1e6))
 
 
 def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:

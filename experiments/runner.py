@@ -47,6 +47,10 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
         if v.config["tcp"]["snack"]:
             raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
                                   "kernel TCP has no SNACK option; run SNACK with --backend sim or local")
+        if v.config["capture"]["enabled"] and v.config["netns"]["handlers"] != "snoop":
+            raise ExperimentError(exp.source, f"variants[{v.name}].capture.enabled",
+                                  "the netns capture is written by the snoop handler; with netns.handlers "
+                                  f"{v.config['netns']['handlers']!r} no handler sees the packets")
 
 
 def new_run_dir(out: Path, name: str) -> Path:

@@ -91,12 +91,14 @@ class NodeCore:
         return [b.endpoint for b in self._bindings.values()]
 
     # ---- inputs ------------------------------------------------------------
-    def on_datagram(self, data: bytes, now: float) -> Out:
-        return self._run(self.engine.on_datagram(data, now), now)
+    def on_datagram(self, data: bytes, now: float, frm: str | None = None) -> Out:
+        """A datagram heard from neighbour ``frm`` (its mesh address, when the driver knows it)."""
+        return self._run(self.engine.on_datagram(data, now, frm), now)
 
-    def on_packet(self, pkt: Packet, now: float, size: int | None = None) -> Out:
-        """A decoded packet (the sim's, or one the authenticated overlay opened; ``size``: on the link)."""
-        return self._run(self.engine.on_packet(pkt, now, size), now)
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None, size: int | None = None) -> Out:
+        """A decoded packet (the sim's, or one the authenticated overlay opened), from neighbour ``frm``;
+        ``size``: its bytes on the link (else computed)."""
+        return self._run(self.engine.on_packet(pkt, now, frm, size), now)
 
     def next_timer(self) -> float | None:
         times = [self._timers[0][0]] if self._timers else []

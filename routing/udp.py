@@ -185,6 +185,8 @@ class UdpNode:
                     with lock:
                         core.engine.step.flush_drops(now)   # counts of drops over the line rate
                     log.flush()        # batches of at most LOG_FLUSH_S (or the log's FLUSH_LINES)
+                    if core.engine.tap is not None:
+                        core.engine.tap.writer.flush()
                     flushed = now
                 if self.flow_start is None and self._data_seen():
                     self.flow_start = (time.process_time(), self.rx_datagrams)
@@ -205,6 +207,22 @@ class UdpNode:
         if self.error is not None:
             raise self.error
 
+    def _drain_named(self, budget: int) -> None:
+        """:meth:`_drain` with the sender of each datagram, as its mesh address (for the capture)."""
+        mesh = {udp: addr for addr, udp in self.peers.items()}
+        with self.lock:
+            for _ in range(budget):
+                try:
+                    data, src = self.sock.recvfrom(MAX_DATAGRAM)
+                except BlockingIOError:
+                    return
+                except OSError as e:
+                    if e.errno in (errno.ECONNREFUSED, errno.EINTR):
+                        continue
+                    raise
+                self.rx_datagrams += 1
+                self._send(self.core.on_datagram(data, time.time(), mesh.get(src, src[0])))
+
     def _data_seen(self) -> bool:
         tx = self.core.engine.step.tx
         return tx["send"] + tx["fwd"] > 0
@@ -222,6 +240,8 @@ class UdpNode:
         if self.auth is not None:
             self._drain_auth(budget)
             return
+        if self.core.engine.tap is not None:
+            return self._drain_named(budget)
         recv, on_datagram, send, now = self.sock.recv, self.core.on_datagram, self._send, time.time
         with self.lock:
             for _ in range(budget):
@@ -255,12 +275,13 @@ class UdpNode:
                     raise
                 self.rx_datagrams += 1
                 t = now()
+                sender = sender_of.get(src)
                 try:
-                    pkt = auth.open(data, sender_of.get(src))
+                    pkt = auth.open(data, sender)
                 except AuthError as e:
                     step.drop(t, e.reason, "?", src=f"{src[0]}:{src[1]}", size=len(data))
                     continue
                 except WireError as e:
                     step.drop(t, "malformed", "?", detail=str(e), size=len(data))
                     continue
-                send(core.on_packet(pkt, t, len(data) + IP_UDP_OVERHEAD))
+                send(core.on_packet(pkt, t, sender, len(data) + IP_UDP_OVERHEAD))
