@@ -63,7 +63,9 @@ class AckAllSnoopAgent(ClassicSnoopAgent):
     def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
                 p_next: float, hop_index: int, now: float, packet: Any) -> bool:
         cached = super().on_data(flow, seq, length, fields, p_next, hop_index, now, packet)
-        st = self._flows[flow]
+        st = self._flows.get(flow)
+        if st is None:
+            return cached                   # refused: no room for the flow's state (issue 13)
         assert isinstance(st, AckAllFlow)
         if length > st.seg_len:
             st.seg_len = length

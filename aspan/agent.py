@@ -17,6 +17,16 @@ from aspan.policy import SnoopConfig, update_effort, wants_cache
 
 FlowKey = tuple[str, int, str, int]  # data direction: (src, sport, dst, dport)
 
+#: What one cached segment costs in memory besides its payload: the packet object, its segment and
+#: header fields, the Held, the cache's dict and list entries (measured with tracemalloc: about 650
+#: bytes for an overlay packet; a kernel packet is one bytes object and costs less).  The cache bound
+#: (SnoopConfig.cache_bytes) counts it, so 1-byte segments cannot use 700 times the bound (issue 13).
+SEGMENT_COST = 768
+#: What the state of one flow costs without its segments (about 550 bytes measured; the
+#: classic-Snoop family's is larger): the documented memory bound of a node's snoop state is
+#: max_flows x FLOW_COST + cache_bytes (tests/test_bounded_state.py).
+FLOW_COST = 1024
+
 
 def flow_name(flow: FlowKey) -> str:
     return f"{flow[0]}:{flow[1]}>{flow[2]}:{flow[3]}"
@@ -59,6 +69,7 @@ class _FlowState:
     high_end: int | None = None     # unwrapped end of the highest data segment seen here
     rtx_seq: int | None = None      # dupack discipline "once": the loss being recovered locally
     expected_dupacks: int = 0       # "once": dupacks still expected for it (held back)
+    last_active: float = 0.0        # last data or ACK of the flow here (idle expiry)
 
     def ref(self) -> int | None:
         return self.last_ack if self.last_ack is not None else self.high_end
@@ -88,7 +99,52 @@ class SnoopAgent:
         self.cache_bytes = 0
         self.cache_segments = 0
         self.stats = {"cached": 0, "cache_full": 0, "hits": 0, "local_retransmissions": 0,
-                      "suppressed": 0, "freed": 0}
+                      "suppressed": 0, "freed": 0, "flows_refused": 0, "flows_expired": 0}
+        self._swept = 0.0
+
+    # ---- bounded state (issue 13, item 2) ----------------------------------
+    def _new_flow(self, flow: FlowKey) -> Any:
+        return _FlowState(flow_name(flow))
+
+    def _admit(self, flow: FlowKey, now: float) -> Any:
+        """The state of ``flow``, made if there is room: at most ``max_flows`` flows, idle ones
+        (unheard for ``flow_idle_s``) expire first.  None: refused (counted); the packet is then
+        forwarded without snooping."""
+        flows = self._flows
+        st = flows.get(flow)
+        if st is None:
+            cfg = self.config
+            if now - self._swept >= cfg.flow_idle_s / 4 or len(flows) >= cfg.max_flows:
+                self.expire_idle(now)
+            if len(flows) >= cfg.max_flows:
+                self.stats["flows_refused"] += 1
+                return None
+            st = flows[flow] = self._new_flow(flow)
+        st.last_active = now
+        return st
+
+    def expire_idle(self, now: float) -> int:
+        """Forget the flows unheard for ``flow_idle_s`` and free their cached segments; returns how many."""
+        self._swept = now
+        limit = now - self.config.flow_idle_s
+        idle = [k for k, st in self._flows.items() if st.last_active <= limit]
+        freed = 0
+        for k in idle:
+            st = self._flows.pop(k)
+            n = len(st.cache)
+            if n:
+                self.cache_segments -= n
+                self.cache_bytes -= sum(length for length, _ in st.cache.entries.values())
+                freed += n
+        self.stats["flows_expired"] += len(idle)
+        if freed:
+            self._log.cache(now, self.cache_segments, self.cache_bytes)
+        return len(idle)
+
+    def has_room(self, length: int) -> bool:
+        """Does a new segment of ``length`` payload bytes fit the cache bound (payload plus SEGMENT_COST each)?"""
+        return (self.cache_bytes + length + SEGMENT_COST * (self.cache_segments + 1)
+                <= self.config.cache_bytes)
 
     # ---- data path -------------------------------------------------------
     def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
@@ -98,9 +154,10 @@ class SnoopAgent:
         ``packet`` is stored as given and returned unchanged for local
         retransmission: the caller must not mutate it afterwards.
         """
-        st = self._flows.get(flow)
+        st = self._admit(flow, now)
         if st is None:
-            st = self._flows[flow] = _FlowState(flow_name(flow))
+            update_effort(fields, p_next, cached=False)   # no room for the flow: forwarded unsnooped
+            return False
         ref = st.ref()
         useq = seq if ref is None else unwrap(ref, seq)
         end = useq + length
@@ -110,7 +167,7 @@ class SnoopAgent:
             update_effort(fields, p_next, cached=False)  # already acknowledged: nothing to protect
             return False
         cache = wants_cache(self.config, fields, p_next, hop_index)
-        if cache and self.cache_bytes + length > self.config.cache_bytes:
+        if cache and not self.has_room(length):
             self.stats["cache_full"] += 1
             self._log.cache_full(now, st.name, seq)
             cache = False
@@ -134,6 +191,7 @@ class SnoopAgent:
         st = self._flows.get(flow)
         if st is None:
             return AckVerdict()
+        st.last_active = now
         ref = st.ref()
         uack = ack if ref is None else unwrap(ref, ack)
         if st.last_ack is None or uack > st.last_ack:

@@ -21,7 +21,9 @@ class SnoopConfig:
     policy: str = "none"
     fixed_hop: int = 1            # policy "fixed": the hop that caches (1 = snoop_1 at B, 2 = snoop_2 at C)
     dupack: str = "every"         # "every": retransmit on each dupack (the paper); "once": classic Snoop
-    cache_bytes: int = 4_000_000  # bound on cached payload bytes per node
+    cache_bytes: int = 4_000_000  # bound on the cache's memory per node: payload + SEGMENT_COST per segment
+    max_flows: int = 1024         # flows with snoop state per node; a new flow beyond it is refused (issue 13)
+    flow_idle_s: float = 120.0    # a flow's state (and its cached segments) expires after this long unheard
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -32,6 +34,9 @@ class SnoopConfig:
             raise ValueError(f"snoop.fixed_hop: expected a hop index >= 0, got {self.fixed_hop}")
         if self.cache_bytes < 0:
             raise ValueError(f"snoop.cache_bytes: expected >= 0, got {self.cache_bytes}")
+        if self.max_flows < 1 or self.flow_idle_s <= 0:
+            raise ValueError(f"snoop flow bounds: expected max_flows >= 1 and flow_idle_s > 0, "
+                             f"got {self.max_flows}, {self.flow_idle_s}")
 
 
 def adaptive_wants_cache(fields: AspanFields, p_next: float, hop_index: int,

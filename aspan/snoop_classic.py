@@ -89,6 +89,7 @@ class ClassicFlow:
     timer_armed: float = 0.0        # when the timer was last set
     min_rtt: float | None = None    # shortest clean RTT sample (premature check)
     last_heard: float | None = None  # last ACK of any kind heard for this flow
+    last_active: float = 0.0        # last data or ACK of the flow here (idle expiry, issue 13)
 
     def ref(self) -> int | None:
         return self.last_ack if self.last_ack is not None else self.high_end
@@ -118,17 +119,16 @@ class ClassicSnoopAgent(SnoopAgent):
         """Does this node cache the segment?  The placement policy decides (subclasses may fix it)."""
         return wants_cache(self.config, fields, p_next, hop_index)
 
-    def _flow(self, flow: FlowKey) -> ClassicFlow:
-        st = self._flows.get(flow)
-        if st is None:
-            st = self._flows[flow] = self.flow_cls(flow_name(flow), self.scheme.initial_srtt,
-                                                   self.scheme.initial_rttvar)
-        return st
+    def _new_flow(self, flow: FlowKey) -> ClassicFlow:
+        return self.flow_cls(flow_name(flow), self.scheme.initial_srtt, self.scheme.initial_rttvar)
 
     # ---- data path (snoop_data / snoop_insert) ---------------------------------
     def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
                 p_next: float, hop_index: int, now: float, packet: Any) -> bool:
-        st = self._flow(flow)
+        st = self._admit(flow, now)
+        if st is None:
+            update_effort(fields, p_next, cached=False)   # no room for the flow: forwarded unsnooped
+            return False
         ref = st.ref()
         useq = seq if ref is None else unwrap(ref, seq)
         end = useq + length
@@ -138,8 +138,7 @@ class ClassicSnoopAgent(SnoopAgent):
         if cache and st.last_ack is not None and end <= st.last_ack:
             cache = False                   # snoop_insert: already acknowledged
         if cache and useq not in st.meta and (
-                len(st.cache) >= self.scheme.max_cached_segments
-                or self.cache_bytes + length > self.config.cache_bytes):
+                len(st.cache) >= self.scheme.max_cached_segments or not self.has_room(length)):
             self.stats["cache_full"] += 1   # SNOOP_FULL: forward without caching
             self._log.cache_full(now, st.name, seq)
             if st.last_seen is None or useq > st.last_seen:
@@ -188,7 +187,7 @@ class ClassicSnoopAgent(SnoopAgent):
         st = self._flows.get(flow)
         if st is None:
             return AckVerdict()
-        st.last_heard = now
+        st.last_heard = st.last_active = now
         uack = self._unwrap_ack(st, ack)
         if st.last_ack is not None and uack < st.last_ack:
             return AckVerdict()             # case 1: out of order, pass on

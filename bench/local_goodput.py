@@ -1,8 +1,10 @@
 """Goodput of one bulk flow over the 3-hop loopback chain (local backend), no loss and 0.5 % per node.
 
 Prints goodput, each forwarder's datagrams/s and CPU share, and the ratio against a plain UDP
-relay chain measured in the same run (bench/relay_baseline.py).
-Run: .venv/bin/python -m bench local_goodput [--segments N]
+relay chain measured in the same run (bench/relay_baseline.py).  Each loss setting runs with the
+authenticated overlay off and on (``auth.mac``, routing.auth), so the MAC's cost is measured in the
+same run (``--mac off`` or ``on`` runs only one).
+Run: .venv/bin/python -m bench local_goodput [--segments N] [--mac both|off|on]
 """
 from __future__ import annotations
 
@@ -30,13 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench local_goodput")
     ap.add_argument("--segments", type=int, default=16000)
     ap.add_argument("--variant", default="sack", choices=["reno", "sack"])
+    ap.add_argument("--mac", default="both", choices=["both", "off", "on"],
+                    help="the authenticated overlay: off, on, or both side by side (default)")
     args = ap.parse_args(argv)
     baseline = relay_baseline_mbps()
     doc = {"name": "bench-goodput", "backend": "local", "repetitions": 1, "etx": {"settle_s": 2.0},
            "tcp": {"variant": args.variant},
            "flows": [{"sender": "A", "receiver": "D", "segments": args.segments}],
-           "variants": [{"name": "no-loss", "loss": {"default": {"model": "none"}}},
-                        {"name": "loss-0.5pct", "loss": {"default": {"model": "bernoulli", "rate": 0.005}}}]}
+           "variants": [{"name": f"{name}{suffix}", "loss": {"default": loss}, "auth": {"mac": mac}}
+                        for name, loss in (("no-loss", {"model": "none"}),
+                                           ("loss-0.5pct", {"model": "bernoulli", "rate": 0.005}))
+                        for suffix, mac in (("", False), ("-mac", True))
+                        if args.mac == "both" or (args.mac == "on") == mac]}
     with tempfile.TemporaryDirectory() as tmp:
         run = run_experiment(load_experiment(doc, "bench-goodput.yaml"), out=Path(tmp), plot=False)
         df = pd.read_csv(run / "summary.csv")
@@ -44,14 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         for _, row in df.iterrows():
             rep = run / row["variant"] / "rep0"
             dur = row["duration_s"]
-            print(f"{row['variant']:>10}: goodput {row['goodput_mbps']:7.2f} Mbit/s "
+            print(f"{row['variant']:>15}: goodput {row['goodput_mbps']:7.2f} Mbit/s "
                   f"(ratio to baseline {row['goodput_mbps'] / baseline:.3f}), {args.segments} segments in "
                   f"{dur:.2f} s, integrity {row['integrity_ok']}")
             for n in ("B", "C"):
                 st = _node_stats(rep, n)
                 rx, cpu = st.get("rx_datagrams", 0), st.get("cpu_s", float("nan"))
                 fcpu, frx = st.get("cpu_flow_s") or float("nan"), st.get("rx_flow_datagrams") or 0
-                print(f"{'':>12}forwarder {n}: {rx / dur:8.0f} datagrams/s received, "
+                print(f"{'':>17}forwarder {n}: {rx / dur:8.0f} datagrams/s received, "
                       f"CPU {cpu:.2f} s = {100 * cpu / dur:5.1f} % of one core over the transfer "
                       f"(includes settling); {1e6 * fcpu / max(frx, 1):5.1f} us of CPU per datagram "
                       "received once data flows")

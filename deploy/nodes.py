@@ -117,8 +117,11 @@ class NodeState:
         return f"exited with code {self.exit_code}"
 
 
-def start(remote: Remote, rdir: str, node: str, config: Path) -> int | None:
-    """Upload the node config into ``rdir`` (made by the preflight), start the node detached; returns its pid."""
+def start(remote: Remote, rdir: str, node: str, config: Path, key: Path | None = None) -> int | None:
+    """Upload the node config (and the experiment key file, mode 0600, which the node deletes once read)
+    into ``rdir`` (made by the preflight), start the node detached; returns its pid."""
+    if key is not None:
+        remote.put(key, f"{rdir}/{node}.key")
     remote.put(config, f"{rdir}/{node}.node.json")
     out = remote.run(start_command(remote.host.aspan, rdir, node)).stdout.strip()
     if remote.dry_run:

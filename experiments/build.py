@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,7 +113,9 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
                    before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
     agent = node_agent(cfg, name, sink)
-    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink)
+    # hop limit: more transmissions than there are nodes means a loop (issue 13, item 5)
+    engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink,
+                              hop_limit=len(cfg["topology"]["chain"]))
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
                            etx_cfg["log_interval_s"], t0)
@@ -129,6 +133,30 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
             app = BulkReceiver(tcfg, fname, fp.segments, fp.data_seed, iss, emit)
             node.bind(app, fp.dport, addrs[fp.sender], fp.sport, AspanFields())
     return node
+
+
+#: ``auth.mac: auto`` per backend: on where strangers share the medium (the Pis' open IBSS cell), off on
+#: loopback (only this machine reaches it; the MAC's cost would skew comparisons with earlier runs).
+AUTH_AUTO = {"pi": True, "local": False}
+
+
+def mac_on(cfg: dict[str, Any], backend: str) -> bool:
+    """Does this run use the authenticated overlay (routing.auth)?"""
+    mode = cfg.get("auth", {}).get("mac", "auto")
+    return AUTH_AUTO.get(backend, False) if mode == "auto" else bool(mode)
+
+
+def new_key() -> bytes:
+    """A fresh experiment key (256 bits) for one repetition's nodes."""
+    return secrets.token_bytes(32)
+
+
+def write_key(path: Path, key: bytes) -> Path:
+    """The key file a node reads once and deletes (mode 0600; never in a log or meta.json)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(key.hex())
+    return path
 
 
 def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | None:

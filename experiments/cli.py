@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     """Check every file; every error of every file is printed (one line each), exit 2 if any."""
+    from experiments.stopping import EXIT_USAGE
     from experiments.schema import ExperimentError, load_file
     failed = 0
     for f in args.files:
@@ -30,12 +31,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         reps = exp.base["repetitions"]
         print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
               + ", ".join(v.name for v in exp.variants))
-    return 2 if failed else 0
+    return EXIT_USAGE if failed else 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from experiments.runner import print_run_outputs, run_experiment
+    from experiments.runner import print_run_outputs, run_experiment, run_statuses
     from experiments.schema import ExperimentError, load_file
+    from experiments.stopping import exit_status
     exp = load_file(args.experiment)
     if args.repetitions is not None:
         exp.base["repetitions"] = args.repetitions
@@ -54,7 +56,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from experiments.deploy_cli import report_failures
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
-    return 0
+    return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
 
 
 def select_variants(exp: "Experiment", patterns: str) -> list:
@@ -133,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit codes (README, "Command line"): 0 ok, 1 a repetition failed or is incomplete, 2 a bad file
+    or usage, 130 interrupted (SIGINT or SIGTERM)."""
+    from experiments.stopping import EXIT_INTERRUPTED, EXIT_USAGE, stop_reason
     from routing.fieldspec import ConfigError
     args = build_parser().parse_args(argv)
     try:
@@ -140,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:   # an experiment or inventory file, or an option: names file and field
         for err in e.errors:   # every error of the file, one line each
             print(f"aspan: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except ValueError as e:
         print(f"aspan: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("aspan: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_USAGE
+    except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
+        print(f"aspan: interrupted ({stop_reason(e)})", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -276,12 +276,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         options["echo"] = sys.stdout
     if args.dry_run:
         return _dry_run(exp, options, Path(args.out or exp.base["out"]))
-    from experiments.runner import print_run_outputs, run_experiment
+    from experiments.runner import print_run_outputs, run_experiment, run_statuses
+    from experiments.stopping import exit_status
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
                              plot=not args.no_plot, backend_options=options)
     report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
-    return 0
+    return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
 
 
 def _dry_run(exp: Any, options: dict[str, Any], out: Path) -> int:

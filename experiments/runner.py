@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -13,6 +15,7 @@ import yaml
 from experiments.backends import BACKENDS, RepRunner
 from experiments.medium_spec import refuse_medium
 from experiments.schema import Experiment, ExperimentError, Variant
+from experiments.stopping import sigterm_as_interrupt, stops_deferred
 
 
 def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRunner:
@@ -101,20 +104,64 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
-    if jobs > 1 and total > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for i, (task, meta) in enumerate(zip(tasks, pool.map(_one, tasks)), 1):
-                say(_line(i, total, task[1], task[2], meta))
-    else:
-        for i, task in enumerate(tasks, 1):
-            meta = _one(task)
-            say(_line(i, total, task[1], task[2], meta))
     from plots.summary import write_summary
-    write_summary(run_dir)
+    finished = False
+    with sigterm_as_interrupt():   # SIGTERM ends a run like Ctrl-C (issue 13, item 1)
+        try:
+            _run_tasks(tasks, jobs, say)
+            finished = True
+        finally:
+            # every ending writes summary.csv with the rows it has (an interrupted run too)
+            with stops_deferred():
+                write_summary(run_dir)
+            if not finished:
+                say(f"{exp.name}: stopped; summary of the repetitions that ran: {run_dir / 'summary.csv'}")
     if plot:
         from plots.cli import plot_command
         plot_command([run_dir])
     return run_dir
+
+
+def _worker_init() -> None:
+    """A worker ends at once on SIGTERM (the runner's terminate), not through the runner's handler,
+    which it would inherit and the pool would catch as a task's error."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]], jobs: int,
+               say: Callable[[str], None]) -> None:
+    total = len(tasks)
+    if jobs > 1 and total > 1:
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+        try:
+            for i, (task, meta) in enumerate(zip(tasks, pool.map(_one, tasks)), 1):
+                say(_line(i, total, task[1], task[2], meta))
+        except BaseException:
+            # interrupted (or a worker failed): nothing new starts, and the workers stop now rather
+            # than finishing their repetitions after the runner has gone
+            workers = list((getattr(pool, "_processes", None) or {}).values())   # shutdown forgets them
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in workers:
+                proc.terminate()
+            for proc in workers:
+                proc.join(10)
+            raise
+        pool.shutdown()
+    else:
+        for i, task in enumerate(tasks, 1):
+            meta = _one(task)
+            say(_line(i, total, task[1], task[2], meta))
+
+
+def run_statuses(run_dir: Path) -> list[str | None]:
+    """The ``status`` of every repetition of ``run_dir`` that wrote its meta.json."""
+    out = []
+    for meta in sorted(Path(run_dir).glob("*/rep*/meta.json")):
+        try:
+            out.append(json.loads(meta.read_text()).get("status"))
+        except ValueError:
+            out.append(None)
+    return out
 
 
 def print_run_outputs(run_dir: Path, plotted: bool) -> None:

@@ -23,6 +23,7 @@ from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
+from routing.routes import route_problems
 from tcp_user.config import VARIANTS
 
 
@@ -46,6 +47,10 @@ def loss_spec() -> dict[str, Field]:
     spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
                      "where the node hears nothing")
     return spec
+
+
+def _auth_mode(v: Any) -> str | None:
+    return None if v in ("auto", True, False) else f"expected auto, true or false, got {v!r}"
 
 
 SCHEMA: dict[str, Any] = {
@@ -124,6 +129,11 @@ SCHEMA: dict[str, Any] = {
         "cwnd_poll_ms": F(NUM, 5.0, in_range(0.5, 1000), "TCP_INFO sampling period of the sender"),
         "queue_maxlen": F(INT, 4096, in_range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
     },
+    "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
+        "mac": F((str, bool), "auto", _auth_mode,
+                 "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
+                 "auto: on for pi (an open WiFi cell), off for local (loopback); sim and netns have no overlay data path"),
+    },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
         "max_duration_s": F(NUM, 600.0, in_range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
@@ -183,6 +193,7 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
 def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
     """Nodes named and unique, addresses valid and unique, routes between known nodes.
     False when the chain itself is wrong (the checks that need the nodes are skipped)."""
+    errs_before = len(errs)
     nodes = topo["chain"]
     if len(nodes) < 2 or not all(isinstance(n, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", n) for n in nodes):
         errs.append(ExperimentError(src, "topology.chain",
@@ -213,6 +224,8 @@ def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
             for dst, via in table.items():
                 if dst not in nodes or via not in nodes:
                     errs.append(ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}"))
+    if len(errs) == errs_before:   # every next hop a neighbour, every destination reached without a loop (issue 13)
+        errs.extend(ExperimentError(src, path, why) for path, why in route_problems(topo))
     return True
 
 

@@ -226,8 +226,8 @@ def cwnd_time_mean(rep: RepLogs, roles: FlowRoles | None = None) -> float:
 
 def _status(meta: dict[str, Any], finished: bool) -> str:
     status = str(meta.get("status") or "ok")
-    if status == "failed":
-        return "failed"
+    if status in ("failed", "interrupted"):   # how it ended, whatever the flows did
+        return status
     return status if finished else "incomplete"
 
 
@@ -272,16 +272,17 @@ def _rep_columns(rep: RepLogs, n_flows: int) -> dict[str, Any]:
     """The columns that describe the whole repetition (REP_COLUMNS and the identifiers)."""
     ev, meta = rep.events, rep.meta
     cache = _col(ev[ev["ev"] == "cache"], "segments").dropna()
-    drop_reason = _col(ev[ev["ev"] == "drop"], "reason")
+    drops = ev[ev["ev"] == "drop"]
+    drop_reason = _col(drops, "reason")
     return {
         "variant": meta.get("variant"),
         "repetition": _int_or_none(meta.get("repetition")),
         "seed": meta.get("seed"),
         "cache_max_segments": int(cache.max()) if len(cache) else 0,
         "backend": meta.get("backend"),
-        "drops_loss": int((drop_reason == "loss").sum()),
-        "drops_queue": int((drop_reason == "queue").sum()) + _socket_drops(ev),
-        "drops_malformed": int((drop_reason == "malformed").sum()),
+        "drops_loss": _drop_total(drops, drop_reason, "loss"),
+        "drops_queue": _drop_total(drops, drop_reason, "queue") + _socket_drops(ev),
+        "drops_malformed": _drop_total(drops, drop_reason, "malformed"),
         "cache_insertions": _cache_insertions(ev),
         "n_flows": n_flows,
         "cache_mean_segments": cache_time_mean(rep),
@@ -341,6 +342,16 @@ def cache_time_mean(rep: RepLogs) -> float:
         values = np.concatenate(([before[-1] if len(before) else 0.0], seg[inside]))
         total += float((values * np.diff(knots)).sum())
     return total / (t1 - t0)
+
+
+def _drop_total(drops: pd.DataFrame, reason: pd.Series, which: str) -> int:
+    """Drops of one reason: a ``drop`` line is one drop, or ``count`` drops when it sums those over
+    the per-second line limit (docs/LOGS.md)."""
+    mine = reason == which
+    if "count" not in drops:
+        return int(mine.sum())
+    counts = pd.to_numeric(drops["count"], errors="coerce").fillna(1)
+    return int(counts[mine].sum())
 
 
 def _socket_drops(ev: pd.DataFrame) -> int:

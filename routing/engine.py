@@ -17,7 +17,7 @@ from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
-from routing.step import DROP_REASONS, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
+from routing.step import DROP_REASONS, HOP_LIMIT, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
 from routing.wire import DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, wire_size
 from tcp_user.segment import ACK, Segment
 
@@ -57,11 +57,11 @@ class ForwardingEngine:
     """
 
     def __init__(self, address: str, routes: RouteTable, loss: LossModel, agent: SnoopAgent,
-                 quality: Any, log: EventSink | Emit | None = None) -> None:
+                 quality: Any, log: EventSink | Emit | None = None, hop_limit: int = HOP_LIMIT) -> None:
         self.address = address
         self.routes = routes
         self.agent = agent
-        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log))
+        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log), hop_limit)
         self.drops = self.step.drops
         self._names: dict[tuple[str, int, str, int], str] = {}
         self._makes_acks = agent.generates_acks
@@ -82,15 +82,16 @@ class ForwardingEngine:
             self._capture(now, data, frm, actions)
         return actions
 
-    def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> list[Action]:
-        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
-        first, with the bytes the packet has on the link."""
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None, size: int | None = None) -> list[Action]:
+        """A decoded packet heard from the network (the virtual-time backend's input, and the
+        authenticated overlay's once routing.auth opened it): the loss model first, with the bytes the
+        packet has on the link (``size``, else computed)."""
         if self.tap is not None:
             heard = pkt.copy()            # as heard: the step rewrites the header of what it forwards
-            actions = self._on_packet(pkt, now)
+            actions = self._on_packet(pkt, now, size)
             self._capture(now, heard, frm, actions, pkt)
             return actions
-        return self._on_packet(pkt, now)
+        return self._on_packet(pkt, now, size)
 
     def send_local(self, pkt: Packet, now: float) -> list[Action]:
         """A packet originated by this node (its TCP or its prober): no loss model, hop index 0."""
@@ -137,13 +138,15 @@ class ForwardingEngine:
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 
-    def _on_packet(self, pkt: Packet, now: float) -> list[Action]:
-        if self.step.lost(now, wire_size(pkt)):
+    def _on_packet(self, pkt: Packet, now: float, size: int | None = None) -> list[Action]:
+        if self.step.lost(now, wire_size(pkt) if size is None else size):
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 
     def _heard(self, pkt: Packet, now: float) -> list[Action]:
         if pkt.dst != self.address:
+            if self.step.expired(pkt.hops):
+                return [self.drop(pkt, "ttl", now)]
             return self._forward(pkt, now, "fwd")
         seg = pkt.segment
         if pkt.ptype == DATA and seg is not None and seg.is_pure_ack:

@@ -95,8 +95,10 @@ class NodeCore:
         """A datagram heard from neighbour ``frm`` (its mesh address, when the driver knows it)."""
         return self._run(self.engine.on_datagram(data, now, frm), now)
 
-    def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> Out:
-        return self._run(self.engine.on_packet(pkt, now, frm), now)
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None, size: int | None = None) -> Out:
+        """A decoded packet (the sim's, or one the authenticated overlay opened), from neighbour ``frm``;
+        ``size``: its bytes on the link (else computed)."""
+        return self._run(self.engine.on_packet(pkt, now, frm, size), now)
 
     def next_timer(self) -> float | None:
         times = [self._timers[0][0]] if self._timers else []
@@ -167,6 +169,8 @@ class NodeCore:
         if pkt.ptype == PROBE and pkt.probe is not None:
             if pkt.src in self.neighbours:
                 self.etx.on_probe(pkt.src, pkt.probe.seq, pkt.probe.ratio, now)
+            else:   # every datagram is accounted for (issue 13, item 6)
+                self.engine.drop(pkt, "stranger", now, detail="probe from a non-neighbour")
             return []
         if pkt.ptype == DATA and pkt.segment is not None:
             b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))

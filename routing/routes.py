@@ -36,22 +36,83 @@ def chain_routes(addresses: Sequence[str]) -> dict[str, RouteTable]:
     return tables
 
 
+class RouteError(ValueError):
+    """A topology's routes are wrong; ``problems`` holds (field path, reason) for each."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{path}: {why}" for path, why in problems))
+        self.problems = problems
+
+
+def _build(topology: Mapping[str, Any]) -> tuple[dict[str, RouteTable], list[tuple[str, str]]]:
+    """The tables with every override applied, and the overrides refused (path, reason).
+
+    An override is applied (whatever its destination, a neighbour included) or refused with a
+    reason: a route to the node itself, or through a node that is not a neighbour (issue 13, item 5)."""
+    names = topology["chain"]
+    addrs = topology["addresses"]
+    by_addr = chain_routes([addrs[n] for n in names])
+    tables = {n: by_addr[addrs[n]] for n in names}
+    problems: list[tuple[str, str]] = []
+    for n, table in (topology.get("routes") or {}).items():
+        nbrs = list(tables[n].neighbours)
+        merged = tables[n].as_dict()
+        for d, v in table.items():
+            path = f"topology.routes.{n}.{d}"
+            if d == n:
+                problems.append((path, f"a route from {n} to itself is refused"))
+            elif addrs[v] not in nbrs:
+                nbr_names = [m for m in names if addrs[m] in nbrs]
+                problems.append((path, f"next hop {v} is not a neighbour of {n} (neighbours: {', '.join(nbr_names)})"))
+            else:
+                merged[addrs[d]] = addrs[v]
+        tables[n] = RouteTable(merged, nbrs)
+    return tables, problems
+
+
+def _walk_problems(names: list[str], addrs: Mapping[str, str], tables: Mapping[str, RouteTable]) -> list[tuple[str, str]]:
+    """From every node to every destination the next hops must reach it, within the node count
+    (a longer walk repeats a node: a loop)."""
+    name_of = {addrs[n]: n for n in names}
+    problems = []
+    for src in names:
+        for dst in names:
+            if dst == src:
+                continue
+            path, cur = [src], src
+            while cur != dst:
+                nxt = tables[cur].next_hop(addrs[dst])
+                if nxt is None or nxt not in name_of:
+                    problems.append((f"topology.routes.{cur}", f"no route from {cur} to {dst} "
+                                     f"(path {' -> '.join(path)})"))
+                    break
+                cur = name_of[nxt]
+                path.append(cur)
+                if len(path) > len(names):
+                    problems.append((f"topology.routes.{src}", f"routing loop from {src} to {dst}: "
+                                     f"{' -> '.join(path)}"))
+                    break
+    return problems
+
+
+def route_problems(topology: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every problem of a topology's routes, as (field path, reason); empty when they are sound."""
+    tables, problems = _build(topology)
+    return problems or _walk_problems(list(topology["chain"]), topology["addresses"], tables)
+
+
 def topology_routes(topology: Mapping[str, Any]) -> dict[str, RouteTable]:
     """Per node name: its static route table, from a topology ``{chain, addresses, routes}``.
 
     Chain routes (``chain`` in path order, ``addresses`` node -> address), with the
     ``routes`` overrides (node -> {destination node: next-hop node}) on top.  The
     experiment runner (every backend) and ``deploy routes`` (kernel routes on the Pis)
-    both compute their routes here, so they agree.
+    both compute their routes here, so they agree.  Raises :class:`RouteError` for a
+    refused override, a destination not reached or a loop (``experiments.schema`` reports
+    the same before anything starts).
     """
-    names = topology["chain"]
-    addrs = topology["addresses"]
-    by_addr = chain_routes([addrs[n] for n in names])
-    tables = {n: by_addr[addrs[n]] for n in names}
-    for n, table in (topology.get("routes") or {}).items():
-        merged = tables[n].as_dict()
-        merged.update({addrs[d]: addrs[v] for d, v in table.items()})
-        nbrs = list(tables[n].neighbours)
-        routes = {d: v for d, v in merged.items() if d not in nbrs}
-        tables[n] = RouteTable(routes, nbrs)
+    tables, problems = _build(topology)
+    problems = problems or _walk_problems(list(topology["chain"]), topology["addresses"], tables)
+    if problems:
+        raise RouteError(problems)
     return tables

@@ -17,9 +17,10 @@ import time
 from typing import Any, Callable
 
 from etx.prober import ProberThread
+from routing.auth import MeshAuth
 from routing.eventlog import EventLog
 from routing.node import NodeCore, Out
-from routing.wire import MAX_DATAGRAM, WireError, encode
+from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, AuthError, WireError, encode
 
 SOCKET_BUFFER = 4 * 1024 * 1024
 TICK_S = 0.2          # the loop wakes at least this often (stop requests, deadline)
@@ -58,9 +59,13 @@ class UdpNode:
 
     def __init__(self, core: NodeCore, bind: tuple[str, int], peers: dict[str, tuple[str, int]],
                  log: EventLog, deadline: float | None = None,
-                 on_done: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
+                 on_done: Callable[[], None] | None = None, done: Callable[[], bool] | None = None,
+                 auth: MeshAuth | None = None) -> None:
         self.core = core
         self.peers = peers
+        #: the authenticated overlay (routing.auth), or None: plain version-2 datagrams from anyone
+        self.auth = auth
+        self._sender_of = {tuple(udp): mesh for mesh, udp in peers.items()}   # UDP source -> mesh address
         self.log = log
         self._emit = log.emit
         self.deadline = deadline
@@ -130,7 +135,7 @@ class UdpNode:
                 self.core.engine.drop(pkt, "no_route", time.time(), detail=f"no UDP peer for {nxt}")
                 continue
             try:
-                sendto(encode(pkt), addr)
+                sendto(encode(pkt) if self.auth is None else self.auth.seal(pkt, nxt), addr)
                 self.tx_datagrams += 1
             except BlockingIOError:
                 # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
@@ -177,6 +182,8 @@ class UdpNode:
                         self._send(core.on_timer(now))
                         t = core.next_timer()
                 if now - flushed >= LOG_FLUSH_S:
+                    with lock:
+                        core.engine.step.flush_drops(now)   # counts of drops over the line rate
                     log.flush()        # batches of at most LOG_FLUSH_S (or the log's FLUSH_LINES)
                     if core.engine.tap is not None:
                         core.engine.tap.writer.flush()
@@ -230,6 +237,9 @@ class UdpNode:
     def _drain(self, budget: int = 256) -> None:
         """Read what the socket holds (up to ``budget`` datagrams) and process each, holding the
         core's lock for the whole batch (the probers wait at most one batch)."""
+        if self.auth is not None:
+            self._drain_auth(budget)
+            return
         if self.core.engine.tap is not None:
             return self._drain_named(budget)
         recv, on_datagram, send, now = self.sock.recv, self.core.on_datagram, self._send, time.time
@@ -245,3 +255,33 @@ class UdpNode:
                     raise
                 self.rx_datagrams += 1
                 send(on_datagram(data, now()))
+
+    def _drain_auth(self, budget: int) -> None:
+        """:meth:`_drain` on the authenticated overlay: a datagram from a neighbour's address, with a
+        tag that verifies and a fresh sequence number goes to the core; the rest is dropped and
+        counted by reason (routing.auth) before the core's loss model sees it."""
+        recvfrom, core, send, now, auth = self.sock.recvfrom, self.core, self._send, time.time, self.auth
+        sender_of, step = self._sender_of, self.core.engine.step
+        assert auth is not None
+        with self.lock:
+            for _ in range(budget):
+                try:
+                    data, src = recvfrom(MAX_DATAGRAM)
+                except BlockingIOError:
+                    return
+                except OSError as e:
+                    if e.errno in (errno.ECONNREFUSED, errno.EINTR):
+                        continue
+                    raise
+                self.rx_datagrams += 1
+                t = now()
+                sender = sender_of.get(src)
+                try:
+                    pkt = auth.open(data, sender)
+                except AuthError as e:
+                    step.drop(t, e.reason, "?", src=f"{src[0]}:{src[1]}", size=len(data))
+                    continue
+                except WireError as e:
+                    step.drop(t, "malformed", "?", detail=str(e), size=len(data))
+                    continue
+                send(core.on_packet(pkt, t, sender, len(data) + IP_UDP_OVERHEAD))

@@ -9,6 +9,13 @@ Layout, network byte order::
                         type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
     trailer (4 bytes)   CRC-32 of everything before it
 
+Version 3 (authenticated overlay, issue 13) is version 2 with the CRC trailer replaced by
+``seq u64 | tag (16 bytes)``: ``seq`` is the transmitting node's own sequence number and ``tag``
+the keyed BLAKE2b (RFC 7693, truncated to 16 bytes) of ``link | header | body | seq`` under the
+experiment key, where ``link`` is the transmitting node's and the next hop's mesh addresses (4 + 4
+bytes), so a packet is bound to the one link it was sent on.  :func:`encode_auth` and
+:func:`decode_auth` read and write it; routing.auth keeps the sequence numbers and replay windows.
+
 pkt_effort and pkt_qos are the 16-bit fixed-point words of the IPv4 option
 (``k / 65535``, aspan.fields): one precision on every data plane.  Version 1
 carried them as f32.
@@ -20,6 +27,8 @@ the magic, a range check or a length check).  Decoding raises
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import socket
 import struct
@@ -31,6 +40,8 @@ from tcp_user.segment import KNOWN_FLAGS, MAX_SACK_BLOCKS, MAX_SNACK, Segment
 
 MAGIC = 0xA5
 VERSION = 2
+AUTH_VERSION = 3   # version 2 with a sequence number and a keyed MAC instead of the CRC
+TAG_LEN = 16
 
 DATA = 1     # carries a TCP segment
 PROBE = 2    # ETX probe
@@ -41,7 +52,9 @@ _PROBE = struct.Struct("!If")
 _CRC = struct.Struct("!I")
 _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
+_SEQ = struct.Struct("!Q")
 HEADER_LEN = _HEADER.size
+AUTH_TRAILER_LEN = _SEQ.size + TAG_LEN
 MAX_DATAGRAM = 65507
 # The common DATA packet (no SACK blocks, no SNACK entries): header and body read or written
 # with one struct call (encode's and decode's fast paths; anything else takes the general path).
@@ -78,6 +91,30 @@ class WireError(ValueError):
     """A byte string is not a valid overlay packet (the only error decode() raises)."""
 
 
+class AuthError(Exception):
+    """An authenticated datagram is not accepted; ``reason`` is its drop reason (routing.step)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MacKey:
+    """The experiment key: keyed BLAKE2b (RFC 7693) truncated to TAG_LEN bytes, keyed once."""
+
+    def __init__(self, key: bytes) -> None:
+        if not 16 <= len(key) <= 64:
+            raise ValueError(f"the experiment key must have 16 to 64 bytes, not {len(key)}")
+        self._keyed = hashlib.blake2b(key=key, digest_size=TAG_LEN)
+
+    def tag(self, link: bytes, *parts: bytes | memoryview) -> bytes:
+        h = self._keyed.copy()
+        h.update(link)
+        for part in parts:
+            h.update(part)
+        return h.digest()
+
+
 @dataclass(slots=True)
 class Probe:
     seq: int
@@ -111,31 +148,46 @@ def _f32_ok(x: float) -> bool:
     return not math.isnan(x) and 0.0 <= x <= 1.0
 
 
-def encode(pkt: Packet) -> bytes:
-    """Packet -> bytes.  Raises WireError if a field does not fit the format."""
+def _plain_head(pkt: Packet, version: int) -> bytes | None:
+    """Header and DATA body of the common packet (no SACK, no SNACK) in one struct call; None for any
+    other packet (the general path)."""
     f = pkt.fields
     s = pkt.segment
     if pkt.ptype == DATA and s is not None and not s.sack and not s.snack and not s.flags & ~KNOWN_FLAGS:
         e, q = f.pkt_effort, f.pkt_qos
-        if 0.0 <= e <= 1.0 and 0.0 <= q <= 1.0 and len(s.payload) + _PLAIN_LEN + _CRC.size <= MAX_DATAGRAM:
+        if 0.0 <= e <= 1.0 and 0.0 <= q <= 1.0 and len(s.payload) + _PLAIN_LEN + AUTH_TRAILER_LEN <= MAX_DATAGRAM:
             try:
-                head = _PLAIN_DATA.pack(MAGIC, VERSION, DATA, _aton(pkt.src), pkt.sport, _aton(pkt.dst), pkt.dport,
+                return _PLAIN_DATA.pack(MAGIC, version, DATA, _aton(pkt.src), pkt.sport, _aton(pkt.dst), pkt.dport,
                                         pkt.hops, f.snoop_after, f.snoop_limit, f.snoop_count,
                                         int(e * FIXED_ONE + 0.5), int(q * FIXED_ONE + 0.5),   # aspan.fields.to_fixed
                                         s.seq, s.ack, s.flags, 0, 0, s.window, len(s.payload))
             except (struct.error, OSError, TypeError, OverflowError) as err:
                 raise WireError(f"cannot encode packet: {err}") from None
-            payload = s.payload
-            return b"".join((head, payload, _CRC.pack(zlib.crc32(payload, zlib.crc32(head)))))
+    return None
+
+
+def encode(pkt: Packet) -> bytes:
+    """Packet -> bytes (version 2).  Raises WireError if a field does not fit the format."""
+    head = _plain_head(pkt, VERSION)
+    if head is not None:
+        payload = pkt.segment.payload   # type: ignore[union-attr]
+        return b"".join((head, payload, _CRC.pack(zlib.crc32(payload, zlib.crc32(head)))))
     return _encode_general(pkt)
 
 
 def _encode_general(pkt: Packet) -> bytes:
+    body = _general_body(pkt, VERSION)
+    if len(body) + _CRC.size > MAX_DATAGRAM:
+        raise WireError("packet larger than a UDP datagram")
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def _general_body(pkt: Packet, version: int) -> bytes:
     f = pkt.fields
     try:
         if not (_f32_ok(f.pkt_effort) and _f32_ok(f.pkt_qos)):
             raise WireError(f"pkt_effort/pkt_qos out of [0,1]: {f.pkt_effort}, {f.pkt_qos}")
-        head = _HEADER.pack(MAGIC, VERSION, pkt.ptype, _aton(pkt.src), pkt.sport,
+        head = _HEADER.pack(MAGIC, version, pkt.ptype, _aton(pkt.src), pkt.sport,
                             _aton(pkt.dst), pkt.dport, pkt.hops, f.snoop_after,
                             f.snoop_limit, f.snoop_count, to_fixed(f.pkt_effort), to_fixed(f.pkt_qos))
         if pkt.ptype == DATA:
@@ -151,21 +203,66 @@ def _encode_general(pkt: Packet) -> bytes:
             parts.extend(_SACK.pack(a, b) for a, b in s.sack)
             parts.extend(_U32.pack(x) for x in s.snack)
             parts.append(s.payload)
-            body = b"".join(parts)
-        elif pkt.ptype == PROBE:
+            return b"".join(parts)
+        if pkt.ptype == PROBE:
             p = pkt.probe
             if p is None:
                 raise WireError("PROBE packet without a probe")
             if not (p.ratio == -1.0 or _f32_ok(p.ratio)):
                 raise WireError(f"probe ratio out of range: {p.ratio}")
-            body = head + _PROBE.pack(p.seq, p.ratio)
-        else:
-            raise WireError(f"unknown packet type {pkt.ptype}")
+            return head + _PROBE.pack(p.seq, p.ratio)
+        raise WireError(f"unknown packet type {pkt.ptype}")
     except (struct.error, OSError, TypeError, OverflowError) as e:
         raise WireError(f"cannot encode packet: {e}") from None
-    if len(body) + _CRC.size > MAX_DATAGRAM:
-        raise WireError("packet larger than a UDP datagram")
-    return body + _CRC.pack(zlib.crc32(body))
+
+
+# ---- version 3: authenticated (issue 13, item 3) ------------------------------------------------
+def link_id(sender: str, receiver: str) -> bytes:
+    """What binds a version-3 packet to one link: the transmitting node's and the next hop's mesh addresses."""
+    try:
+        return _aton(sender) + _aton(receiver)
+    except OSError as e:
+        raise ValueError(f"not an IPv4 address: {sender!r} or {receiver!r}") from e
+
+
+def encode_auth(pkt: Packet, key: MacKey, link: bytes, seq: int) -> bytes:
+    """Packet -> version-3 bytes: the body, the sender's ``seq`` (u64) and the tag over link, body and seq."""
+    head = _plain_head(pkt, AUTH_VERSION)
+    if head is not None:
+        parts: tuple[bytes, ...] = (head, pkt.segment.payload)   # type: ignore[union-attr]
+    else:
+        body = _general_body(pkt, AUTH_VERSION)
+        if len(body) + AUTH_TRAILER_LEN > MAX_DATAGRAM:
+            raise WireError("packet larger than a UDP datagram")
+        parts = (body,)
+    try:
+        seqb = _SEQ.pack(seq)
+    except struct.error as e:
+        raise WireError(f"sequence number out of range: {seq}") from e
+    return b"".join((*parts, seqb, key.tag(link, *parts, seqb)))
+
+
+def decode_auth(data: bytes, key: MacKey, link: bytes) -> tuple[Packet, int]:
+    """Version-3 bytes heard on ``link`` -> (Packet, the sender's seq).  AuthError("forged") when the
+    tag does not verify (checked first: nothing of an unauthenticated datagram is parsed); WireError
+    when an authentic datagram does not parse (only a key holder can send one)."""
+    n = len(data)
+    if n < HEADER_LEN + AUTH_TRAILER_LEN:
+        raise AuthError("forged")
+    body_end = n - AUTH_TRAILER_LEN
+    view = memoryview(data)
+    if not hmac.compare_digest(key.tag(link, view[:body_end + _SEQ.size]), view[body_end + _SEQ.size:]):
+        raise AuthError("forged")
+    (seq,) = _SEQ.unpack_from(data, body_end)
+    if n >= _PLAIN_LEN + AUTH_TRAILER_LEN and data[2] == DATA:
+        (magic, version, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
+         tseq, ack, flags, nsack, nsnack, window, paylen) = _PLAIN_DATA.unpack_from(data)
+        if (magic == MAGIC and version == AUTH_VERSION and not nsack and not nsnack
+                and not flags & ~KNOWN_FLAGS and _PLAIN_LEN + paylen == body_end):
+            return Packet(DATA, _ntoa(src), sport, _ntoa(dst), dport, hops,
+                          AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
+                          Segment(tseq, ack, flags, window, (), bytes(data[_PLAIN_LEN:body_end]), ())), seq
+    return _parse_general(data, body_end, AUTH_VERSION), seq
 
 
 def decode(data: bytes) -> Packet:
@@ -193,11 +290,16 @@ def _decode_general(data: bytes) -> Packet:
     (crc,) = _CRC.unpack_from(data, body_end)
     if zlib.crc32(memoryview(data)[:body_end]) != crc:
         raise WireError("CRC mismatch")
+    return _parse_general(data, body_end, VERSION)
+
+
+def _parse_general(data: bytes, body_end: int, expected_version: int) -> Packet:
+    """Header and body of ``data[:body_end]`` (its trailer checked already), every check in order."""
     (magic, version, ptype, src, sport, dst, dport, hops, s_after, s_limit, s_count,
      effort, qos) = _HEADER.unpack_from(data, 0)
     if magic != MAGIC:
         raise WireError(f"bad magic {magic:#x}")
-    if version != VERSION:
+    if version != expected_version:
         raise WireError(f"unsupported version {version}")
     fields = AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count)
     pkt = Packet(ptype, _ntoa(src), sport, _ntoa(dst), dport, hops, fields)

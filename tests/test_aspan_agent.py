@@ -83,7 +83,8 @@ def test_unknown_flow_and_old_ack_pass_through():
 
 
 def test_cache_bound_counts_cache_full():
-    a, log = agent(cache_bytes=2 * MSS)
+    from aspan.agent import SEGMENT_COST
+    a, log = agent(cache_bytes=2 * (MSS + SEGMENT_COST))   # the bound counts what a segment costs
     feed(a, range(4))
     assert a.cache_segments == 2
     assert a.stats["cache_full"] == 2

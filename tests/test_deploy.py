@@ -170,6 +170,7 @@ def test_run_dry_run_prints_every_step_of_every_host_and_connects_nowhere(tmp_pa
         steps = " ".join(lines)
         assert steps.count("/home/pi/aspan/venv/bin/aspan node --config") == 4
         assert steps.count("kill -TERM --") == 4
+        assert steps.count(f"/{node}.key -> ") == 4   # the experiment key goes up in its own file (MAC on)
         assert steps.count(f"get: /home/pi/aspan/runs/e/<stamp>/reno/rep1/{node}.log") == 1
         assert "python3 -u -c" in steps               # the clock offset measurement
         assert not any(ln.startswith("run: sudo") for ln in lines)   # running nodes needs no root
@@ -350,3 +351,16 @@ def test_every_error_of_an_inventory_is_reported_at_once(tmp_path):
                                                     "hosts[3].mesh_address"]
     assert "repeats hosts[1].mesh_address" in e.value.errors[-1].message
     assert all(str(err).startswith(f"{p}: ") for err in e.value.errors)
+
+
+def test_node_configs_point_at_the_key_file_only_with_the_mac_on():
+    """Issue 13, item 3: the key reaches a Pi in its own file (the config names it, never holds it)."""
+    from experiments.build import mac_on
+    from experiments.schema import load_experiment
+    cfg = load_experiment({"name": "t", "flows": [{"segments": 1}]}).variants[0].config
+    assert mac_on(cfg, "pi") and not mac_on(cfg, "local")      # auto: on for the open cell
+    inv = load_inventory(inv_doc(), check_files=False)
+    rdirs = {n: f"/r/{n}" for n in "ABCD"}
+    on = node_configs(cfg, inv, 5, 1000.0, {}, rdirs, auth=True)
+    assert on["B"]["auth_key_file"] == "/r/B/B.key"
+    assert "auth_key_file" not in node_configs(cfg, inv, 5, 1000.0, {}, rdirs)["B"]

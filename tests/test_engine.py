@@ -109,3 +109,25 @@ def test_route_table_rejects_non_neighbour_next_hop():
     import pytest
     with pytest.raises(ValueError, match="not a neighbour"):
         RouteTable({D: C}, [B])
+
+
+def test_a_routing_loop_ends_at_the_hop_limit_with_reason_ttl():
+    """Issue 13, item 5: B and C send D's packets to each other (routes built without the checks);
+    the packet circles until the hop limit, then is dropped as ttl, never failing to encode."""
+    events = []
+    emit = lambda now, ev, **f: events.append((ev, f))
+    tables = {B: RouteTable({D: C}, [A, C]), C: RouteTable({D: B}, [B, D])}
+    engines = {a: ForwardingEngine(a, tables[a], Scripted(), SnoopAgent(a, SnoopConfig()), lambda n: 1.0, emit,
+                                   hop_limit=4) for a in (B, C)}
+    pkt, at, hops_seen = data(0, hops=1), B, []
+    for _ in range(10):
+        [act] = engines[at].on_datagram(encode(pkt), 1.0)
+        if isinstance(act, Drop):
+            break
+        hops_seen.append(act.packet.hops)
+        pkt, at = act.packet, act.next_hop
+    assert isinstance(act, Drop) and act.reason == "ttl"
+    assert hops_seen == [2, 3, 4]
+    assert engines[at].drops["ttl"] == 1
+    assert ("drop", {"reason": "ttl", "ptype": "tcp", "flow": f"{A}:5000>{D}:6000", "seq": 0, "ack": 0,
+                     "len": 1000}) in events

@@ -71,22 +71,44 @@ def start_long_run(tmp_path: Path):
     return p, rep
 
 
-def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
+def _stop_run_with(tmp_path: Path, sig: int, group: bool) -> Path:
+    """Stop a running local run with ``sig`` (to its process group, as a terminal's Ctrl-C, or to
+    the runner alone, as ``kill``); check every node stopped; return the rep dir."""
     p, rep = start_long_run(tmp_path)
     try:
         pids = node_pids(rep)
-        os.killpg(p.pid, signal.SIGINT)
-        p.communicate(timeout=60)
+        if group:
+            os.killpg(p.pid, sig)
+        else:
+            os.kill(p.pid, sig)
+        out, _ = p.communicate(timeout=60)
     finally:
         kill_group(p)
-    assert p.returncode != 0
+    assert p.returncode == 130, out    # issue 13: interrupted (SIGINT or SIGTERM)
     for pid in pids.values():
         wait_for(lambda: not alive(pid), 15, f"node {pid} to stop")
+    return rep
+
+
+def _interrupted_records(rep: Path, error: str) -> None:
     meta = json.loads((rep / "meta.json").read_text())
-    assert meta["status"] == "interrupted"
+    assert meta["status"] == "interrupted" and meta["error"] == error
     for n in "ABCD":
         lines = (rep / f"{n}.log").read_text().splitlines()
         assert json.loads(lines[-1])["ev"] == "node_stop"  # logged to the end, flushed
+    df = pd.read_csv(rep.parent.parent / "summary.csv")     # the rows it has (issue 13, item 1)
+    assert list(df["status"]) == ["interrupted"] and list(df["variant"]) == ["reno"]
+
+
+def test_ctrl_c_stops_every_node_and_keeps_logs(tmp_path, no_leftover_nodes):
+    _interrupted_records(_stop_run_with(tmp_path, signal.SIGINT, group=True), "stopped by Ctrl-C")
+
+
+def test_sigterm_to_the_runner_is_handled_like_ctrl_c(tmp_path, no_leftover_nodes):
+    rep = _stop_run_with(tmp_path, signal.SIGTERM, group=False)
+    _interrupted_records(rep, "stopped by SIGTERM")
+    from experiments.cli import main
+    assert main(["plot", str(rep.parent.parent), "--resummarize"]) == 0   # any run directory plots
 
 
 def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_leftover_nodes):
@@ -97,6 +119,7 @@ def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_lefto
         out, _ = p.communicate(timeout=90)
     finally:
         kill_group(p)
+    assert p.returncode == 1, out      # issue 13: a failed repetition is not a success
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "failed"
     assert "node B exited with code -9" in meta["error"]
@@ -104,6 +127,8 @@ def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_lefto
     for n, pid in pids.items():
         wait_for(lambda: not alive(pid), 15, f"node {n} to stop")
     assert '"deliver"' in (rep / "D.log").read_text()  # what was logged before the failure stays
+    df = pd.read_csv(rep.parent.parent / "summary.csv")
+    assert list(df["status"]) == ["failed"]
 
 
 def _junk(rng: random.Random) -> list[bytes]:
@@ -141,7 +166,10 @@ def test_malformed_datagrams_are_counted_and_the_run_completes(tmp_path, no_left
     assert df["integrity_ok"].all() and (df["status"] == "ok").all()
     events = [json.loads(l) for l in (rep / "B.log").read_text().splitlines()]
     malformed = [e for e in events if e["ev"] == "drop" and e["reason"] == "malformed"]
-    assert len(malformed) == len(junk)
+    # 20 lines a second one by one, the rest of the burst as one line with a count (issue 13, item 4)
+    assert sum(e.get("count", 1) for e in malformed) == len(junk) and len(malformed) == 21
+    [stop] = [e for e in events if e["ev"] == "node_stop"]
+    assert stop["drops"]["malformed"] == len(junk)
     assert int(df["drops_malformed"].iloc[0]) == len(junk)
 
 
@@ -159,3 +187,31 @@ def test_socket_drops_reads_the_kernel_counter(tmp_path):
         assert socket_drops(s.getsockname()) == 0  # a fresh socket, read from the real /proc/net/udp
     finally:
         s.close()
+
+
+def test_a_run_with_the_mac_on_completes_and_leaves_no_key_behind(tmp_path, no_leftover_nodes):
+    """Issue 13, item 3: the authenticated overlay carries a whole flow; a stranger's datagrams are
+    dropped as such; the key files are gone after the run."""
+    exp = write_exp(tmp_path, segments=2000, loss=0.0,
+                    variants=[{"name": "mac", "tcp": {"variant": "sack"}, "auth": {"mac": True}}])
+    p = start_run(exp, tmp_path / "runs", "--no-plot")
+    try:
+        run = wait_for(lambda: next((tmp_path / "runs" / "t").glob("*"), None), 30, "run dir")
+        rep = run / "mac" / "rep0"
+        wait_for(lambda: '"deliver"' in ((rep / "D.log").read_text() if (rep / "D.log").exists() else ""),
+                 120, "data flowing")
+        bind = tuple(json.loads((rep / "B.node.json").read_text())["bind"])
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for j in _junk(random.Random(7)):
+            s.sendto(j, bind)
+        s.close()
+        out, _ = p.communicate(timeout=240)
+    finally:
+        kill_group(p)
+    assert p.returncode == 0, out
+    df = pd.read_csv(run / "summary.csv")
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all()
+    assert json.loads((rep / "meta.json").read_text())["auth"] is True
+    assert not list(rep.glob("*.key"))
+    [stop] = [json.loads(l) for l in (rep / "B.log").read_text().splitlines() if '"node_stop"' in l]
+    assert stop["drops"]["stranger"] == 60 and stop["drops"]["malformed"] == 0

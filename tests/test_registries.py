@@ -155,7 +155,8 @@ def test_the_toy_backend_is_accepted_and_dispatched_by_the_runner(monkeypatch, t
     path.write_text(yaml.safe_dump(small_experiment(backend="dry", repetitions=2,
                                                     variants=[{"name": "a"}, {"name": "b"}])))
     assert load_file(path).base["backend"] == "dry"
-    assert main(["run", str(path), "--backend", "dry", "--no-plot", "--out", str(tmp_path / "runs")]) == 0
+    # every repetition is incomplete: the run says so with exit status 1 (issue 13, item 1)
+    assert main(["run", str(path), "--backend", "dry", "--no-plot", "--out", str(tmp_path / "runs")]) == 1
     assert calls == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     run_dir = next((tmp_path / "runs" / "toy").iterdir())
     rows = read_summary(run_dir).to_dict("records")

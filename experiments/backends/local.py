@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiments.backends import medium_process
-from experiments.build import start_rep, write_meta
+from experiments.build import mac_on, new_key, start_rep, write_key, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import Variant
+from experiments.stopping import stop_reason
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
 STOP_GRACE_S = 5.0
@@ -94,6 +95,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     meta["udp"] = {n: list(a) for n, a in udp.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    key = new_key() if mac_on(cfg, "local") else None
+    meta["auth"] = key is not None
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
                         rep_dir / f"{cfg['flows'][0]['receiver']}.log")
@@ -107,6 +110,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                     "log": str(rep_dir / f"{n}.log"), "done_file": str(rep_dir / f"{n}.done"),
                     "bind": list(udp[n]),
                     "peers": via_medium[n] if via_medium else {addrs[m]: list(udp[m]) for m in names if m != n}}
+            if key is not None:
+                conf["auth_key_file"] = str(write_key(rep_dir / f"{n}.key", key))
             cpath = rep_dir / f"{n}.node.json"
             cpath.write_text(json.dumps(conf))
             with open(rep_dir / f"{n}.stderr", "wb") as err:
@@ -132,13 +137,15 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     except NodeFailed as e:
         meta["status"] = "failed"
         meta["error"] = str(e)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
         meta["status"] = "interrupted"
-        meta["error"] = "stopped by Ctrl-C"
+        meta["error"] = stop_reason(e)
         raise
     finally:
         progress.finish()
         _stop_all(procs)
+        for n in names:     # a node that never started leaves its key file: it goes too
+            (rep_dir / f"{n}.key").unlink(missing_ok=True)
         meta["exit_codes"] = {n: p.returncode for n, p in procs.items()}
         write_meta(rep_dir, meta)
     return meta

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.build import build_node, overlay_tap
+from routing.auth import MeshAuth
 from routing.eventlog import EventLog
 from routing.udp import UdpNode
 
@@ -30,6 +31,24 @@ def _watch_parent(node: UdpNode, parent: int) -> None:
             return
 
 
+def read_key(path: str) -> bytes:
+    """The experiment key from the file the runner wrote for this node; the file is deleted once read,
+    so the key is in no run directory and no log (issue 13, item 3)."""
+    p = Path(path)
+    try:
+        return bytes.fromhex(p.read_text().strip())
+    finally:
+        p.unlink(missing_ok=True)
+
+
+def node_auth(conf: dict[str, Any], key: bytes | None, core: Any) -> MeshAuth | None:
+    """The node's authenticated overlay when the runner handed it a key; sequence numbers start at
+    the clock in microseconds, above anything an earlier life of this node sent."""
+    if key is None:
+        return None
+    return MeshAuth(key, core.address, core.neighbours, first_seq=time.time_ns() // 1000)
+
+
 def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
     log = EventLog(Path(conf["log"]), name, batch=True)
@@ -38,7 +57,9 @@ def run_node(conf: dict[str, Any]) -> int:
     exit_code = 0
     tap = None
     try:
-        log.emit(time.time(), "node_start", address=addr, bind=conf["bind"], pid=os.getpid())
+        key = read_key(conf["auth_key_file"]) if conf.get("auth_key_file") else None
+        log.emit(time.time(), "node_start", address=addr, bind=conf["bind"], pid=os.getpid(),
+                 auth=key is not None)
         log.flush()
         core = build_node(cfg, name, conf["seed"], log, conf["t0"], internal_probes=False)
         tap = overlay_tap(cfg, Path(conf["log"]).with_suffix(".pcapng"), addr)
@@ -57,15 +78,18 @@ def run_node(conf: dict[str, Any]) -> int:
             tmp.replace(done_file)
 
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
-                       log, deadline=conf.get("deadline"), on_done=say_done, done=all_done)
+                       log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
+                       auth=node_auth(conf, key, core))
         node.install_signal_handlers()
         if conf.get("watch_parent", True):  # the pi backend starts nodes detached (watch_parent: false)
             threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
         node.run()
+        core.engine.step.flush_drops(time.time(), final=True)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         flow = node.flow_cpu()
         log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
-                 cache_segments=core.engine.agent.cache_segments, rx_datagrams=node.rx_datagrams,
+                 cache_segments=core.engine.agent.cache_segments, snoop=dict(core.engine.agent.stats),
+                 rx_datagrams=node.rx_datagrams,
                  tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
                  socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
                  rx_flow_datagrams=None if flow is None else flow[1],

@@ -25,9 +25,10 @@ from deploy import clock, nodes
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, failure_lines,
                           on_hosts, open_remotes)
 from deploy.inventory import Inventory, InventoryError, load_inventory_file
-from experiments.build import base_meta, rep_seed, write_meta
+from experiments.build import base_meta, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import ExperimentError, Variant
+from experiments.stopping import stop_reason
 
 POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
 DEADLINE_MARGIN_S = 30.0
@@ -69,8 +70,9 @@ def check_hosts(inv: Inventory, names: list[str]) -> None:
 
 
 def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offsets: dict[str, float],
-                 rdirs: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Each node's ``aspan node`` config; times are converted to the node's own clock."""
+                 rdirs: dict[str, str], auth: bool = False) -> dict[str, dict[str, Any]]:
+    """Each node's ``aspan node`` config; times are converted to the node's own clock.  With ``auth``
+    the node reads the experiment key from ``<rdir>/<node>.key`` (uploaded beside it) and deletes it."""
     names = cfg["topology"]["chain"]
     addrs = cfg["topology"]["addresses"]
     hosts = inv.by_node()
@@ -80,7 +82,7 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
                 "t0": t0 + offsets.get(n, 0.0), "deadline": deadline + offsets.get(n, 0.0),
                 "log": f"{rdirs[n]}/{n}.log", "done_file": f"{rdirs[n]}/{n}.done",
                 "bind": udp[n], "peers": {addrs[m]: udp[m] for m in names if m != n},
-                "watch_parent": False}
+                "watch_parent": False, **({"auth_key_file": f"{rdirs[n]}/{n}.key"} if auth else {})}
             for n in names}
 
 
@@ -109,20 +111,27 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     try:
         offsets = _preflight(remotes, rdirs, meta)
         t0 = time.time() + inventory.start_margin_s
-        confs = node_configs(cfg, inventory, seed, t0, offsets, rdirs)
+        key = new_key() if mac_on(cfg, "pi") else None   # per repetition; never logged (issue 13)
+        meta["auth"] = key is not None
+        confs = node_configs(cfg, inventory, seed, t0, offsets, rdirs, auth=key is not None)
         for n, conf in confs.items():
             if dry_run:
                 print(f"[local] node config {n}: bind {conf['bind'][0]}:{conf['bind'][1]}, peers "
                       + ", ".join(f"{a}->{e[0]}:{e[1]}" for a, e in conf["peers"].items()), file=echo or sys.stdout)
             else:
                 (rep_dir / f"{n}.node.json").write_text(json.dumps(conf))
+                if key is not None:
+                    write_key(rep_dir / f"{n}.key", key)
 
         def start_one(r: Remote) -> int | None:
             n = r.host.node
             started.append(r)
-            return nodes.start(r, rdirs[n], n, rep_dir / f"{n}.node.json")
+            return nodes.start(r, rdirs[n], n, rep_dir / f"{n}.node.json",
+                               rep_dir / f"{n}.key" if key is not None else None)
 
         meta["pids"] = {rnode[name]: pid for name, pid in _group(remotes, start_one).items()}
+        for n in names:     # every node has its key now: the laptop's copies go
+            (rep_dir / f"{n}.key").unlink(missing_ok=True)
         end_by = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]
         _wait(remotes, rdirs, endpoints, receiver, end_by, inventory.poll_interval_s, meta, progress,
               cfg["limits"]["max_duration_s"])
@@ -132,12 +141,14 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
         meta["status"] = "failed"
         meta["error"] = str(e)
         meta["host_report"] = list(e.lines)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
         meta["status"] = "interrupted"
-        meta["error"] = "stopped by Ctrl-C"
+        meta["error"] = stop_reason(e)
         raise
     finally:
         progress.finish()
+        for n in names:     # the local copies of the key go as soon as the nodes have theirs
+            (rep_dir / f"{n}.key").unlink(missing_ok=True)
         _finish(remotes, started, rdirs, rep_dir, meta, rnode)
         if not dry_run:
             write_meta(rep_dir, meta)

@@ -147,6 +147,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if medium:
             medium.log_stats(lambda n, stats: logs[n].emit(loop.now, "mac", **stats))
         for n, node in nodes.items():
+            node.core.engine.step.flush_drops(loop.now, final=True)
             extra = {"capture": taps[n].writer.stats()} if n in taps else {}
             logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops, **extra)
     except Exception as e:

@@ -100,6 +100,8 @@ def run_node(conf: dict[str, Any]) -> int:
         ready.with_suffix(".tmp").replace(ready)
 
         def tick(now: float) -> bool:
+            if fw is not None:
+                fw.step.flush_drops(now)
             log.flush()
             if prober is not None and prober.error is not None:
                 raise prober.error
@@ -117,6 +119,7 @@ def run_node(conf: dict[str, Any]) -> int:
         if driver is not None:
             extra["queue"] = dict(driver.stats)
         if fw is not None:
+            fw.step.flush_drops(time.time(), final=True)
             extra.update(drops=dict(fw.drops), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
                          snoop=dict(fw.agent.stats))
             if fw.tap is not None:

@@ -23,6 +23,7 @@ from experiments.backends.netns import state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import start_rep, flow_plans, write_meta
 from experiments.schema import Variant
+from experiments.stopping import Terminated, stop_reason
 
 START_MARGIN_S = 1.0
 READY_TIMEOUT_S = 20.0
@@ -32,10 +33,6 @@ PROBE_PORT = 7700
 
 class RunFailed(RuntimeError):
     pass
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM to the runner: handled like Ctrl-C (stop, tear down, status interrupted)."""
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
@@ -140,7 +137,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         meta["error"] = str(e)
     except KeyboardInterrupt as e:
         meta["status"] = "interrupted"
-        meta["error"] = "stopped by SIGTERM" if isinstance(e, Terminated) else "stopped by Ctrl-C"
+        meta["error"] = stop_reason(e)
         raise
     finally:
         # finish the teardown whatever arrives (a second Ctrl-C must not leave namespaces behind)
