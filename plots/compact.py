@@ -4,7 +4,7 @@ While a repetition runs, every node streams its log line by line (a crash loses 
 before it).  Once it has ended, :func:`compact_rep` reads those logs with the same parser
 as every reader (plots.logs.read_node_log), writes them as ``events.parquet`` (one row per
 event, zstd-compressed columns) and removes the ``.log`` files only after reading the
-Parquet file back and finding every event in it.  plots.logs.load_rep reads either form.
+Parquet file back and finding every event in it.  plots.logs.load_rep reads either form (plots.logs.read_parquet_events).
 
 Columns whose values are not all strings or all numbers (``drops`` and other dicts, lists,
 mixed types) are stored as JSON text and listed in the file's metadata, so a load gives back
@@ -19,11 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from plots.logs import events_frame, read_node_log
+from plots.logs import PARQUET, PARQUET_JSON_COLUMNS as _META_JSON, PARQUET_BAD_LINES as _META_BAD, events_frame, read_node_log
 
-PARQUET = "events.parquet"
-_META_JSON = b"aspan_json_columns"
-_META_BAD = b"aspan_bad_lines"
 
 
 def _json_columns(df: pd.DataFrame) -> list[str]:
@@ -75,15 +72,3 @@ def compact_rep(rep_dir: Path) -> tuple[int, int]:
     for log in logs:
         log.unlink()
     return before, (rep_dir / PARQUET).stat().st_size
-
-
-def read_parquet_events(path: Path) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The events of a compacted repetition as the JSON Lines reader gives them, and its skipped lines."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path)
-    meta = table.schema.metadata or {}
-    df = table.to_pandas()
-    for col in json.loads(meta.get(_META_JSON, b"[]")):
-        df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else float("nan")).astype(object)
-    return df, {str(k): int(v) for k, v in json.loads(meta.get(_META_BAD, b"{}")).items()}

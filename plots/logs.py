@@ -28,6 +28,9 @@ __all__ = [
 
 BASE_COLUMNS = ["t", "node", "ev"]
 _REP_RE = re.compile(r"^rep(\d+)$")
+PARQUET = "events.parquet"                         # a compacted repetition's events (plots.compact)
+PARQUET_JSON_COLUMNS = b"aspan_json_columns"       # its metadata: the columns stored as JSON text
+PARQUET_BAD_LINES = b"aspan_bad_lines"             # and the lines each node's reader skipped
 RUN_DIR_EXPECTED = ("a run directory: a directory holding experiment.yaml and/or "
                     "<variant>/rep<k>/meta.json (see docs/LOGS.md)")
 
@@ -136,6 +139,18 @@ def _read_meta(rep_dir: Path) -> dict[str, Any]:
     return meta
 
 
+def read_parquet_events(path: Path) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The events of a compacted repetition as the JSON Lines reader gives them, and its skipped lines."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = table.schema.metadata or {}
+    df = table.to_pandas()
+    for col in json.loads(meta.get(PARQUET_JSON_COLUMNS, b"[]")):
+        df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else float("nan")).astype(object)
+    return df, {str(k): int(v) for k, v in json.loads(meta.get(PARQUET_BAD_LINES, b"{}")).items()}
+
+
 def load_rep(rep_dir: Path) -> RepLogs:
     """Load ``rep_dir/meta.json`` and the node logs into one :class:`RepLogs`: every ``*.log``
     (JSON Lines), or ``events.parquet`` once the repetition was compacted (plots.compact)."""
@@ -149,9 +164,8 @@ def load_rep(rep_dir: Path) -> RepLogs:
         if bad:
             bad_by_node[log.stem] = bad
     frame = events_frame(all_events)
-    compacted = rep_dir / "events.parquet"
+    compacted = rep_dir / PARQUET
     if compacted.is_file():
-        from plots.compact import read_parquet_events
         stored, stored_bad = read_parquet_events(compacted)
         frame = stored if not all_events else pd.concat([stored, frame], ignore_index=True)
         for node, n in stored_bad.items():
