@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")
+_NUM = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")   # 16,000 is one number
 
 
 def _run(tree: Path, bench: str, args: list[str]) -> str:
@@ -37,7 +37,7 @@ def _rows(out: str) -> dict[str, list[float]]:
     """label -> numbers of each output line that has both (the label is the line without its numbers)."""
     rows = {}
     for line in out.splitlines():
-        nums = [float(x) for x in _NUM.findall(line)]
+        nums = [float(x.replace(",", "")) for x in _NUM.findall(line)]
         label = " ".join(_NUM.sub("#", line).split())
         if nums and label.strip("# "):
             rows.setdefault(label, nums)

@@ -27,7 +27,7 @@ ALIVE_FN = ("alive() { s=$(sed 's/.*) //' /proc/\"$1\"/stat 2>/dev/null | cut -c
             "[ -n \"$s\" ] && [ \"$s\" != Z ]; }; "
             "ours() { alive \"$1\" && [ \"$(readlink /proc/\"$1\"/cwd 2>/dev/null)\" = "
             "\"$(cd \"$(dirname \"$2\")\" 2>/dev/null && pwd -P)\" ]; }; ")
-FILES = ("log", "stderr", "done", "exit", "node.json")
+FILES = ("log", "stderr", "done", "exit", "node.json", "pcapng")   # pcapng: when capture.enabled
 
 
 def rep_dir_remote(work_dir: str, rel: str) -> str:

@@ -13,6 +13,7 @@ from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
+from routing.capture import OverlayTap
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings
@@ -128,6 +129,14 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
             app = BulkReceiver(tcfg, fname, fp.segments, fp.data_seed, iss, emit)
             node.bind(app, fp.dport, addrs[fp.sender], fp.sport, AspanFields())
     return node
+
+
+def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | None:
+    """The node's capture when the experiment asks for one (``capture.enabled``), else None."""
+    c = cfg.get("capture") or {}
+    if not c.get("enabled"):
+        return None
+    return OverlayTap(path, address, int(c["max_mb"] * 1e6))
 
 
 def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:

@@ -71,9 +71,8 @@ def select_variants(exp: "Experiment", patterns: str) -> list:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from plots.cli import plot_command
-    return plot_command([Path(p) for p in args.run_dirs], Path(args.out) if args.out else None,
-                        resummarize=args.resummarize)
+    from plots.cli import run_args
+    return run_args(args)
 
 
 def _cmd_node(args: argparse.Namespace) -> int:
@@ -117,9 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_cmd_run)
 
     pl = sub.add_parser("plot", help="figures and report.md from one or more run directories")
-    pl.add_argument("run_dirs", nargs="+")
-    pl.add_argument("--out", default=None, help="where comparison figures of several runs go")
-    pl.add_argument("--resummarize", action="store_true", help="recompute summary.csv from the logs")
+    from plots.cli import add_arguments as add_plot_arguments
+    add_plot_arguments(pl)
     pl.set_defaults(func=_cmd_plot)
     c = sub.add_parser("clean", help="remove leftovers of a crashed netns run (root)")
     c.add_argument("--force", action="store_true",

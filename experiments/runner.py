@@ -33,8 +33,8 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
 
     The netns backend runs real kernel TCP: every snoop scheme runs in its NFQUEUE handlers except
     SNACK, whose option neither the kernel receiver sends nor the kernel sender reads
-    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim only
-    (experiments.medium_spec.MEDIUM_REFUSED says why not elsewhere).
+    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim and local
+    backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others).
     """
     refuse_medium(exp.source, [(v.name, v.config) for v in exp.variants], backend, ExperimentError)
     if backend != "netns":
@@ -47,6 +47,10 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
         if v.config["tcp"]["snack"]:
             raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
                                   "kernel TCP has no SNACK option; run SNACK with --backend sim or local")
+        if v.config["capture"]["enabled"] and v.config["netns"]["handlers"] != "snoop":
+            raise ExperimentError(exp.source, f"variants[{v.name}].capture.enabled",
+                                  "the netns capture is written by the snoop handler; with netns.handlers "
+                                  f"{v.config['netns']['handlers']!r} no handler sees the packets")
 
 
 def new_run_dir(out: Path, name: str) -> Path:

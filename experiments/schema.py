@@ -65,6 +65,12 @@ SCHEMA: dict[str, Any] = {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
     },
+    "capture": {
+        "enabled": F(BOOL, False, None, "every node writes <node>.pcapng of what it hears and sends, with the snoop "
+                                        "agent's decisions as packet comments (docs/LOGS.md, Captures)"),
+        "max_mb": F(NUM, 100.0, in_range(0, lo_open=True), "size bound of each node's capture; a capture cut there "
+                                                             "says so in node_stop"),
+    },
     "link": {
         "rate_mbps": F(NUM, 10.0, in_range(0, lo_open=True), "sim: link rate"),
         "delay_ms": F(NUM, 2.0, in_range(0), "sim: one-way propagation delay"),

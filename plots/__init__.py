@@ -1,9 +1,11 @@
 """Logs -> pandas -> figures and a report. Reads only run directories (docs/LOGS.md).
 
 Public API (imported lazily, so ``plots.logs``/``plots.summary`` do not load matplotlib):
-``read_node_log, load_rep, iter_reps, RepLogs`` (plots.logs), ``SUMMARY_COLUMNS,
-summarize_rep, write_summary`` (plots.summary), ``write_report`` (plots.report),
-``plot_command`` (plots.cli).
+``load, Run`` (plots.analysis: a run directory as one frame per event type),
+``read_node_log, load_rep, iter_reps, RepLogs`` (plots.logs), ``rep_flows, FlowInfo``
+(plots.flows), ``SUMMARY_COLUMNS, summarize_flows, summarize_rep, write_summary``
+(plots.summary: one row per (variant, repetition, flow)), ``write_report,
+write_compare_report`` (plots.report), ``plot_command`` (plots.cli).
 """
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "load": "plots.analysis", "Run": "plots.analysis",
     "RepLogs": "plots.logs", "read_node_log": "plots.logs", "load_rep": "plots.logs",
     "iter_reps": "plots.logs", "SUMMARY_COLUMNS": "plots.summary",
+    "rep_flows": "plots.flows", "FlowInfo": "plots.flows",
+    "summarize_flows": "plots.summary", "write_compare_report": "plots.report",
     "summarize_rep": "plots.summary", "write_summary": "plots.summary",
     "write_report": "plots.report", "plot_command": "plots.cli",
 }

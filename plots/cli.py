@@ -1,62 +1,104 @@
-"""``plot`` command: summary, figures and report for one or more run directories."""
+"""``plot`` command: summary, figures and report for one or more run directories.
+
+One run directory without ``--out``: its summary.csv (if missing), figures and report.md are
+written into it. With ``--out DIR`` (required for several runs), everything goes into DIR and
+no input run is written to: summaries are computed in memory when a run has none.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from plots.data import RunData, load_run
-from plots.figures import write_figures
-from plots.logs import check_run_dir
-from plots.report import run_figures, sweep_series, write_report
+if TYPE_CHECKING:  # the heavy modules (pandas, matplotlib) load only when a plot is made,
+    from plots.data import RunData  # so ``aspan`` can add these arguments at every start
 
-__all__ = ["plot_command", "add_arguments", "main"]
+__all__ = ["plot_command", "add_arguments", "run_args", "run_labels", "main"]
 
 
-def _labels(run_dirs: Sequence[Path]) -> list[str]:
-    """Directory names, or ``parent/name`` when two run dirs share a name."""
-    names = [p.resolve().name for p in run_dirs]
-    if len(set(names)) == len(names):
-        return names
-    return [f"{p.resolve().parent.name}/{p.resolve().name}" for p in run_dirs]
+def run_labels(runs: Sequence["RunData"], labels: Sequence[str] | None = None) -> list[str]:
+    """Legend prefix of each run: ``labels`` if given (one per run), else built from what
+    tells the runs apart among experiment name and backend (``fig2-3 sim``); the run
+    directory's name is added when those are the same."""
+    if labels:
+        if len(labels) != len(runs):
+            raise ValueError(f"--label given {len(labels)} time(s) for {len(runs)} run "
+                             "directories; give one --label per run directory, in order")
+        return [str(x) for x in labels]
+    names = [str(r.experiment.get("name") or r.run_dir.parent.name) for r in runs]
+    backends = [r.backend or "?" for r in runs]
+    parts: list[list[str]] = [[] for _ in runs]
+    if len(set(names)) > 1:
+        for p, n in zip(parts, names):
+            p.append(n)
+    if len(set(backends)) > 1 or len(set(names)) == 1:
+        for p, b in zip(parts, backends):
+            p.append(b)
+    out = [" ".join(p) for p in parts]
+    for tail in (lambda r: r.run_dir.name, lambda r: f"{r.run_dir.parent.name}/{r.run_dir.name}"):
+        if len(set(out)) == len(out):
+            break
+        out = [f"{' '.join(p)} {tail(r)}".strip() for p, r in zip(parts, runs)]
+    return out
 
 
-def _compare(runs: Sequence[RunData], out: Path) -> dict[str, list[Path]]:
-    """Overlay every variant of every run (label ``dirname/variant``) into ``out``."""
-    groups, sweeps = [], []
-    for run, label in zip(runs, _labels([r.run_dir for r in runs])):
+def _inside(path: Path, parent: Path) -> bool:
+    path, parent = path.resolve(), parent.resolve()
+    return path == parent or parent in path.parents
+
+
+def _compare(runs: Sequence["RunData"], labels: Sequence[str],
+             out: Path) -> dict[str, list[Path]]:
+    """Overlay every variant (and flow) of every run into ``out``; legend ``label: variant``."""
+    from plots.figures import write_figures
+    from plots.report import sweep_series
+    groups, rep_groups, sweeps = [], [], []
+    for run, label in zip(runs, labels):
         groups += run.groups(label)
+        rep_groups += run.rep_groups(label)
         sweeps += sweep_series(run, label)
     fields = {s.field for s in sweeps}
     if len(fields) > 1:  # different swept fields do not share an x axis
         sweeps = [s for s in sweeps if s.field == sweeps[0].field]
-    return write_figures(groups, out, sweeps)
+    return write_figures(groups, out, sweeps, rep_groups)
 
 
-def plot_command(run_dirs: list[Path], out: Path | None = None,
-                 resummarize: bool = False) -> int:
-    """Summarize (if summary.csv is missing or ``resummarize``), draw and report each run dir.
-
-    With several run dirs, also writes comparison figures into ``out`` (default: the first run
-    dir's ``figures/compare/``). Raises ValueError naming a path that is not a run directory.
-    Returns 0.
-    """
+def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: bool = False,
+                 labels: Sequence[str] | None = None) -> int:
+    """Summary, figures and report.md of one run (into the run dir), or of one or more runs
+    into ``out`` without writing into any of them. Raises ValueError naming a path that is not
+    a run directory, a missing ``out`` for several runs, or an ``out`` inside an input run.
+    Returns 0."""
+    from plots.data import load_run
+    from plots.logs import check_run_dir
+    from plots.report import run_figures, write_compare_report, write_report
     if not run_dirs:
         raise ValueError("no run directory given; expected at least one run directory")
     dirs = [check_run_dir(Path(p)) for p in run_dirs]  # fail before writing anything
-    runs = []
-    for run_dir in dirs:
-        data = load_run(run_dir, resummarize=resummarize)
-        figures = run_figures(data)
-        report = write_report(run_dir, data, figures)
-        print(f"{run_dir}: {len(data.reps)} repetitions, {len(figures)} figures in "
-              f"{run_dir / 'figures'}, report {report}")
-        runs.append(data)
-    if len(runs) > 1:
-        out = Path(out) if out is not None else dirs[0] / "figures" / "compare"
-        figures = _compare(runs, out)
-        print(f"comparison: {len(figures)} figures in {out}")
+    if out is None:
+        if len(dirs) > 1:
+            raise ValueError("several run directories: give --out DIR for the comparison "
+                             "(figures, report.md, summary.csv; the inputs are never written)")
+        data = load_run(dirs[0], resummarize=resummarize)
+        prefix = labels[0] if labels else ""
+        if labels and len(labels) != 1:
+            raise ValueError(f"--label given {len(labels)} times for 1 run directory")
+        figures = run_figures(data, label=prefix)
+        report = write_report(dirs[0], data, figures)
+        print(f"{dirs[0]}: {len(data.reps)} repetition-flows, {len(figures)} figures in "
+              f"{dirs[0] / 'figures'}, report {report}")
+        return 0
+    out = Path(out)
+    for d in dirs:
+        if _inside(out, d):
+            raise ValueError(f"--out {out} is inside the input run {d}; choose a directory "
+                             "outside every input run (inputs are never written)")
+    runs = [load_run(d, resummarize=resummarize, write=False) for d in dirs]
+    names = run_labels(runs, labels) if (len(runs) > 1 or labels) else [""]
+    figures = _compare(runs, names, out / "figures")
+    report = write_compare_report(out, runs, names, figures)
+    print(f"{len(runs)} run(s): {len(figures)} figures in {out / 'figures'}, report {report}")
     return 0
 
 
@@ -65,20 +107,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
                         help="run directories (see docs/LOGS.md)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="comparison figures directory when several run dirs are given "
-                             "(default: FIRST_RUN_DIR/figures/compare)")
+                        help="write figures, report.md and summary.csv here and nothing into "
+                             "the runs (required with several run dirs)")
+    parser.add_argument("--label", action="append", default=None, metavar="TEXT",
+                        help="legend prefix of a run, once per run dir in order (default: "
+                             "experiment name and/or backend, whichever tells them apart)")
     parser.add_argument("--resummarize", action="store_true",
-                        help="rewrite summary.csv from the logs even if it exists")
+                        help="recompute the summary from the logs even if summary.csv exists "
+                             "(rewritten in the run dir only without --out)")
     return parser
 
 
+def run_args(args: argparse.Namespace) -> int:
+    """Run the plot command from arguments parsed with :func:`add_arguments`."""
+    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m plots RUN_DIR... [--out DIR] [--resummarize]``; errors -> message, exit 2."""
+    """``python -m plots RUN_DIR... [--out DIR] [--label TEXT]... [--resummarize]``;
+    errors -> message, exit 2."""
     parser = add_arguments(argparse.ArgumentParser(
         prog="plots", description="Summary, figures and report of run directories."))
     args = parser.parse_args(argv)
     try:
-        return plot_command(args.run_dirs, args.out, args.resummarize)
+        return run_args(args)
     except ValueError as exc:
         print(f"plots: error: {exc}", file=sys.stderr)
         return 2

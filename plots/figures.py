@@ -19,24 +19,35 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
+                               NullFormatter)
 
 from plots.data import RepData, VariantGroup  # noqa: E402
 
 __all__ = [
-    "FIGURES", "SWEEP_METRICS", "SweepSeries", "cwnd_cdf", "cwnd_over_time", "losses_bars",
-    "tx_per_pkt_cdf", "tx_per_packet", "snoop_cache_over_time", "snoop_cache_max",
-    "snoop_hits_bars", "sweep_figures", "write_figures",
+    "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
+    "cwnd_over_time", "losses_bars", "tx_per_pkt_cdf", "tx_per_packet",
+    "snoop_cache_over_time", "snoop_memory", "snoop_hits_bars", "sweep_figures",
+    "write_figures", "log_ticks", "tail_squeezes",
 ]
 
 MAX_POINTS = 2000  # points per drawn line; longer series are reduced (see _reduce)
+OVERLAY_MAX = 3     # time series of more groups than this get one panel per group
+TAIL_RATIO = 20.0   # a log axis when the largest value exceeds the body this many times
 SWEEP_METRICS: dict[str, str] = {
     "losses": "observed losses at the sender (count)",
     "cwnd_median": "median cwnd at the sender (segments)",
     "tx_per_pkt_p99": "99th percentile transmissions per packet (count)",
-    "cache_max_segments": "max snoop cache size (segments)",
     "goodput_mbps": "goodput (Mbit/s)",
+    "cache_insertions": "snoop cache insertions, all nodes (segments)",
 }
+# The memory of the snoop caches (paper Fig. 9), three ways: per repetition, summed over nodes.
+MEMORY_METRICS: dict[str, str] = {
+    "cache_insertions": "insertions, all nodes\n(segments stored over the run)",
+    "cache_mean_segments": "time-averaged occupancy,\nsum over nodes (segments)",
+    "cache_max_segments": "largest cache at one node\n(segments, any time)",
+}
+_STYLES = ["-", "--", "-.", ":"]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -63,15 +74,10 @@ def _new(width: float = 6.4, height: float = 4.2) -> tuple[Figure, Axes]:
     return fig, fig.add_subplot()
 
 
-def _ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """ECDF step points: (x0, 0) then (x, fraction <= x) at each distinct value, exact; at
-    most MAX_POINTS distinct values are kept (evenly spaced, always the last)."""
-    x, counts = np.unique(values, return_counts=True)
-    y = np.cumsum(counts) / len(values)
-    if len(x) > MAX_POINTS:
-        idx = np.unique(np.linspace(0, len(x) - 1, MAX_POINTS).astype(int))
-        x, y = x[idx], y[idx]
-    return np.concatenate([x[:1], x]), np.concatenate([[0.0], y])
+def _ecdf_weights(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values and how often each occurs: what ``Axes.ecdf`` needs for the exact ECDF
+    (drawn with one step per distinct value, not one per sample: the figure files stay small)."""
+    return np.unique(values, return_counts=True)
 
 
 def _reduce(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,52 +113,101 @@ def _snooping(groups: Sequence[VariantGroup]) -> list[VariantGroup]:
     return [g for g in groups if any(r.cache for r in g.usable)]
 
 
+def log_ticks(axis: Any, lo: float | None = None, hi: float | None = None) -> None:
+    """Readable ticks on a log axis: plain-number labels at 1, 2, 3, 5 x 10^k when the data
+    (``lo``..``hi``) span at most 2.5 decades, at 1, 2, 5 x 10^k up to 3.5 decades, else at
+    1 and 3 x 10^k; unlabelled minor ticks at the other integers x 10^k."""
+    decades = np.log10(hi / lo) if lo and hi and lo > 0 and hi > lo else 3.0
+    subs = (1.0, 2.0, 3.0, 5.0) if decades <= 2.5 else (1.0, 2.0, 5.0) if decades <= 3.5 \
+        else (1.0, 3.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10)
+                                                          if float(k) not in subs)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def tail_squeezes(largest: float, body: float) -> bool:
+    """True when a linear axis up to ``largest`` would squeeze values around ``body``: the
+    ratio exceeds TAIL_RATIO (both positive)."""
+    return body > 0 and np.isfinite(largest) and largest / body > TAIL_RATIO
+
+
+def _dots(ax: Axes, x: float, values: Sequence[float], width: float) -> None:
+    """One dot per repetition over a bar or point at ``x`` (spread across ``width``)."""
+    vals = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    if not len(vals):
+        return
+    offsets = np.linspace(-width / 4, width / 4, len(vals)) if len(vals) > 1 else np.zeros(1)
+    ax.scatter(x + offsets, vals, s=12, color="black", zorder=3, linewidths=0,
+               label="_nolegend_")
+
+
+def _bars_with_dots(ax: Axes, groups: Sequence[VariantGroup], metrics: dict[str, str],
+                    colors: Sequence[Any] | None = None) -> None:
+    """Bars of the mean per group (one bar per metric side by side), each repetition a dot."""
+    x = np.arange(len(groups))
+    width = 0.8 / len(metrics)
+    for i, (col, label) in enumerate(metrics.items()):
+        xi = x + (i - (len(metrics) - 1) / 2) * width
+        values = [_row_values(g, col) for g in groups]
+        mean = np.nan_to_num(np.array([_stats(v)[0] for v in values]))
+        ax.bar(xi, mean, width, label=label,
+               color=(colors or _colors(max(len(metrics), 2)))[i], alpha=0.85)
+        for xv, vals in zip(xi, values):
+            _dots(ax, xv, vals, width)
+    ax.set_xticks(x, [g.label for g in groups], rotation=20 if len(groups) > 3 else 0,
+                  ha="right" if len(groups) > 3 else "center")
+    ax.grid(axis="y", alpha=0.3)
+
+
 def _grouped_bars(groups: Sequence[VariantGroup], metrics: dict[str, str], ylabel: str,
                   title: str, out_dir: Path, name: str) -> list[Path]:
-    """Bars per group, one bar per metric side by side: mean with min-max error bars."""
+    """Bars per group, one bar per metric side by side: the mean, and a dot per repetition."""
     groups = [g for g in groups if g.usable]
     if not groups:
         return []
     fig, ax = _new(min(14.0, max(6.4, 0.6 * len(groups) * len(metrics) + 2.0)))
-    x = np.arange(len(groups))
-    width = 0.8 / len(metrics)
-    for i, (col, label) in enumerate(metrics.items()):
-        stats = np.array([_stats(_row_values(g, col)) for g in groups])
-        mean = np.nan_to_num(stats[:, 0])
-        err = np.nan_to_num(np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]]))
-        ax.bar(x + (i - (len(metrics) - 1) / 2) * width, mean, width, yerr=err, capsize=3,
-               label=label, color=_colors(max(len(metrics), 2))[i])
-    ax.set_xticks(x, [g.label for g in groups], rotation=20 if len(groups) > 3 else 0,
-                  ha="right" if len(groups) > 3 else "center")
+    _bars_with_dots(ax, groups, metrics)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # every bar metric is a count
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_title(f"{title}\n(bars: mean over repetitions; dots: each repetition)",
+                 fontsize="medium")
     if len(metrics) > 1:
         ax.legend()
-    ax.grid(axis="y", alpha=0.3)
     return _save(fig, out_dir, name)
 
 
 def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.ndarray],
                 xlabel: str, title: str, out_dir: Path, name: str,
                 logx_above: float | None = None, integer_x: bool = False) -> list[Path]:
+    """ECDF per group, pooled over repetitions. Curves that coincide stay visible (line
+    styles cycle, earlier curves drawn wider). Log x when the largest value exceeds
+    ``logx_above`` or TAIL_RATIO x the smallest group median (a tail squeezing the body)."""
     fig, ax = _new()
-    xmax = 0.0
+    xmax, xmin, medians = 0.0, np.inf, []
     drawn = 0
-    for g, color in zip(groups, _colors(len(groups))):
+    for i, (g, color) in enumerate(zip(groups, _colors(len(groups)))):
         parts = [values(r) for r in g.usable]
         pooled = np.concatenate(parts) if parts else np.zeros(0)
         pooled = pooled[np.isfinite(pooled)]
         if not len(pooled):
             continue
-        x, y = _ecdf_points(pooled)
-        ax.step(x, y, where="post", label=g.label, color=color)
+        x, counts = _ecdf_weights(pooled)
+        ax.ecdf(x, weights=counts, label=g.label, color=color, ls=_STYLES[i % len(_STYLES)],
+                lw=max(0.9, 2.6 - 0.4 * i))
         xmax = max(xmax, float(x[-1]))
+        if (x > 0).any():
+            xmin = min(xmin, float(x[x > 0].min()))
+        medians.append(float(np.median(pooled)))
         drawn += 1
     if not drawn:
         return []
-    if logx_above is not None and xmax > logx_above:
+    positive = [m for m in medians if m > 0]
+    if ((logx_above is not None and xmax > logx_above)
+            or (positive and tail_squeezes(xmax, min(positive)))):
         ax.set_xscale("log")
+        log_ticks(ax.xaxis, xmin, xmax)
     elif integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
@@ -166,14 +221,21 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.n
 
 def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str, xlabel: str,
                         draw: Callable[[Axes, RepData, Any], bool], out_dir: Path,
-                        name: str) -> list[Path]:
-    """One panel per group, drawing its representative rep; panels without data are dropped."""
+                        name: str, sharey: bool = False,
+                        logy: tuple[float | None, float] | None = None) -> list[Path]:
+    """One panel per group, drawing its representative rep; panels without data are dropped.
+    Up to 6 panels in one column, more in two."""
     chosen = [(g, g.representative()) for g in groups]
     chosen = [(g, r) for g, r in chosen if r is not None]
     if not chosen:
         return []
-    fig = Figure(figsize=(7.0, 2.4 * len(chosen) + 0.6), layout="constrained")
-    axes = fig.subplots(len(chosen), 1, sharex=True, squeeze=False)[:, 0]
+    ncols = 1 if len(chosen) <= 6 else 2
+    nrows = -(-len(chosen) // ncols)
+    fig = Figure(figsize=(7.0 * ncols, 2.1 * nrows + 0.8), layout="constrained")
+    grid = fig.subplots(nrows, ncols, sharex=True, sharey=sharey, squeeze=False)
+    axes = list(grid.ravel())
+    for ax in axes[len(chosen):]:
+        ax.remove()
     kept = 0
     for ax, (g, rep), color in zip(axes, chosen, _colors(len(chosen))):
         if not draw(ax, rep, color):
@@ -181,11 +243,14 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
             continue
         kept += 1
         ax.set_title(f"{g.label} (rep {rep.repetition})", fontsize="medium")
-        ax.set_ylabel(ylabel)
+        if logy is not None:
+            ax.set_yscale("log")
+            log_ticks(ax.yaxis, *logy)
         ax.grid(alpha=0.3)
     if not kept:
         return []
     fig.supxlabel(xlabel)
+    fig.supylabel(ylabel)
     fig.suptitle(title)
     return _save(fig, out_dir, name)
 
@@ -199,25 +264,70 @@ def cwnd_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
                        "Congestion window size at the sender", out_dir, "cwnd_cdf")
 
 
-def cwnd_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
-    """Sender cwnd over time, one representative rep per variant (paper Fig. 10a)."""
-    fig, ax = _new()
-    drawn = 0
-    for g, color in zip(groups, _colors(len(groups))):
+def _series_figure(groups: Sequence[VariantGroup],
+                   get: Callable[[RepData], tuple[np.ndarray, np.ndarray]], title: str,
+                   ylabel: str, xlabel: str, out_dir: Path, name: str,
+                   step: bool = True) -> list[Path]:
+    """A series of the representative rep of each group: overlaid for up to OVERLAY_MAX
+    groups, else one panel per group (shared axes). Log y when the largest value exceeds
+    TAIL_RATIO x the smallest group median."""
+    chosen = []
+    for g in groups:
         rep = g.representative()
-        if rep is None or rep.cwnd.empty:
+        if rep is None:
             continue
-        t, y = _reduce(rep.cwnd["t"].to_numpy(float), rep.cwnd["cwnd_seg"].to_numpy(float))
-        ax.step(t, y, where="post", label=f"{g.label} (rep {rep.repetition})", color=color)
-        drawn += 1
-    if not drawn:
+        t, y = get(rep)
+        if len(t):
+            chosen.append((g, rep, t, y))
+    if not chosen:
         return []
-    ax.set_xlabel("time since flow start (s)")
-    ax.set_ylabel("congestion window (segments)")
-    ax.set_title("Congestion window at the sender over time")
-    ax.legend()
+    largest = max(float(np.nanmax(y)) for _g, _r, _t, y in chosen)
+    medians = [float(np.nanmedian(y)) for _g, _r, _t, y in chosen]
+    positive = [m for m in medians if m > 0]
+    logy = bool(positive) and tail_squeezes(largest, min(positive))
+    smallest = min((float(np.nanmin(y[y > 0])) for *_x, y in chosen if (y > 0).any()),
+                   default=None)
+
+    def plot(ax: Axes, t: np.ndarray, y: np.ndarray, **kw: Any) -> None:
+        t, y = _reduce(t, y)
+        if step:
+            ax.step(t, y, where="post", **kw)
+        else:
+            ax.plot(t, y, lw=0.8, **kw)
+
+    if len(chosen) > OVERLAY_MAX:
+        by_rep = {id(r): (t, y) for _g, r, t, y in chosen}
+
+        def draw(ax: Axes, rep: RepData, color: Any) -> bool:
+            t, y = by_rep[id(rep)]
+            plot(ax, t, y, color=color)
+            return True
+        return _per_variant_panels([g for g, *_ in chosen], title, ylabel, xlabel, draw,
+                                   out_dir, name, sharey=True,
+                                   logy=(smallest, largest) if logy else None)
+    fig, ax = _new()
+    for i, ((g, rep, t, y), color) in enumerate(zip(chosen, _colors(len(chosen)))):
+        plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
+             ls=_STYLES[i % len(_STYLES)])
+    if logy:
+        ax.set_yscale("log")
+        log_ticks(ax.yaxis, smallest, largest)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
-    return _save(fig, out_dir, "cwnd_time")
+    return _save(fig, out_dir, name)
+
+
+def cwnd_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
+    """Sender cwnd over time, one representative rep per variant (and flow) (paper Fig. 10a);
+    one panel per variant when there are more than OVERLAY_MAX."""
+    def get(rep: RepData) -> tuple[np.ndarray, np.ndarray]:
+        return rep.cwnd["t"].to_numpy(float), rep.cwnd["cwnd_seg"].to_numpy(float)
+    return _series_figure(groups, get, "Congestion window at the sender over time",
+                          "congestion window (segments)", "time since flow start (s)",
+                          out_dir, "cwnd_time")
 
 
 def losses_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
@@ -237,26 +347,14 @@ def tx_per_pkt_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
 
 
 def tx_per_packet(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
-    """Transmissions of each packet in sequence order, one representative rep per variant
-    (paper Fig. 10b); long flows are reduced to the maximum per bin of packets."""
-    fig, ax = _new()
-    drawn = 0
-    for g, color in zip(groups, _colors(len(groups))):
-        rep = g.representative()
-        if rep is None or not len(rep.tx_counts):
-            continue
-        idx, y = _reduce(np.arange(len(rep.tx_counts), dtype=float),
-                         rep.tx_counts.astype(float))
-        ax.plot(idx, y, label=f"{g.label} (rep {rep.repetition})", color=color, lw=0.8)
-        drawn += 1
-    if not drawn:
-        return []
-    ax.set_xlabel("packet (index in sequence order)")
-    ax.set_ylabel("transmissions per packet (count)")
-    ax.set_title("Transmissions per packet along the flow")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    return _save(fig, out_dir, "tx_per_packet")
+    """Transmissions of each packet of a flow in sequence order, one representative rep per
+    variant (and flow) (paper Fig. 10b); long flows are reduced to the maximum per bin."""
+    def get(rep: RepData) -> tuple[np.ndarray, np.ndarray]:
+        return (np.arange(len(rep.tx_counts), dtype=float), rep.tx_counts.astype(float))
+    return _series_figure(groups, get, "Transmissions per packet along the flow",
+                          "transmissions per packet (count)",
+                          "packet (index in sequence order)", out_dir, "tx_per_packet",
+                          step=False)
 
 
 def snoop_cache_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
@@ -276,15 +374,27 @@ def snoop_cache_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list
                                out_dir, "snoop_cache_time")
 
 
-def snoop_cache_max(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
-    """Largest snoop cache size per variant, mean over reps with min-max (paper Fig. 9)."""
-    return _grouped_bars(_snooping(groups), {"cache_max_segments": "max cache"},
-                         "max cached segments at one node (segments)",
-                         "Snoop memory consumption", out_dir, "snoop_cache_max")
+def snoop_memory(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
+    """The snoop caches' memory per variant (paper Fig. 9), three panels: insertions summed
+    over nodes, time-averaged occupancy summed over nodes, the largest cache at one node.
+    Bars: mean over repetitions; dots: each repetition. Drawn when some variant snooped;
+    variants that did not are drawn at 0 next to them. ``groups``: one rep per repetition."""
+    if not _snooping(groups):
+        return []
+    groups = [g for g in groups if g.usable]
+    fig = Figure(figsize=(min(15.0, max(9.0, 1.1 * len(groups) * 3)), 4.4),
+                 layout="constrained")
+    axes = fig.subplots(1, len(MEMORY_METRICS), squeeze=False)[0]
+    for ax, (col, label), color in zip(axes, MEMORY_METRICS.items(), _colors(3)):
+        _bars_with_dots(ax, groups, {col: label}, [color])
+        ax.set_title(label, fontsize="medium")
+    fig.suptitle("Snoop memory (bars: mean over repetitions; dots: each repetition)")
+    return _save(fig, out_dir, "snoop_memory")
 
 
 def snoop_hits_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
-    """Snoop cache hits and local retransmissions per snooping variant (mean, min-max)."""
+    """Snoop cache hits and local retransmissions per snooping variant (bars: mean; dots:
+    each repetition)."""
     return _grouped_bars(_snooping(groups), {"snoop_hits": "cache hits",
                                              "local_retransmissions": "local retransmissions"},
                          "events per run (count)", "Snoop cache hits and local retransmissions",
@@ -336,9 +446,60 @@ def _x_positions(values: list[Any], order: list[Any]) -> tuple[dict[Any, float],
         return {v: float(i) for i, v in enumerate(cats)}, False
 
 
+def _spread(x: np.ndarray) -> np.ndarray:
+    """x positions of repetition dots, spread around each point (over 24 % of the smallest
+    gap between points) so that equal values stay countable."""
+    xs = np.unique(x)
+    gap = float(np.diff(xs).min()) if len(xs) > 1 else 1.0
+    out = x.astype(float).copy()
+    for v in xs:
+        idx = np.flatnonzero(x == v)
+        if len(idx) > 1:
+            out[idx] += np.linspace(-0.12 * gap, 0.12 * gap, len(idx))
+    return out
+
+
+def _draw_sweep(ax: Axes, sweeps: Sequence[SweepSeries], metric: str) -> tuple[int, bool]:
+    """Draw one metric against the swept value on ``ax``: per series a line through the means
+    and a dot per repetition; variants outside the sweep as dashed horizontal lines (their
+    mean). Returns (lines drawn, every x numeric)."""
+    drawn = 0
+    colors = _colors(len(sweeps) + sum(len(s.groups) for s in sweeps))
+    ci = 0
+    numeric_all = True
+    ticks: dict[float, str] = {}
+    for s in sweeps:
+        pts, baselines = _sweep_points(s, metric)
+        pts = pts[np.isfinite(pts["y"].astype(float))] if len(pts) else pts
+        if len(pts):
+            pos, numeric = _x_positions(list(dict.fromkeys(pts["value"])), s.values)
+            numeric_all &= numeric
+            pts = pts.assign(x=pts["value"].map(pos))
+            agg = pts.groupby("x")["y"].mean().sort_index()
+            ax.plot(agg.index.to_numpy(float), agg.to_numpy(float), marker="o", ms=4,
+                    label=s.label, color=colors[ci])
+            ax.scatter(_spread(pts["x"].to_numpy(float)), pts["y"].to_numpy(float), s=14,
+                       color=colors[ci], edgecolors="black", linewidths=0.4, alpha=0.8,
+                       zorder=3, label="_nolegend_")
+            ticks.update({p: str(v) for v, p in pos.items()})
+            ci += 1
+            drawn += 1
+        for name, mean in baselines.items():
+            if np.isfinite(mean):
+                ax.axhline(mean, ls="--", lw=1, color=colors[ci % len(colors)],
+                           label=f"{name} (not swept)")
+                ci += 1
+                drawn += 1
+    if ticks:
+        ax.set_xticks(sorted(ticks), [ticks[p] for p in sorted(ticks)])
+    ax.grid(alpha=0.3)
+    return drawn, numeric_all
+
+
 def sweep_figures(sweeps: Sequence[SweepSeries], out_dir: Path) -> list[Path]:
-    """Each metric of SWEEP_METRICS against the swept value: mean line with min-max band, one
-    line per sweep series; variants outside the sweep drawn as dashed horizontal lines."""
+    """Each metric of SWEEP_METRICS against the swept value (line: mean; dots: each
+    repetition), one line per sweep series, and ``sweep_memory``: the three MEMORY_METRICS
+    side by side (paper Fig. 9) when something was cached."""
     written: list[Path] = []
     sweeps = [s for s in sweeps if s.groups]
     if not sweeps:
@@ -346,41 +507,28 @@ def sweep_figures(sweeps: Sequence[SweepSeries], out_dir: Path) -> list[Path]:
     fld = sweeps[0].field
     for metric, ylabel in SWEEP_METRICS.items():
         fig, ax = _new()
-        drawn = 0
-        colors = _colors(len(sweeps) + sum(len(s.groups) for s in sweeps))
-        ci = 0
-        numeric_all = True
-        ticks: dict[float, str] = {}
-        for s in sweeps:
-            pts, baselines = _sweep_points(s, metric)
-            pts = pts[np.isfinite(pts["y"].astype(float))] if len(pts) else pts
-            if len(pts):
-                pos, numeric = _x_positions(list(dict.fromkeys(pts["value"])), s.values)
-                numeric_all &= numeric
-                pts = pts.assign(x=pts["value"].map(pos))
-                agg = pts.groupby("x")["y"].agg(["mean", "min", "max"]).sort_index()
-                x = agg.index.to_numpy(float)
-                ax.plot(x, agg["mean"], marker="o", label=s.label, color=colors[ci])
-                ax.fill_between(x, agg["min"], agg["max"], alpha=0.2, color=colors[ci])
-                ticks.update({p: str(v) for v, p in pos.items()})
-                ci += 1
-                drawn += 1
-            for name, mean in baselines.items():
-                if np.isfinite(mean):
-                    ax.axhline(mean, ls="--", lw=1, color=colors[ci % len(colors)],
-                               label=f"{name} (not swept)")
-                    ci += 1
-                    drawn += 1
+        drawn, numeric_all = _draw_sweep(ax, sweeps, metric)
         if not drawn:
             continue
-        if ticks:
-            ax.set_xticks(sorted(ticks), [ticks[p] for p in sorted(ticks)])
         ax.set_xlabel(fld if numeric_all else f"{fld} (categories)")
         ax.set_ylabel(ylabel)
-        ax.set_title(f"{ylabel.split(' (')[0].capitalize()} vs {fld}")
+        ax.set_title(f"{ylabel.split(' (')[0].capitalize()} vs {fld}\n"
+                     "(line: mean over repetitions; dots: each repetition)", fontsize="medium")
         ax.legend(fontsize="small")
-        ax.grid(alpha=0.3)
         written += _save(fig, out_dir, f"sweep_{metric}")
+    cached = any(_metric(r, "cache_insertions") > 0 for s in sweeps for g in s.groups
+                 for r in g.usable)
+    if cached:
+        fig = Figure(figsize=(13.0, 4.2), layout="constrained")
+        axes = fig.subplots(1, len(MEMORY_METRICS), squeeze=False)[0]
+        for ax, (metric, label) in zip(axes, MEMORY_METRICS.items()):
+            _draw_sweep(ax, sweeps, metric)
+            ax.set_title(label, fontsize="medium")
+            ax.set_xlabel(fld)
+        axes[0].legend(fontsize="small")
+        fig.suptitle(f"Snoop memory vs {fld} (line: mean over repetitions; dots: each "
+                     "repetition)")
+        written += _save(fig, out_dir, "sweep_memory")
     return written
 
 
@@ -398,18 +546,21 @@ def _scheme_metric(metric: str) -> Callable[[Sequence[VariantGroup], Path], list
 # ----------------------------------------------------------------------------- all
 
 FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], str]] = {
-    "losses": (losses_bars, "Observed packet loss at the sender (mean over repetitions, "
-                            "error bars min-max)"),
+    "losses": (losses_bars, "Observed packet loss at the sender (bars: mean over "
+                            "repetitions; dots: each repetition)"),
     "cwnd_cdf": (cwnd_cdf, "CDF of the congestion window at the sender (pooled repetitions)"),
-    "cwnd_time": (cwnd_over_time, "Congestion window over time (representative repetition)"),
+    "cwnd_time": (cwnd_over_time, "Congestion window over time (representative repetition; "
+                                  "one panel per variant when there are more than 3)"),
     "tx_per_pkt_cdf": (tx_per_pkt_cdf, "CDF of transmissions per packet (pooled repetitions)"),
     "tx_per_packet": (tx_per_packet, "Transmissions of each packet in sequence order "
                                      "(representative repetition)"),
     "snoop_cache_time": (snoop_cache_over_time, "Snoop cache size over time per snooping node "
                                                 "(representative repetition)"),
-    "snoop_cache_max": (snoop_cache_max, "Largest snoop cache size (mean, min-max)"),
-    "snoop_hits": (snoop_hits_bars, "Snoop cache hits and local retransmissions (mean, "
-                                    "min-max)"),
+    "snoop_memory": (snoop_memory, "Snoop memory: insertions and time-averaged occupancy "
+                                   "summed over nodes, next to the largest cache at one node "
+                                   "(bars: mean; dots: each repetition)"),
+    "snoop_hits": (snoop_hits_bars, "Snoop cache hits and local retransmissions (bars: mean; "
+                                    "dots: each repetition)"),
     "schemes_goodput": (_scheme_metric("goodput"), "Snoop schemes per scenario: goodput"),
     "schemes_cwnd_mean": (_scheme_metric("cwnd_mean"), "Snoop schemes per scenario: mean cwnd"),
     "schemes_losses": (_scheme_metric("losses"), "Snoop schemes per scenario: losses observed "
@@ -422,12 +573,19 @@ FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], s
 }
 
 
+# Figures of quantities that describe a whole repetition (shared by its flows).
+REP_FIGURES = ("snoop_cache_time", "snoop_memory")
+
+
 def write_figures(groups: Sequence[VariantGroup], out_dir: Path,
-                  sweeps: Sequence[SweepSeries] = ()) -> dict[str, list[Path]]:
-    """Draw every figure that has data; returns {figure key: written paths}."""
+                  sweeps: Sequence[SweepSeries] = (),
+                  rep_groups: Sequence[VariantGroup] | None = None) -> dict[str, list[Path]]:
+    """Draw every figure that has data; returns {figure key: written paths}.
+    ``rep_groups`` (one rep per repetition; default ``groups``) feed REP_FIGURES."""
     out: dict[str, list[Path]] = {}
     for key, (func, _caption) in FIGURES.items():
-        paths = func(groups, Path(out_dir))
+        use = rep_groups if (key in REP_FIGURES and rep_groups is not None) else groups
+        paths = func(use, Path(out_dir))
         if paths:
             out[key] = paths
     for path in sweep_figures(sweeps, Path(out_dir)):

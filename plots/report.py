@@ -11,13 +11,15 @@ import pandas as pd
 from plots.data import RunData, load_run
 from plots.medium import medium_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
-from plots.summary import SUMMARY_COLUMNS
+from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
-__all__ = ["MAIN_COLUMNS", "write_report", "run_figures", "sweep_series"]
+__all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "run_figures",
+           "sweep_series", "applicable_figures", "snoops"]
 
 MAIN_COLUMNS = ["duration_s", "goodput_mbps", "losses_dupack", "losses_rto", "cwnd_median",
                 "tx_per_pkt_p50", "tx_per_pkt_p99", "tx_per_pkt_max", "cache_max_segments",
-                "snoop_hits", "local_retransmissions"]
+                "cache_insertions", "cache_mean_segments", "snoop_hits",
+                "local_retransmissions"]
 
 
 def _fmt(v: Any) -> str:
@@ -47,30 +49,70 @@ def _mean_std(values: pd.Series) -> str:
 
 
 def sweep_series(data: RunData, label: str = "") -> list[SweepSeries]:
-    """The run's sweep as one SweepSeries (empty if experiment.yaml has no sweep)."""
+    """The run's sweep as SweepSeries: one, or one per flow when the run has several flows
+    (empty if experiment.yaml has no sweep)."""
     if data.sweep is None:
         return []
     fld, values = data.sweep
-    prefix = label if label else ""
-    return [SweepSeries(label or "mean over repetitions (band: min-max)", fld, values,
-                        data.groups(prefix))]
+    groups = data.groups(label)
+    head = f"{label}: " if label else ""
+    if not data.multi_flow:
+        return [SweepSeries(label or "mean over repetitions", fld, values, groups)]
+    return [SweepSeries(f"{head}{flow}", fld, values, [g for g in groups if g.flow == flow])
+            for flow in data.flows()]
 
 
-def run_figures(data: RunData) -> dict[str, list[Path]]:
-    """Write all figures of one run into ``run_dir/figures/``."""
-    return write_figures(data.groups(), data.run_dir / "figures", sweep_series(data))
+def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
+                ) -> dict[str, list[Path]]:
+    """Write all figures of one run into ``out_dir`` (default ``run_dir/figures/``)."""
+    return write_figures(data.groups(label), out_dir or data.run_dir / "figures",
+                         sweep_series(data, label), data.rep_groups(label))
 
 
-def _figure_section(data: RunData, figures: dict[str, list[Path]]) -> list[str]:
-    lines = ["## Figures", ""]
-    captions = {k: c for k, (_f, c) in FIGURES.items()}
+def snoops(data: RunData) -> bool:
+    """True if some variant snoops: a snoop policy other than none in meta.json, or any
+    logged cache event."""
+    for r in data.reps:
+        policy = (r.meta.get("snoop") or {}).get("policy") if isinstance(
+            r.meta.get("snoop"), dict) else None
+        if (policy and policy != "none") or r.cache:
+            return True
+    return False
+
+
+def applicable_figures(data: RunData) -> dict[str, str]:
+    """Caption of every figure that applies to the run's experiment: the snoop figures only
+    when something snoops, the scheme figures only when variants set ``scenario``, the sweep
+    figures only with a sweep."""
+    from plots.schemes import by_scenario
+    captions = {}
+    has_schemes = bool(by_scenario(data.groups()))
+    has_snoop = snoops(data)
+    for key, (_f, caption) in FIGURES.items():
+        if key.startswith("schemes_") and not has_schemes:
+            continue
+        if key.startswith("snoop_") and not has_snoop:
+            continue
+        captions[key] = caption
     if data.sweep is not None:
         for metric, label in SWEEP_METRICS.items():
-            captions[f"sweep_{metric}"] = f"Sweep over {data.sweep[0]}: {label} " \
-                                          "(mean, band min-max)"
+            if metric.startswith("cache_") and not has_snoop:
+                continue
+            captions[f"sweep_{metric}"] = (f"Sweep over {data.sweep[0]}: {label} (line: mean; "
+                                           "dots: one per repetition)")
+        if has_snoop:
+            captions["sweep_memory"] = (f"Sweep over {data.sweep[0]}: snoop memory: insertions "
+                                        "and time-averaged occupancy summed over nodes, and "
+                                        "the largest cache at one node")
+    return captions
+
+
+def _figure_section(base: Path, captions: dict[str, str],
+                    figures: dict[str, list[Path]]) -> list[str]:
+    lines = ["## Figures", ""]
     for key, paths in figures.items():
         png = next((p for p in paths if p.suffix == ".png"), paths[0])
-        rel = png.relative_to(data.run_dir).as_posix()
+        rel = png.resolve().relative_to(base.resolve()).as_posix()
         caption = captions.get(key, key)
         lines += [f"### {caption}", "", f"![{caption}]({rel})", ""]
     missing = [c for k, c in captions.items() if k not in figures]
@@ -79,15 +121,34 @@ def _figure_section(data: RunData, figures: dict[str, list[Path]]) -> list[str]:
     return lines
 
 
-def _aggregate_section(data: RunData) -> list[str]:
+def _aggregate_rows(data: RunData, label: str = "") -> list[list[Any]]:
     rows = []
-    for g in data.groups():
+    for g in data.groups(label):
         frame = pd.DataFrame([r.row for r in g.usable], columns=SUMMARY_COLUMNS)
         n_failed = len(g.reps) - len(g.usable)
         rows.append([g.label, len(g.usable), n_failed]
                     + [_mean_std(frame[c]) for c in MAIN_COLUMNS])
+    return rows
+
+
+def _aggregate_header(data: Sequence[RunData]) -> list[str]:
+    multi = any(d.multi_flow for d in data)
+    return [("variant flow" if multi else "variant"), "reps", "failed"] + MAIN_COLUMNS
+
+
+def _flows_note(data: Sequence[RunData]) -> list[str]:
+    if not any(d.multi_flow for d in data):
+        return []
+    return ["One row per (variant, flow). Flows are named sender->receiver:port. "
+            "cache_max_segments, cache_insertions, cache_mean_segments and the drops describe "
+            "the whole repetition (every node, every flow: cache and drop events carry no "
+            "flow), so every flow of a repetition shows the same value (docs/LOGS.md).", ""]
+
+
+def _aggregate_section(data: RunData) -> list[str]:
     return ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
-            *_table(["variant", "reps", "failed"] + MAIN_COLUMNS, rows), ""]
+            *_flows_note([data]),
+            *_table(_aggregate_header([data]), _aggregate_rows(data)), ""]
 
 
 def _scheme_section(data: RunData) -> list[str]:
@@ -109,7 +170,7 @@ def _scheme_section(data: RunData) -> list[str]:
 
 def _per_rep_section(data: RunData) -> list[str]:
     rows = [[r.row.get(c) for c in SUMMARY_COLUMNS] for r in data.reps]
-    return ["## Per repetition (summary.csv)", "", *_table(SUMMARY_COLUMNS, rows), ""]
+    return ["## Per repetition and flow (summary.csv)", "", *_table(SUMMARY_COLUMNS, rows), ""]
 
 
 def _problems_section(data: RunData) -> list[str]:
@@ -136,6 +197,21 @@ def _problems_section(data: RunData) -> list[str]:
     return lines + [""]
 
 
+def _header(data: RunData) -> list[str]:
+    lines = [f"Run directory: `{data.run_dir}`", ""]
+    name = data.experiment.get("name")
+    if name:
+        lines += [f"Experiment: {name}" + (f" (backend {data.backend})" if data.backend else ""),
+                  ""]
+    if data.sweep is not None:
+        lines += [f"Sweep: `{data.sweep[0]}` over {', '.join(map(str, data.sweep[1]))}", ""]
+    if data.multi_flow:
+        lines += ["Flows: " + ", ".join(data.flows()), ""]
+    lines += ["Variants: " + ", ".join(data.variants()), ""] if data.reps else \
+        ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
+    return lines
+
+
 def write_report(run_dir: Path, data: RunData | None = None,
                  figures: dict[str, list[Path]] | None = None) -> Path:
     """Write ``run_dir/report.md`` (figures embedded by relative path, summary tables, problems).
@@ -146,16 +222,8 @@ def write_report(run_dir: Path, data: RunData | None = None,
     data = data if data is not None else load_run(Path(run_dir))
     if figures is None:
         figures = run_figures(data)
-    lines = [f"# Report: {data.run_dir.name}", "",
-             f"Run directory: `{data.run_dir}`", ""]
-    name = data.experiment.get("name")
-    if name:
-        lines += [f"Experiment: {name}", ""]
-    if data.sweep is not None:
-        lines += [f"Sweep: `{data.sweep[0]}` over {', '.join(map(str, data.sweep[1]))}", ""]
-    lines += ["Variants: " + ", ".join(data.variants()), ""] if data.reps else \
-        ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
-    lines += _figure_section(data, figures)
+    lines = [f"# Report: {data.run_dir.name}", "", *_header(data)]
+    lines += _figure_section(data.run_dir, applicable_figures(data), figures)
     lines += medium_section(data.run_dir)   # [] unless a variant ran on a medium (plots/medium.py)
     lines += _aggregate_section(data)
     lines += _scheme_section(data)
@@ -163,4 +231,43 @@ def write_report(run_dir: Path, data: RunData | None = None,
     lines += _problems_section(data)
     path = data.run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[str],
+                         figures: dict[str, list[Path]]) -> Path:
+    """Write ``out/report.md`` and ``out/summary.csv`` (every run's rows, with ``label`` and
+    ``run_dir`` columns added) for runs drawn together; nothing is written into the runs."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    captions: dict[str, str] = {}
+    for d in runs:
+        captions.update(applicable_figures(d))
+    lines = ["# Report: " + (" vs ".join(labels) if len(runs) > 1 else runs[0].run_dir.name), ""]
+    lines += ["| label | run directory | experiment | backend | variants | repetitions |",
+              "|---|---|---|---|---|---|"]
+    for d, label in zip(runs, labels):
+        reps = len({(r.variant, r.repetition) for r in d.reps})
+        lines.append(f"| {label or '-'} | `{d.run_dir}` | {d.experiment.get('name', '')} | "
+                     f"{d.backend} | {len(d.variants())} | {reps} |")
+    lines += ["", "Legends: `label: variant` (the label of each run above; `--label` sets it).",
+              "Nothing was written into the run directories above.", ""]
+    lines += _figure_section(out, captions, figures)
+    rows = [row for d, label in zip(runs, labels) for row in _aggregate_rows(d, label)]
+    lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
+              *_flows_note(runs), *_table(_aggregate_header(runs), rows), ""]
+    for d, label in zip(runs, labels):
+        problems = _problems_section(d)[2:]
+        if not problems[0].startswith("None"):
+            lines += [f"## Problems: {label or d.run_dir.name}", "", *problems]
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    frames = []
+    for d, label in zip(runs, labels):
+        f = summary_frame([r.row for r in d.reps])
+        frames.append(f.assign(label=label, run_dir=str(d.run_dir)))
+    if frames:
+        pd.concat(frames, ignore_index=True).to_csv(out / "summary.csv", index=False,
+                                                    float_format=FLOAT_FORMAT,
+                                                    lineterminator="\n")
     return path

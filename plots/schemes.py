@@ -3,7 +3,7 @@
 A variant belongs to a scenario when its configuration sets ``scenario`` (written to
 ``meta.json``); its label in the figures is the variant name without a leading
 ``<scenario>-``.  One figure per metric, one panel per scenario, one bar per scheme (mean
-over repetitions, error bars min-max), the same colour for the same scheme in every panel.
+over repetitions, a dot per repetition), the same colour for the same scheme in every panel.
 Nothing is drawn when no variant has a scenario.
 """
 from __future__ import annotations
@@ -56,9 +56,10 @@ def scenario_of(group: VariantGroup) -> str:
 def scheme_label(group: VariantGroup, scenario: str) -> str:
     """The variant name without its scenario prefix (``lossy-reno`` in ``lossy`` -> ``reno``)."""
     name = group.variant
+    flow = f" {group.flow}" if group.flow else ""   # several flows: one bar per (scheme, flow)
     for sep in ("-", "_", "."):
         if name.startswith(scenario + sep) and len(name) > len(scenario) + 1:
-            return name[len(scenario) + 1:]
+            return name[len(scenario) + 1:] + flow
     return group.label
 
 
@@ -109,9 +110,12 @@ def scheme_figure(groups: Sequence[VariantGroup], out_dir: Path, metric: str,
         labs = [scheme_label(g, s) for g in gs]
         x = np.arange(len(gs))
         mean = np.array([m for m, _, _ in stats])
-        err = np.nan_to_num(np.vstack([mean - [lo for _, lo, _ in stats],
-                                       [hi for _, _, hi in stats] - mean]))
-        ax.bar(x, np.nan_to_num(mean), yerr=err, capsize=3, color=[color[lab] for lab in labs])
+        ax.bar(x, np.nan_to_num(mean), color=[color[lab] for lab in labs], alpha=0.85)
+        for xi, g in zip(x, gs):
+            vals = np.asarray([get(r) for r in g.usable], dtype=float)
+            vals = vals[np.isfinite(vals)]
+            off = np.linspace(-0.2, 0.2, len(vals)) if len(vals) > 1 else np.zeros(len(vals))
+            ax.scatter(xi + off, vals, s=10, color="black", zorder=3, linewidths=0)
         for xi, m in zip(x, mean):
             if not math.isnan(m):
                 ax.annotate(f"{m:.3g}", (xi, m), ha="center", va="bottom", fontsize="x-small",
@@ -125,7 +129,8 @@ def scheme_figure(groups: Sequence[VariantGroup], out_dir: Path, metric: str,
     if not drawn:
         return []
     fig.supylabel(ylabel)
-    fig.suptitle(f"Snoop schemes side by side: {ylabel.split(' (')[0]} (mean, error bars min-max)")
+    fig.suptitle(f"Snoop schemes side by side: {ylabel.split(' (')[0]} (bars: mean; dots: each "
+                 "repetition)")
     return save(fig, out_dir, f"schemes_{metric}")
 
 

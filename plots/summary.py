@@ -9,18 +9,27 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from plots.logs import RepLogs, aligned_times, check_run_dir, iter_reps, load_rep
+from plots.flows import FlowInfo, flow_events, rep_flows
+from plots.analysis import load
+from plots.logs import RepLogs, aligned_times, check_run_dir
 
 __all__ = [
     "SUMMARY_COLUMNS",
     "SUMMARY_DTYPES",
+    "REP_COLUMNS",
     "FlowRoles",
+    "FlowInfo",
+    "rep_flows",
+    "flow_events",
+    "summarize_flows",
+    "cache_time_mean",
     "flow_roles",
     "tx_counts",
     "sender_cwnd_segments",
     "cwnd_time_mean",
     "summarize_rep",
     "rep_row",
+    "rep_rows",
     "summary_frame",
     "write_summary_rows",
     "write_summary",
@@ -33,7 +42,12 @@ SUMMARY_COLUMNS: list[str] = [
     "tx_per_pkt_max", "cache_max_segments", "snoop_hits", "local_retransmissions",
     "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
     "cache_insertions", "premature_retransmissions", "cwnd_mean",
+    "flow", "n_flows", "cache_mean_segments",
 ]
+# Columns that describe the whole repetition (every node, every flow): the ``cache`` and
+# ``drop`` events carry no flow (docs/LOGS.md), so every flow row of a repetition repeats them.
+REP_COLUMNS: tuple[str, ...] = ("cache_max_segments", "cache_insertions", "cache_mean_segments",
+                                "drops_loss", "drops_queue", "drops_malformed", "n_flows")
 
 _INT = "Int64"
 SUMMARY_DTYPES: dict[str, str] = {
@@ -45,6 +59,7 @@ SUMMARY_DTYPES: dict[str, str] = {
     "integrity_ok": "boolean", "drops_loss": _INT, "drops_queue": _INT,
     "drops_malformed": _INT, "status": "object", "cache_insertions": _INT,
     "premature_retransmissions": _INT, "cwnd_mean": "float64",
+    "flow": "object", "n_flows": _INT, "cache_mean_segments": "float64",
 }
 FLOAT_FORMAT = "%.6g"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -216,23 +231,23 @@ def _status(meta: dict[str, Any], finished: bool) -> str:
     return status if finished else "incomplete"
 
 
-def summarize_rep(rep: RepLogs) -> dict[str, Any]:
-    """One summary row (keys = SUMMARY_COLUMNS) computed from a rep's events (docs/LOGS.md)."""
-    ev, meta = rep.events, rep.meta
-    roles = flow_roles(rep)
+def _flow_row(rep: RepLogs, flow: FlowInfo, flows: list[FlowInfo]) -> dict[str, Any]:
+    """The per-flow columns of one flow's row (rules for which events count: plots/flows.py)."""
+    if len(flows) <= 1:
+        view, roles = rep, flow_roles(rep)
+        segments = _segments(rep)
+    else:
+        view = RepLogs(meta=rep.meta, events=flow_events(rep, flow, flows), rep_dir=rep.rep_dir)
+        roles = FlowRoles(frozenset({flow.sender}), frozenset({flow.receiver}), 1)
+        segments = flow.segments
+    ev = view.events
     counts = tx_counts(ev)
-    cwnd = sender_cwnd_segments(rep, roles)["cwnd_seg"].dropna()
-    losses = _sender_rows(ev, "loss", roles.senders)
-    loss_kind = _col(losses, "kind")
-    cache = _col(ev[ev["ev"] == "cache"], "segments").dropna()
+    cwnd = sender_cwnd_segments(view, roles)["cwnd_seg"].dropna()
+    loss_kind = _col(_sender_rows(ev, "loss", roles.senders), "kind")
     tx_kind = _col(ev[ev["ev"] == "tx"], "kind")
-    drop_reason = _col(ev[ev["ev"] == "drop"], "reason")
-    timing = _flow_timing(rep, roles)
-    row: dict[str, Any] = {
-        "variant": meta.get("variant"),
-        "repetition": _int_or_none(meta.get("repetition")),
-        "seed": meta.get("seed"),
-        "segments": _segments(rep),
+    timing = _flow_timing(view, roles)
+    return {
+        "segments": segments,
         "duration_s": timing["duration_s"],
         "goodput_mbps": timing["goodput_mbps"],
         "losses_dupack": int((loss_kind == "dupack").sum()),
@@ -243,20 +258,89 @@ def summarize_rep(rep: RepLogs) -> dict[str, Any]:
         "tx_per_pkt_p99": float(np.percentile(counts, 99, method="linear")) if len(counts)
         else NAN,
         "tx_per_pkt_max": int(counts.max()) if len(counts) else None,
-        "cache_max_segments": int(cache.max()) if len(cache) else 0,
         "snoop_hits": int((ev["ev"] == "hit").sum()),
         "local_retransmissions": int((tx_kind == "local").sum()),
-        "backend": meta.get("backend"),
         "integrity_ok": timing["integrity_ok"],
+        "status": _status(rep.meta, timing["finished"]),
+        "premature_retransmissions": int((ev["ev"] == "premature").sum()),
+        "cwnd_mean": cwnd_time_mean(view, roles),
+        "flow": flow.label,
+    }
+
+
+def _rep_columns(rep: RepLogs, n_flows: int) -> dict[str, Any]:
+    """The columns that describe the whole repetition (REP_COLUMNS and the identifiers)."""
+    ev, meta = rep.events, rep.meta
+    cache = _col(ev[ev["ev"] == "cache"], "segments").dropna()
+    drop_reason = _col(ev[ev["ev"] == "drop"], "reason")
+    return {
+        "variant": meta.get("variant"),
+        "repetition": _int_or_none(meta.get("repetition")),
+        "seed": meta.get("seed"),
+        "cache_max_segments": int(cache.max()) if len(cache) else 0,
+        "backend": meta.get("backend"),
         "drops_loss": int((drop_reason == "loss").sum()),
         "drops_queue": int((drop_reason == "queue").sum()) + _socket_drops(ev),
         "drops_malformed": int((drop_reason == "malformed").sum()),
-        "status": _status(meta, timing["finished"]),
         "cache_insertions": _cache_insertions(ev),
-        "premature_retransmissions": int((ev["ev"] == "premature").sum()),
-        "cwnd_mean": cwnd_time_mean(rep, roles),
+        "n_flows": n_flows,
+        "cache_mean_segments": cache_time_mean(rep),
     }
-    return row
+
+
+def summarize_flows(rep: RepLogs) -> list[dict[str, Any]]:
+    """One summary row (keys = SUMMARY_COLUMNS) per flow of a rep, in rep_flows order."""
+    flows = rep_flows(rep)
+    shared = _rep_columns(rep, len(flows))
+    rows = []
+    for flow in flows:
+        row = {**shared, **_flow_row(rep, flow, flows)}
+        rows.append({c: row[c] for c in SUMMARY_COLUMNS})
+    return rows
+
+
+def summarize_rep(rep: RepLogs) -> dict[str, Any]:
+    """The summary row of a single-flow rep; ValueError if the rep has several flows
+    (use :func:`summarize_flows`)."""
+    rows = summarize_flows(rep)
+    if len(rows) != 1:
+        raise ValueError(f"{rep.rep_dir}: {len(rows)} flows; use summarize_flows for one row "
+                         "per flow")
+    return rows[0]
+
+
+def cache_time_mean(rep: RepLogs) -> float:
+    """Time-averaged snoop cache occupancy summed over nodes (segments).
+
+    Per node, the cache size is a step function (0 before its first ``cache`` event); its mean
+    over the window from the first ``flow_start`` to the last ``flow_end`` (or the last event
+    when no flow ended) is summed over nodes. 0 when nothing was cached; NaN without a window.
+    """
+    ev = rep.events
+    rows = ev[ev["ev"] == "cache"]
+    if rows.empty or "segments" not in rows:
+        return 0.0
+    t = aligned_times(ev, rep.meta)
+    starts = t[ev["ev"] == "flow_start"]
+    ends = t[ev["ev"] == "flow_end"]
+    t0 = float(starts.min()) if len(starts) else float(t.min())
+    t1 = float(ends.max()) if len(ends) else float(t.max())
+    if not t1 > t0:
+        return NAN
+    total = 0.0
+    t_cache = t[rows.index]
+    for _node, idx in rows.groupby("node", sort=True).groups.items():
+        times = t_cache[idx].to_numpy(dtype=np.float64)
+        seg = rows.loc[idx, "segments"].astype(float).to_numpy()
+        order = np.argsort(times, kind="stable")
+        times, seg = times[order], seg[order]
+        # value in force at t0, then the steps inside the window
+        before = seg[times <= t0]
+        inside = (times > t0) & (times < t1)
+        knots = np.concatenate(([t0], times[inside], [t1]))
+        values = np.concatenate(([before[-1] if len(before) else 0.0], seg[inside]))
+        total += float((values * np.diff(knots)).sum())
+    return total / (t1 - t0)
 
 
 def _socket_drops(ev: pd.DataFrame) -> int:
@@ -310,20 +394,30 @@ def write_summary_rows(run_dir: Path, rows: Iterable[dict[str, Any]]) -> pd.Data
     return df
 
 
+def rep_rows(rep: RepLogs, variant: str, repetition: int) -> list[dict[str, Any]]:
+    """summarize_flows, with variant/repetition taken from the directory when meta lacks them."""
+    rows = summarize_flows(rep)
+    for row in rows:
+        if row["variant"] is None:
+            row["variant"] = variant
+        if row["repetition"] is None:
+            row["repetition"] = repetition
+    return rows
+
+
 def rep_row(rep: RepLogs, variant: str, repetition: int) -> dict[str, Any]:
-    """summarize_rep, with variant/repetition taken from the directory when meta lacks them."""
-    row = summarize_rep(rep)
-    if row["variant"] is None:
-        row["variant"] = variant
-    if row["repetition"] is None:
-        row["repetition"] = repetition
-    return row
+    """rep_rows of a single-flow rep (ValueError with several flows)."""
+    rows = rep_rows(rep, variant, repetition)
+    if len(rows) != 1:
+        raise ValueError(f"{rep.rep_dir}: {len(rows)} flows; use rep_rows")
+    return rows[0]
 
 
 def write_summary(run_dir: Path) -> pd.DataFrame:
-    """Summarize every rep of ``run_dir`` (iter_reps order) and write ``run_dir/summary.csv``."""
+    """Summarize every rep of ``run_dir`` (iter_reps order, one row per flow) and write
+    ``run_dir/summary.csv``."""
     run_dir = check_run_dir(Path(run_dir))
-    rows = [rep_row(load_rep(d), v, k) for v, k, d in iter_reps(run_dir)]
+    rows = [row for v, k, logs in load(run_dir).reps() for row in rep_rows(logs, v, k)]
     return write_summary_rows(run_dir, rows)
 
 

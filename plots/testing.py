@@ -11,10 +11,12 @@ from typing import Any, Iterable
 
 import yaml
 
-__all__ = ["FLOW", "NODES", "ev", "write_experiment", "write_rep", "basic_flow_events"]
+__all__ = ["FLOW", "FLOW_DA", "NODES", "ev", "write_experiment", "write_rep",
+           "basic_flow_events", "reverse_flow_events"]
 
 NODES = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
 FLOW = "10.2.1.1:5001>10.2.1.4:6001"
+FLOW_DA = "10.2.1.4:5002>10.2.1.1:6002"   # the second flow of reverse_flow_events: D -> A
 
 
 def ev(t: float, node: str, name: str, **fields: Any) -> dict[str, Any]:
@@ -37,7 +39,7 @@ def write_rep(run_dir: Path, variant: str, repetition: int, events: Iterable[dic
               *, status: str = "ok", error: str | None = None, segments: int = 3,
               segment_size: int = 1000, clock_offsets: dict[str, float] | None = None,
               backend: str = "sim", seed: int | None = None, tail: dict[str, str] | None = None,
-              **meta_extra: Any) -> Path:
+              flows: list[dict[str, Any]] | None = None, **meta_extra: Any) -> Path:
     """Write ``run_dir/<variant>/rep<repetition>/`` with meta.json and one log per node.
 
     Events go to ``<node>.log`` by their ``node`` (every node of NODES gets a file, possibly
@@ -48,8 +50,9 @@ def write_rep(run_dir: Path, variant: str, repetition: int, events: Iterable[dic
     meta = {"variant": variant, "repetition": repetition,
             "seed": seed if seed is not None else 1000 + repetition, "backend": backend,
             "nodes": dict(NODES),
-            "flows": [{"sender": "A", "receiver": "D", "segments": segments,
-                       "segment_size": segment_size, "variant": variant}],
+            "flows": flows if flows is not None else [
+                {"sender": "A", "receiver": "D", "segments": segments,
+                 "segment_size": segment_size, "variant": variant}],
             "clock_offsets": clock_offsets or {n: 0.0 for n in NODES},
             "status": status, "error": error, **meta_extra}
     (rep_dir / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
@@ -113,5 +116,34 @@ def basic_flow_events(*, snoop: bool = True, finish: bool = True, losses: int = 
     if finish:
         out += [ev(t_end - 0.1, "A", "flow_end", flow=f, bytes=3000, sha256="ab"),
                 ev(t_end, "D", "flow_end", flow=f, bytes=3000, sha256="ab", ok=True)]
+    out.sort(key=lambda e: e["t"])
+    return out
+
+
+def reverse_flow_events(t_start: float = 1.5, t_end: float = 2.5) -> list[dict[str, Any]]:
+    """A second flow D->C->B->A of 2 segments (``FLOW_DA``), for two-flow runs together with
+    :func:`basic_flow_events` (meta flows A->D then D->A).
+
+    Transmissions per packet: seq 0 -> 3, seq 1000 -> 4 (C forwards it twice, the second a
+    ``local`` retransmission). Sender D: cwnd 10, 20, 30 segments (mss 1000), two RTO losses
+    (flow-less, as an old log), one hit at C. No cache events (the caches are per node).
+    """
+    f = FLOW_DA
+    out = [ev(t_start, "D", "flow_start", flow=f, segments=2, segment_size=1000, variant="v")]
+    out += [ev(t_start + 0.1 * i, "D", "cwnd", flow=f, cwnd=c, ssthresh=65535, mss=1000)
+            for i, c in enumerate((10_000, 20_000, 30_000))]
+    out += [ev(1.6, "D", "tx", flow=f, seq=0, len=1000, kind="send", hop=0),
+            ev(1.7, "C", "tx", flow=f, seq=0, len=1000, kind="fwd", hop=1),
+            ev(1.8, "B", "tx", flow=f, seq=0, len=1000, kind="fwd", hop=2),
+            ev(1.6, "D", "tx", flow=f, seq=1000, len=1000, kind="send", hop=0),
+            ev(1.7, "C", "tx", flow=f, seq=1000, len=1000, kind="fwd", hop=1),
+            ev(1.9, "C", "tx", flow=f, seq=1000, len=1000, kind="local", hop=1),
+            ev(2.0, "B", "tx", flow=f, seq=1000, len=1000, kind="fwd", hop=2),
+            ev(1.85, "C", "hit", flow=f, seq=1000),
+            ev(1.7, "D", "loss", kind="rto", seq=0),          # no flow field: D sends one flow
+            ev(1.75, "D", "loss", kind="rto", seq=1000),
+            ev(2.0, "A", "drop", reason="loss", ptype="ack", flow="10.2.1.1:6002>10.2.1.4:5002"),
+            ev(t_end - 0.1, "D", "flow_end", flow=f, bytes=2000, sha256="cd"),
+            ev(t_end, "A", "flow_end", flow=f, bytes=2000, sha256="cd", ok=True)]
     out.sort(key=lambda e: e["t"])
     return out

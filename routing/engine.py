@@ -17,7 +17,7 @@ from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
-from routing.step import DROP_REASONS, ForwardingStep, Held
+from routing.step import DROP_REASONS, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
 from routing.wire import DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, wire_size
 from tcp_user.segment import ACK, Segment
 
@@ -28,6 +28,7 @@ __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Tra
 class Transmit:
     packet: Packet
     next_hop: str
+    note: str | None = None      # what this node did to the packet, for a capture's comment
 
 
 @dataclass(slots=True)
@@ -64,11 +65,65 @@ class ForwardingEngine:
         self.drops = self.step.drops
         self._names: dict[tuple[str, int, str, int], str] = {}
         self._makes_acks = agent.generates_acks
+        self.tap: Any = None     # routing.capture.OverlayTap when the node writes a capture
+
+    def capture(self, tap: Any) -> None:
+        """Write what this node hears and sends to ``tap`` (routing.capture.OverlayTap), with notes."""
+        self.tap = tap
+        self.step.explain = True
 
     # ---- inputs ------------------------------------------------------------
-    def on_datagram(self, data: bytes, now: float) -> list[Action]:
-        """A datagram heard from the network.  The node's loss model applies first, to whatever was
-        heard (paper: the listener drops); what is left is decoded, and malformed ones are dropped."""
+    def on_datagram(self, data: bytes, now: float, frm: str | None = None) -> list[Action]:
+        """A datagram heard from the network (from neighbour ``frm``, when the driver knows it).  The node's
+        loss model applies first, to whatever was heard (paper: the listener drops); what is left is
+        decoded, and malformed ones are dropped."""
+        actions = self._on_datagram(data, now)
+        if self.tap is not None:
+            self._capture(now, data, frm, actions)
+        return actions
+
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> list[Action]:
+        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
+        first, with the bytes the packet has on the link."""
+        if self.tap is not None:
+            heard = pkt.copy()            # as heard: the step rewrites the header of what it forwards
+            actions = self._on_packet(pkt, now)
+            self._capture(now, heard, frm, actions, pkt)
+            return actions
+        return self._on_packet(pkt, now)
+
+    def send_local(self, pkt: Packet, now: float) -> list[Action]:
+        """A packet originated by this node (its TCP or its prober): no loss model, hop index 0."""
+        if pkt.dst == self.address:
+            return [Deliver(pkt)]
+        actions = self._forward(pkt, now, "send")
+        if self.tap is not None:
+            self._capture(now, None, None, actions)
+        return actions
+
+    def on_timer(self, now: float) -> list[Action]:
+        actions: list[Action] = [Transmit(held.packet, nxt, LOCAL_RTX_NOTE) for held, nxt in self.step.timer(now)]
+        if self._makes_acks:
+            actions += self._generated(now)
+        if self.tap is not None:
+            self._capture(now, None, None, actions)
+        return actions
+
+    def _capture(self, now: float, heard: bytes | Packet | None, frm: str | None, actions: list[Action],
+                 heard_pkt: Packet | None = None) -> None:
+        """Write the heard packet (noted when this node dropped it) and everything sent."""
+        tap = self.tap
+        if heard is not None:
+            note = None
+            for a in actions:
+                if a.__class__ is Drop and (a.packet is None or a.packet is heard_pkt or heard_pkt is None):
+                    note = SUPPRESSED_NOTE if a.reason == "suppressed" else f"dropped here: {a.reason}"
+            tap.rx(now, heard, frm, note)
+        for a in actions:
+            if a.__class__ is Transmit:
+                tap.tx(now, a.packet, a.next_hop, a.note)
+
+    def _on_datagram(self, data: bytes, now: float) -> list[Action]:
         lost = self.step.lost(now, len(data) + IP_UDP_OVERHEAD)
         try:
             pkt = decode(data)
@@ -82,9 +137,7 @@ class ForwardingEngine:
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 
-    def on_packet(self, pkt: Packet, now: float) -> list[Action]:
-        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
-        first, with the bytes the packet has on the link."""
+    def _on_packet(self, pkt: Packet, now: float) -> list[Action]:
         if self.step.lost(now, wire_size(pkt)):
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
@@ -100,17 +153,6 @@ class ForwardingEngine:
             return actions
         return [Deliver(pkt)]
 
-    def send_local(self, pkt: Packet, now: float) -> list[Action]:
-        """A packet originated by this node (its TCP or its prober): no loss model, hop index 0."""
-        if pkt.dst == self.address:
-            return [Deliver(pkt)]
-        return self._forward(pkt, now, "send")
-
-    def on_timer(self, now: float) -> list[Action]:
-        actions: list[Action] = [Transmit(held.packet, nxt) for held, nxt in self.step.timer(now)]
-        if self._makes_acks:
-            actions += self._generated(now)
-        return actions
 
     def next_timer(self) -> float | None:
         return self.step.next_timer()
@@ -146,11 +188,12 @@ class ForwardingEngine:
                 if nxt is None:
                     pkt.hops = hop
                     return [self.drop(pkt, "no_route", now)]
+                note = self.step.note if self.tap is not None else None
                 if self._makes_acks:
                     actions = self._generated(now)
-                    actions.append(Transmit(pkt, nxt))
+                    actions.append(Transmit(pkt, nxt, note))
                     return actions
-                return [Transmit(pkt, nxt)]
+                return [Transmit(pkt, nxt, note)]
             if kind == "fwd" and seg.is_pure_ack:
                 actions = self._ack(pkt, now)
                 if actions and actions[-1].__class__ is Drop:
@@ -177,7 +220,8 @@ class ForwardingEngine:
         details = step.ack_details
         verdict = step.ack(now, (pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack,
                            seg.window if details else None, seg.snack if details else (), pkt if details else None)
-        actions: list[Action] = [Transmit(held.packet, nxt) for held, nxt in step.local(now, verdict.retransmit)]
+        actions: list[Action] = [Transmit(held.packet, nxt, LOCAL_RTX_NOTE)
+                                 for held, nxt in step.local(now, verdict.retransmit)]
         if self._makes_acks:
             actions += self._generated(now)
         if not verdict.forward:
@@ -201,5 +245,5 @@ class ForwardingEngine:
                 out.append(self.drop(pkt, "no_route", now))
                 continue
             self.step.ack_sent(now, g, self._name((t.dst, t.dport, t.src, t.sport)))
-            out.append(Transmit(pkt, nxt))
+            out.append(Transmit(pkt, nxt, f"new ACK made here ({g.reason}): ack {g.ack}, window {g.window}"))
         return out

@@ -39,11 +39,12 @@ from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
 from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
+from routing.capture import KernelTap
 from routing.forge import WindowScales, forge_ack
 from routing.ip_option import DEFAULT_OPTION, check_fields, decode_option, restamp_option, stamp_option
 from routing.ipv4 import ACK, FIN, PROTO_UDP, RST, SYN, PacketError, TcpPacket, ip_header, parse_tcp
 from routing.loss import LossModel
-from routing.step import DROP_REASONS, ForwardingStep, Held
+from routing.step import DROP_REASONS, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
 from routing.tsval import TsvalTracker
 
 __all__ = ["ACCEPT", "DROP_REASONS", "HOOK_FWD", "HOOK_IN", "HOOK_OUT", "KernelForwarder", "Verdict"]
@@ -94,6 +95,7 @@ class KernelForwarder:
         self._makes_acks = agent.generates_acks
         self._wscales = WindowScales()
         self._tsval = TsvalTracker()
+        self.tap: KernelTap | None = None
 
     @property
     def stats(self) -> dict[str, int]:
@@ -102,9 +104,41 @@ class KernelForwarder:
         return {**self._counts, "tx_send": step.tx["send"], "tx_fwd": step.tx["fwd"], "tx_local": step.tx["local"],
                 "ack_gen": step.acks_generated, "ts_refreshed": self._tsval.refreshed}
 
+    # ---- captures (routing.capture.KernelTap) -------------------------------
+    def capture(self, tap: KernelTap) -> None:
+        """Write every queued packet as it leaves the handler (option stamped or rewritten), the
+        packets it injects, and notes on what the node did, to ``tap``."""
+        self.tap = tap
+        self.step.explain = True
+
+    def _capture(self, now: float, data: bytes, v: Verdict, before: dict[str, int]) -> None:
+        step = self.step
+        if v.accept:
+            note = step.note          # set by this packet's data rule when the agent cached it
+        else:
+            reason = step.last_drop
+            note = SUPPRESSED_NOTE if reason == "suppressed" else f"dropped here: {reason}"
+        self.tap.packet(now, v.payload if v.payload is not None else data, note)
+        self._capture_injected(now, v.inject, before)
+
+    def _capture_injected(self, now: float, inject: list[bytes], before: dict[str, int]) -> None:
+        local = self.step.tx["local"] - before["local"]
+        for i, raw in enumerate(inject):
+            self.tap.packet(now, raw, LOCAL_RTX_NOTE if i < local else "new ACK made here (forged from the "
+                                                                       "receiver's last ACK)")
+
     # ---- the step --------------------------------------------------------
     def on_packet(self, hook: int, data: bytes, now: float) -> Verdict:
         """Decide what happens to one queued packet.  Never raises for any bytes."""
+        if self.tap is None:
+            return self._on_packet(hook, data, now)
+        before = dict(self.step.tx)
+        self.step.note = None
+        v = self._on_packet(hook, data, now)
+        self._capture(now, data, v, before)
+        return v
+
+    def _on_packet(self, hook: int, data: bytes, now: float) -> Verdict:
         if hook == HOOK_OUT:
             self._counts["out"] += 1
         else:
@@ -218,9 +252,12 @@ class KernelForwarder:
 
     def on_timer(self, now: float) -> list[bytes]:
         """Expired local retransmission timers: the packets to inject (resent segments, new ACKs)."""
+        before = dict(self.step.tx)
         inject = self._local(self.step.timer(now))
         if self._makes_acks:
             inject += self._generated(now)
+        if self.tap is not None:
+            self._capture_injected(now, inject, before)
         return inject
 
     # ---- new ACKs toward the sender (ACK-all, SLACK) -------------------------

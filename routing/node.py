@@ -91,11 +91,12 @@ class NodeCore:
         return [b.endpoint for b in self._bindings.values()]
 
     # ---- inputs ------------------------------------------------------------
-    def on_datagram(self, data: bytes, now: float) -> Out:
-        return self._run(self.engine.on_datagram(data, now), now)
+    def on_datagram(self, data: bytes, now: float, frm: str | None = None) -> Out:
+        """A datagram heard from neighbour ``frm`` (its mesh address, when the driver knows it)."""
+        return self._run(self.engine.on_datagram(data, now, frm), now)
 
-    def on_packet(self, pkt: Packet, now: float) -> Out:
-        return self._run(self.engine.on_packet(pkt, now), now)
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> Out:
+        return self._run(self.engine.on_packet(pkt, now, frm), now)
 
     def next_timer(self) -> float | None:
         times = [self._timers[0][0]] if self._timers else []

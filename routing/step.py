@@ -31,6 +31,18 @@ DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed", "mac_ret
 TX_KINDS = ("send", "fwd", "local")
 
 
+def cache_note(policy: str, effort: float, p: float, pkt_qos: float) -> str:
+    """Why a node cached a segment, for a capture's packet comment."""
+    if policy in ("adaptive", "perfect"):
+        return (f"cached here (A-SPAN): pkt_effort {effort:.6f} x p(next hop) {p:.6f} = {effort * p:.6f} "
+                f"< pkt_qos {pkt_qos:.6f}")
+    return f"cached here (policy {policy})"
+
+
+LOCAL_RTX_NOTE = "local retransmission from this node's cache (a duplicate ACK or the local timer asked for it)"
+SUPPRESSED_NOTE = "duplicate ACK for a segment cached here: answered from the cache, not forwarded"
+
+
 class Held:
     """One data segment as this node transmits it: what the snoop agent caches.
 
@@ -73,6 +85,10 @@ class ForwardingStep:
         self.acks_generated = 0
         #: the ACK's window, SNACK entries and bytes are read only by agents that use them
         self.ack_details = agent.reads_ack_details
+        #: when True (a capture is written), :meth:`data` leaves in :attr:`note` why the agent cached
+        self.explain = False
+        self.note: str | None = None
+        self.last_drop = ""      # the reason of the latest drop (a capture's note for a dropped packet)
 
     # ---- data ------------------------------------------------------------------
     def data(self, now: float, held: Held, dst: str, fields: AspanFields, kind: str) -> str | None:
@@ -83,7 +99,12 @@ class ForwardingStep:
         nxt = self.next_hop(dst)
         if nxt is None:
             return None
-        self.agent.on_data(held.key, held.seq, held.length, fields, self.quality(nxt), held.hop, now, held)
+        if self.explain:
+            effort, p = fields.pkt_effort, self.quality(nxt)
+            cached = self.agent.on_data(held.key, held.seq, held.length, fields, p, held.hop, now, held)
+            self.note = cache_note(self.agent.config.policy, effort, p, fields.pkt_qos) if cached else None
+        else:
+            self.agent.on_data(held.key, held.seq, held.length, fields, self.quality(nxt), held.hop, now, held)
         self.log.tx(now, held.flow, held.seq, held.length, kind, held.hop)
         self.tx[kind] += 1
         return nxt
@@ -140,4 +161,5 @@ class ForwardingStep:
              seq: int | None = None, ack: int | None = None, length: int | None = None, **detail: Any) -> None:
         """Count and log a packet this node does not pass on (``reason`` one of DROP_REASONS)."""
         self.drops[reason] += 1
+        self.last_drop = reason
         self.log.drop(now, reason, ptype, flow, seq, ack, length, **detail)

@@ -178,6 +178,8 @@ class UdpNode:
                         t = core.next_timer()
                 if now - flushed >= LOG_FLUSH_S:
                     log.flush()        # batches of at most LOG_FLUSH_S (or the log's FLUSH_LINES)
+                    if core.engine.tap is not None:
+                        core.engine.tap.writer.flush()
                     flushed = now
                 if self.flow_start is None and self._data_seen():
                     self.flow_start = (time.process_time(), self.rx_datagrams)
@@ -198,6 +200,22 @@ class UdpNode:
         if self.error is not None:
             raise self.error
 
+    def _drain_named(self, budget: int) -> None:
+        """:meth:`_drain` with the sender of each datagram, as its mesh address (for the capture)."""
+        mesh = {udp: addr for addr, udp in self.peers.items()}
+        with self.lock:
+            for _ in range(budget):
+                try:
+                    data, src = self.sock.recvfrom(MAX_DATAGRAM)
+                except BlockingIOError:
+                    return
+                except OSError as e:
+                    if e.errno in (errno.ECONNREFUSED, errno.EINTR):
+                        continue
+                    raise
+                self.rx_datagrams += 1
+                self._send(self.core.on_datagram(data, time.time(), mesh.get(src, src[0])))
+
     def _data_seen(self) -> bool:
         tx = self.core.engine.step.tx
         return tx["send"] + tx["fwd"] > 0
@@ -212,6 +230,8 @@ class UdpNode:
     def _drain(self, budget: int = 256) -> None:
         """Read what the socket holds (up to ``budget`` datagrams) and process each, holding the
         core's lock for the whole batch (the probers wait at most one batch)."""
+        if self.core.engine.tap is not None:
+            return self._drain_named(budget)
         recv, on_datagram, send, now = self.sock.recv, self.core.on_datagram, self._send, time.time
         with self.lock:
             for _ in range(budget):

@@ -228,7 +228,7 @@ def test_deploy_run_paper_lossy_end_to_end(installed, tmp_path, clean):
     # path below 0.99 (0.995^3 = 0.985 on average, but one repetition may estimate higher): not asserted.
     assert (df.loc[df["variant"].str.startswith("aspan-1.00"), "cache_max_segments"] > 0).all()
     figures = {p.name for p in (run / "figures").iterdir()}
-    for f in ("cwnd_cdf", "losses", "tx_per_pkt_cdf", "snoop_cache_max"):
+    for f in ("cwnd_cdf", "losses", "tx_per_pkt_cdf", "snoop_memory"):
         assert {f"{f}.png", f"{f}.svg"} <= figures
     assert (run / "experiment.yaml").exists() and (run / "report.md").exists()
 

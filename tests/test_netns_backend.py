@@ -84,7 +84,8 @@ def events(rep: Path, node: str) -> list[dict]:
 def test_kernel_tcp_through_snoop_agents(netns):
     exp = write_exp(netns, variants=[
         {"name": "sack", "tcp": {"variant": "sack"}},
-        {"name": "aspan", "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive", "pkt_qos": 1.0, "dupack": "once"}}])
+        {"name": "aspan", "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive", "pkt_qos": 1.0, "dupack": "once"}}],
+        capture={"enabled": True, "max_mb": 50})
     p = start_run(exp, netns / "runs", "--no-plot")
     out, _ = p.communicate(timeout=300)
     assert p.returncode == 0, out
@@ -114,6 +115,15 @@ def test_kernel_tcp_through_snoop_agents(netns):
             assert evs[0] == "node_start" and "node_stop" in evs and "etx" in evs
         d_end = [e for e in events(rep, "D") if e["ev"] == "flow_end"]
         assert d_end[0]["ok"] is True and d_end[0]["bytes"] == 3_000_000
+        # captures: each handler wrote what left it, the A-SPAN option as rewritten, with its decisions
+        for n in "ABC":
+            [stop] = [e for e in events(rep, n) if e["ev"] == "node_stop"]
+            assert stop["capture"]["packets"] > 3000 and stop["capture"]["cut"] is False
+        from scapy.all import IP, rdpcap
+        first = rdpcap(str(rep / "B.pcapng"), count=400)
+        assert first[0].haslayer(IP)
+        cached = [p for p in first if p.comments and p.comments[0].startswith(b"cached here")]
+        assert bool(cached) == (v == "aspan")
 
 
 def test_the_schemes_of_papers_000_to_004_on_kernel_tcp(netns):

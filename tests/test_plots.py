@@ -1,6 +1,7 @@
 """plots.figures, plots.report and plots.cli on hand-written run directories."""
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from plots.summary import read_summary
 from plots.testing import basic_flow_events, write_experiment, write_rep
 
 BASE_FIGURES = ["losses", "cwnd_cdf", "cwnd_time", "tx_per_pkt_cdf", "tx_per_packet"]
-SNOOP_FIGURES = ["snoop_cache_time", "snoop_cache_max", "snoop_hits"]
+SNOOP_FIGURES = ["snoop_cache_time", "snoop_memory", "snoop_hits"]
 
 
 def _assert_figures(fig_dir: Path, names: list[str]) -> None:
@@ -71,7 +72,11 @@ def test_no_snooping_variant_at_all(tmp_path: Path) -> None:
     _assert_figures(run / "figures", BASE_FIGURES)
     for name in SNOOP_FIGURES:
         assert not (run / "figures" / f"{name}.png").exists()
-    assert "Not drawn (no data)" in (run / "report.md").read_text()
+    report = (run / "report.md").read_text()
+    # item 5 of issue 15: only what applies to the experiment (no snoop, no schemes, no sweep)
+    assert "Not drawn" not in report
+    for caption in ("Snoop", "schemes", "Sweep"):
+        assert caption not in report
 
 
 def test_failed_and_incomplete_reps(tmp_path: Path) -> None:
@@ -159,28 +164,71 @@ def test_sweep_value_from_name_needs_listed_value() -> None:
     assert sweep_value_for({}, "fast", {}, ("mode", ["fast", "slow"])) == "fast"
 
 
-def test_compare_several_run_dirs(tmp_path: Path) -> None:
+def _hashes(*roots: Path) -> dict[str, str]:
+    """sha256 of every file under ``roots`` (path -> digest), and every directory (-> "dir")."""
+    out = {}
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+    return out
+
+
+def test_compare_never_writes_into_inputs(tmp_path: Path) -> None:
+    """Issue 15 item 2: ``plot RUN... --out DIR`` leaves every input byte-identical, even a
+    run without summary.csv and with --resummarize; report.md and summary.csv go to DIR."""
     lossless = make_run(tmp_path, "lossless", variants=("aspan", "reno"), reps=1)
     lossy = make_run(tmp_path, "lossy", variants=("aspan", "sack"), reps=1)
-    assert plot_command([lossless, lossy]) == 0
-    compare = lossless / "figures" / "compare"
-    _assert_figures(compare, BASE_FIGURES + SNOOP_FIGURES)
-    svg = (compare / "cwnd_cdf.svg").read_text()
-    for label in ("lossless/aspan", "lossless/reno", "lossy/aspan", "lossy/sack"):
-        assert label in svg
-    _assert_figures(lossy / "figures", BASE_FIGURES)
+    plot_command([lossless])                  # one run, no --out: written into the run
+    assert (lossless / "report.md").is_file() and (lossless / "summary.csv").is_file()
+    before = _hashes(lossless, lossy)         # lossy: no summary, no figures, no report
     out = tmp_path / "cmp"
-    plot_command([lossless, lossy], out=out)
-    _assert_figures(out, ["losses"])
+    assert plot_command([lossless, lossy], out=out, resummarize=True) == 0
+    assert plot_command([lossy], out=tmp_path / "single") == 0
+    assert _hashes(lossless, lossy) == before
+    _assert_figures(out / "figures", BASE_FIGURES + SNOOP_FIGURES)
+    report = (out / "report.md").read_text()
+    for rel in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report):
+        assert (out / rel).is_file()
+    assert str(lossless) in report and str(lossy) in report
+    combined = read_summary(out / "summary.csv")
+    assert sorted(set(combined["label"])) == ["lossless", "lossy"] and len(combined) == 4
+    assert (tmp_path / "single" / "report.md").is_file()
+
+
+def test_compare_needs_out_outside_inputs(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "a", reps=1)
+    b = make_run(tmp_path, "b", reps=1)
+    before = _hashes(a, b)
+    with pytest.raises(ValueError, match="--out"):
+        plot_command([a, b])
+    with pytest.raises(ValueError, match="inside the input run"):
+        plot_command([a, b], out=b / "cmp")
+    assert _hashes(a, b) == before
+
+
+def test_compare_legends_from_experiment_backend_and_label(tmp_path: Path) -> None:
+    sim = make_run(tmp_path / "sim", "same-exp", variants=("snoop_1",), reps=1)
+    local = tmp_path / "local" / "same-exp"
+    write_experiment(local, ["snoop_1"])
+    write_rep(local, "snoop_1", 0, basic_flow_events(), backend="local")
+    out = tmp_path / "cmp"
+    plot_command([sim, local], out=out)
+    svg = (out / "figures" / "cwnd_cdf.svg").read_text()
+    assert "sim: snoop_1" in svg and "local: snoop_1" in svg      # same experiment: backend
+    plot_command([sim, local], out=out, labels=["ns-3 like", "loopback"])
+    svg = (out / "figures" / "cwnd_cdf.svg").read_text()
+    assert "ns-3 like: snoop_1" in svg and "loopback: snoop_1" in svg
+    with pytest.raises(ValueError, match="--label"):
+        plot_command([sim, local], out=out, labels=["only one"])
 
 
 def test_compare_sweeps(tmp_path: Path) -> None:
     a = _sweep_run(tmp_path / "a")
     b = _sweep_run(tmp_path / "b")
     plot_command([a, b], out=tmp_path / "cmp")
-    _assert_figures(tmp_path / "cmp", ["sweep_losses", "sweep_cache_max_segments"])
-    svg = (tmp_path / "cmp" / "sweep_losses.svg").read_text()
-    assert "a/qos" in svg and "b/qos" in svg        # same dir name: parent/name labels
+    _assert_figures(tmp_path / "cmp" / "figures", ["sweep_losses", "sweep_memory"])
+    svg = (tmp_path / "cmp" / "figures" / "sweep_losses.svg").read_text()
+    assert "a/qos" in svg and "b/qos" in svg        # same name and backend: parent/name
 
 
 def test_non_run_dir_raises(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -226,3 +274,63 @@ def test_unreadable_summary_csv_is_noted_not_fatal(tmp_path: Path) -> None:
     assert plot_command([run]) == 0
     assert "summary.csv unreadable" in (run / "report.md").read_text()
     assert (run / "summary.csv").read_text() == ""
+
+
+def test_two_flows_drawn_one_line_each(tmp_path: Path) -> None:
+    """Issue 15 item 1: with two flows, the figures and report name each flow; the memory
+    figure (per repetition) shows the variant once."""
+    from plots.testing import reverse_flow_events
+    run = tmp_path / "two"
+    write_experiment(run, ["aspan"])
+    flows = [{"sender": "A", "receiver": "D", "segments": 3, "segment_size": 1000},
+             {"sender": "D", "receiver": "A", "segments": 2, "segment_size": 1000}]
+    for k in range(2):
+        events = sorted(basic_flow_events() + reverse_flow_events(), key=lambda e: e["t"])
+        write_rep(run, "aspan", k, events, flows=flows)
+    plot_command([run])
+    for name in ("cwnd_cdf", "cwnd_time", "tx_per_pkt_cdf", "losses"):
+        svg = (run / "figures" / f"{name}.svg").read_text()
+        assert "aspan A-&gt;D:6001" in svg and "aspan D-&gt;A:6002" in svg, name
+    memory = (run / "figures" / "snoop_memory.svg").read_text()
+    assert "D-&gt;A" not in memory and "aspan" in memory
+    report = (run / "report.md").read_text()
+    assert "| aspan A->D:6001 | 2 |" in report and "| aspan D->A:6002 | 2 |" in report
+    assert "Flows: A->D:6001, D->A:6002" in report
+
+
+@pytest.mark.parametrize("lo, hi, labels", [
+    (3, 200, ["3", "5", "10", "20", "30", "50", "100", "200"]),
+    (1, 8000, ["1", "3", "10", "30", "100", "300", "1000", "3000"]),
+])
+def test_log_ticks_are_plain_numbers(lo: float, hi: float, labels: list[str]) -> None:
+    """Issue 15 item 3: log axes carry readable labels between the decades."""
+    from matplotlib.figure import Figure
+
+    from plots.figures import log_ticks
+    ax = Figure().add_subplot()
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    log_ticks(ax.xaxis, lo, hi)
+    ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+    assert [ax.xaxis.get_major_formatter()(t) for t in ticks] == labels
+
+
+def test_bars_show_each_repetition_as_a_dot(tmp_path: Path) -> None:
+    """Issue 15 item 3: every bar carries one dot per repetition at that repetition's value."""
+    from matplotlib.figure import Figure
+
+    from plots.figures import _bars_with_dots
+    run = make_run(tmp_path, variants=("aspan",), reps=3)     # losses_dupack 0, 1, 2
+    groups = load_run(run, write=False).groups()
+    ax = Figure().add_subplot()
+    _bars_with_dots(ax, groups, {"losses_dupack": "three dupacks"})
+    dots = sorted(float(y) for c in ax.collections for _x, y in c.get_offsets())
+    assert dots == [0.0, 1.0, 2.0]
+    assert [p.get_height() for p in ax.patches] == [1.0]        # the bar: the mean
+
+
+def test_many_variants_get_one_panel_each(tmp_path: Path) -> None:
+    run = make_run(tmp_path, variants=("a1", "a2", "a3", "a4", "a5"), reps=1)
+    plot_command([run])
+    svg = (run / "figures" / "cwnd_time.svg").read_text()
+    assert svg.count("(rep 0)") == 5 and "<g id=\"axes_5\"" in svg

@@ -101,5 +101,5 @@ def test_a_sweep_is_plotted_against_the_swept_value(tmp_path):
     d = run_experiment(load_experiment(doc, "simt.yaml"), out=tmp_path, jobs=1, plot=True, progress=lambda s: None)
     assert yaml.safe_load((d / "experiment.yaml").read_text())["sweep"] == {"field": "snoop.pkt_qos", "values": [0.98, 1.0]}
     sweep_pngs = sorted(p.name for p in (d / "figures").glob("sweep_*.png"))
-    assert "sweep_cache_max_segments.png" in sweep_pngs and len(sweep_pngs) >= 4
+    assert "sweep_memory.png" in sweep_pngs and len(sweep_pngs) >= 4
     assert all((d / "figures" / n).stat().st_size > 1000 for n in sweep_pngs)

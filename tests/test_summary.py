@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,19 +13,38 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plots.logs import aligned_times, iter_reps, load_rep, read_node_log
-from plots.summary import SUMMARY_COLUMNS, read_summary, summarize_rep, write_summary
-from plots.testing import FLOW, basic_flow_events, ev, write_experiment, write_rep
+from plots.summary import (REP_COLUMNS, SUMMARY_COLUMNS, read_summary, summarize_flows,
+                           summarize_rep, write_summary)
+from plots.testing import (FLOW, basic_flow_events, ev, reverse_flow_events, write_experiment,
+                           write_rep)
 
 LOGS_MD_COLUMNS = (
     "variant, repetition, seed, segments, duration_s, goodput_mbps, losses_dupack, losses_rto, "
     "cwnd_median, tx_per_pkt_p50, tx_per_pkt_p99, tx_per_pkt_max, cache_max_segments, "
     "snoop_hits, local_retransmissions, backend, integrity_ok, drops_loss, drops_queue, "
-    "drops_malformed, status, cache_insertions, premature_retransmissions, cwnd_mean")
+    "drops_malformed, status, cache_insertions, premature_retransmissions, cwnd_mean, flow, "
+    "n_flows, cache_mean_segments")
 
 
 def test_columns_are_the_contract() -> None:
     assert SUMMARY_COLUMNS == LOGS_MD_COLUMNS.split(", ")
     assert SUMMARY_COLUMNS[:15][-1] == "local_retransmissions"
+
+
+def test_every_column_defined_in_logs_md() -> None:
+    """docs/LOGS.md's column table defines every column with its scope (flow or repetition)."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "LOGS.md").read_text()
+    scopes: dict[str, str] = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1] in ("flow", "repetition"):
+            names = re.findall(r"`([a-z0-9_]+)`", cells[0])
+            base = names[0].rsplit("_", 1)[0] if names else ""
+            for n in names:   # `tx_per_pkt_p50`, `_p99`, `_max`: a suffix extends the first
+                scopes[base + n if n.startswith("_") else n] = cells[1]
+    assert set(SUMMARY_COLUMNS) <= set(scopes), set(SUMMARY_COLUMNS) - set(scopes)
+    per_rep = {c for c, s in scopes.items() if s == "repetition"}
+    assert per_rep - {"variant", "repetition", "seed", "backend"} == set(REP_COLUMNS)
 
 
 def test_summary_values_exact(tmp_path: Path) -> None:
@@ -231,7 +251,8 @@ def test_write_summary_deterministic(tmp_path: Path) -> None:
     lines = first.decode().splitlines()
     assert lines[0] == ",".join(SUMMARY_COLUMNS)
     assert len(lines) == 9
-    assert lines[1] == ("snoop,0,1000,3,2,0.012,0,1,3.5,3,5.94,6,4,2,1,sim,True,1,1,1,ok,7,0,4.68421")
+    assert lines[1] == ("snoop,0,1000,3,2,0.012,0,1,3.5,3,5.94,6,4,2,1,sim,True,1,1,1,ok,7,0,4.68421,"
+                        "A->D:6001,1,0.065")
     assert list(df["variant"]) == ["snoop"] * 4 + ["reno"] * 4
     assert list(df["repetition"]) == [0, 1, 2, 10] * 2
 
@@ -308,3 +329,69 @@ def test_tx_percentiles_match_numpy(tmp_path: Path, counts: list[int]) -> None:
     assert row["tx_per_pkt_p50"] == pytest.approx(np.percentile(counts, 50))
     assert row["tx_per_pkt_p99"] == pytest.approx(np.percentile(counts, 99))
     assert row["tx_per_pkt_max"] == max(counts)
+
+
+TWO_FLOWS = [{"sender": "A", "receiver": "D", "segments": 3, "segment_size": 1000},
+             {"sender": "D", "receiver": "A", "segments": 2, "segment_size": 1000}]
+
+
+def _two_flow_events() -> list[dict]:
+    return sorted(basic_flow_events(losses=2) + reverse_flow_events(), key=lambda e: e["t"])
+
+
+def test_two_flows_one_row_each(tmp_path: Path) -> None:
+    """Issue 15 item 1: A->D and D->A in one repetition give one row each, nothing merged."""
+    rep = load_rep(write_rep(tmp_path / "two", "v", 0, _two_flow_events(), flows=TWO_FLOWS))
+    ad, da = summarize_flows(rep)
+    assert (ad["flow"], da["flow"]) == ("A->D:6001", "D->A:6002")
+    assert ad["n_flows"] == da["n_flows"] == 2
+    # A->D is exactly what it is alone, in every per-flow column
+    alone = summarize_rep(load_rep(write_rep(tmp_path / "one", "v", 0,
+                                             basic_flow_events(losses=2))))
+    for col in SUMMARY_COLUMNS:
+        if col not in REP_COLUMNS:
+            assert ad[col] == alone[col], col
+    assert da["segments"] == 2
+    assert da["duration_s"] == pytest.approx(1.0)                # D 1.5 -> A 2.5
+    assert da["goodput_mbps"] == pytest.approx(2000 * 8 / 1.0 / 1e6)
+    assert (da["losses_dupack"], da["losses_rto"]) == (0, 2)       # flow-less, sender D
+    assert da["cwnd_median"] == 20.0
+    assert (da["tx_per_pkt_p50"], da["tx_per_pkt_max"]) == (3.5, 4)
+    assert (da["snoop_hits"], da["local_retransmissions"]) == (1, 1)
+    assert da["integrity_ok"] is True and da["status"] == "ok"
+    # the per-repetition columns: the same on both rows (cache and drop events have no flow)
+    for col in REP_COLUMNS:
+        assert ad[col] == da[col], col
+    assert (ad["cache_insertions"], ad["drops_loss"]) == (7, 2)
+    with pytest.raises(ValueError, match="summarize_flows"):
+        summarize_rep(rep)
+
+
+def test_two_flows_summary_csv(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_experiment(run, ["v"])
+    write_rep(run, "v", 0, _two_flow_events(), flows=TWO_FLOWS)
+    write_rep(run, "v", 1, _two_flow_events(), flows=TWO_FLOWS)
+    df = read_summary(write_summary(run).pipe(lambda _d: run))
+    assert list(df["flow"]) == ["A->D:6001", "D->A:6002"] * 2
+    assert list(df["repetition"]) == [0, 0, 1, 1]
+    assert list(df["segments"]) == [3, 2, 3, 2]
+
+
+def test_flow_that_never_started_keeps_its_row(tmp_path: Path) -> None:
+    events = basic_flow_events()
+    rows = summarize_flows(load_rep(write_rep(tmp_path, "v", 0, events, flows=TWO_FLOWS)))
+    assert [r["flow"] for r in rows] == ["A->D:6001", "D->A"]
+    assert rows[1]["status"] == "incomplete" and rows[1]["segments"] == 2
+    assert rows[0]["status"] == "ok"
+
+
+def test_cache_time_mean(tmp_path: Path) -> None:
+    # window 1.0 -> 3.0 s; B holds 1,2,3,2 segments 10 ms each, C 1,4 -> (0.08 + 0.05) / 2
+    row = summarize_rep(load_rep(write_rep(tmp_path, "v", 0, basic_flow_events())))
+    assert row["cache_mean_segments"] == pytest.approx(0.065)
+    events = basic_flow_events(snoop=False)
+    events += [ev(0.5, "B", "cache", segments=10, bytes=1), ev(2.0, "B", "cache", segments=0,
+                                                              bytes=0)]
+    row = summarize_rep(load_rep(write_rep(tmp_path, "w", 0, events)))
+    assert row["cache_mean_segments"] == pytest.approx(10 * 1.0 / 2.0)  # in force at t0

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from experiments.backends import medium_process
 from experiments.build import start_rep, write_meta
+from experiments.progress import DeliveryProgress
 from experiments.schema import Variant
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
@@ -39,48 +40,6 @@ def free_port(host: str = "127.0.1.1") -> int:
         return s.getsockname()[1]
     finally:
         s.close()
-
-
-class Progress:
-    """A one-line progress display: variant, repetition, bytes delivered (from the receiver's log)."""
-
-    def __init__(self, label: str, total_bytes: int, log_path: Path) -> None:
-        self.label = label
-        self.total = total_bytes
-        self.path = log_path
-        self._pos = 0
-        self.delivered = 0
-        self._tty = sys.stderr.isatty()
-        self._last_print = 0.0
-
-    def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._pos)
-                chunk = f.read()
-        except OSError:
-            return
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            return
-        self._pos += end + 1
-        for line in chunk[: end + 1].splitlines():
-            if b'"ev":"deliver"' in line or b'"ev":"flow_end"' in line:
-                try:
-                    self.delivered = max(self.delivered, int(json.loads(line).get("bytes", 0)))
-                except ValueError:
-                    continue
-        now = time.time()
-        if self._tty or now - self._last_print > 10:
-            self._last_print = now
-            frac = self.delivered / self.total if self.total else 0
-            bar = "#" * int(frac * 30)
-            msg = f"{self.label} [{bar:<30}] {self.delivered / 1e6:6.2f}/{self.total / 1e6:.2f} MB"
-            print(("\r" if self._tty else "") + msg, end="" if self._tty else "\n", file=sys.stderr, flush=True)
-
-    def finish(self) -> None:
-        if self._tty:
-            print(file=sys.stderr, flush=True)
 
 
 def _stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
@@ -135,7 +94,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     meta["udp"] = {n: list(a) for n, a in udp.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    progress = Progress(f"{variant.name} rep {repetition}",
+    progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
                         rep_dir / f"{cfg['flows'][0]['receiver']}.log")
     try:

@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from experiments.build import build_node
+from experiments.build import build_node, overlay_tap
 from routing.eventlog import EventLog
 from routing.udp import UdpNode
 
@@ -36,10 +36,14 @@ def run_node(conf: dict[str, Any]) -> int:
     cfg = conf["experiment"]
     addr = cfg["topology"]["addresses"][name]
     exit_code = 0
+    tap = None
     try:
         log.emit(time.time(), "node_start", address=addr, bind=conf["bind"], pid=os.getpid())
         log.flush()
         core = build_node(cfg, name, conf["seed"], log, conf["t0"], internal_probes=False)
+        tap = overlay_tap(cfg, Path(conf["log"]).with_suffix(".pcapng"), addr)
+        if tap is not None:
+            core.engine.capture(tap)
         apps = core.endpoints()
         done_file = Path(conf["done_file"])
 
@@ -64,13 +68,16 @@ def run_node(conf: dict[str, Any]) -> int:
                  cache_segments=core.engine.agent.cache_segments, rx_datagrams=node.rx_datagrams,
                  tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
                  socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
-                 rx_flow_datagrams=None if flow is None else flow[1])
+                 rx_flow_datagrams=None if flow is None else flow[1],
+                 **({"capture": tap.writer.stats()} if tap is not None else {}))
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
         traceback.print_exc()
         exit_code = 1
     finally:
         log.close()
+        if tap is not None:
+            tap.close()
     return exit_code
 
 

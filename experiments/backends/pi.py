@@ -26,6 +26,7 @@ from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all,
                           on_hosts, open_remotes)
 from deploy.inventory import Inventory, InventoryError, load_inventory_file
 from experiments.build import base_meta, rep_seed, write_meta
+from experiments.progress import DeliveryProgress
 from experiments.schema import ExperimentError, Variant
 
 POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
@@ -83,28 +84,6 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
             for n in names}
 
 
-class _Progress:
-    """Bytes delivered at the receiver, printed every 10 s (or on one line on a terminal)."""
-
-    def __init__(self, label: str, total: int) -> None:
-        self.label, self.total = label, total
-        self._tty = sys.stderr.isatty()
-        self._last = 0.0
-
-    def show(self, delivered: int) -> None:
-        now = time.time()
-        if not self._tty and now - self._last < 10:
-            return
-        self._last = now
-        frac = delivered / self.total if self.total else 0.0
-        msg = f"{self.label} [{'#' * int(frac * 30):<30}] {delivered / 1e6:6.2f}/{self.total / 1e6:.2f} MB"
-        print(("\r" if self._tty else "") + msg, end="" if self._tty else "\n", file=sys.stderr, flush=True)
-
-    def finish(self) -> None:
-        if self._tty:
-            print(file=sys.stderr, flush=True)
-
-
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
             echo: TextIO | None = None) -> dict[str, Any]:
     cfg = variant.config
@@ -125,7 +104,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     started: list[Remote] = []      # hosts where a node was started (or may have been)
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     receiver = cfg["flows"][0]["receiver"]
-    progress = _Progress(f"{variant.name} rep {repetition}",
+    progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                          sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
     try:
         offsets = _preflight(remotes, rdirs, meta)
@@ -186,7 +165,7 @@ def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any
 
 
 def _wait(remotes: list[Remote], rdirs: dict[str, str], endpoints: set[str], receiver: str, end_by: float,
-          interval: float, meta: dict[str, Any], progress: _Progress, limit_s: float) -> None:
+          interval: float, meta: dict[str, Any], progress: DeliveryProgress, limit_s: float) -> None:
     """Poll every host until the endpoints are done; a dead node or a lost host raises RunFailed."""
     misses: dict[str, int] = {r.name: 0 for r in remotes}
     while True:

@@ -7,11 +7,12 @@ two nodes share a packet object.  The same seed gives identical logs.
 from __future__ import annotations
 
 import heapq
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from experiments.backends import sim_medium
-from experiments.build import start_rep, build_node, write_meta
+from experiments.build import build_node, overlay_tap, start_rep, write_meta
 from experiments.schema import Variant
 from routing.eventlog import EventLog
 from routing.node import NodeCore
@@ -84,8 +85,8 @@ class SimNode:
             self.links[nxt].send(pkt)
         self.reschedule()
 
-    def receive(self, pkt: Packet) -> None:
-        self.send_all(self.core.on_packet(pkt, self.loop.now))
+    def receive(self, pkt: Packet, frm: str | None = None) -> None:
+        self.send_all(self.core.on_packet(pkt, self.loop.now, frm))
 
     def reschedule(self) -> None:
         t = self.core.next_timer()
@@ -113,6 +114,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     addrs = cfg["topology"]["addresses"]
     loop = EventLoop()
     logs = {n: EventLog(rep_dir / f"{n}.log", n, batch=True) for n in names}
+    taps: dict[str, Any] = {}
     try:
         nodes = {n: SimNode(loop, build_node(cfg, n, seed, logs[n], 0.0), logs[n]) for n in names}
         by_addr = {addrs[n]: nodes[n] for n in names}
@@ -121,11 +123,21 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         name_of = {a: n for n, a in addrs.items()}
         for n, node in nodes.items():
             logs[n].emit(0.0, "node_start", address=addrs[n])
+            tap = overlay_tap(cfg, rep_dir / f"{n}.pcapng", addrs[n])   # virtual timestamps
+            if tap is not None:
+                taps[n] = tap
+                node.core.engine.capture(tap)
             for nbr in node.core.neighbours:
                 dst = by_addr[nbr]
-                node.links[nbr] = sim_medium.MediumPort(medium, n, name_of[nbr]) if medium else \
-                    SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
-                            link["queue_packets"], dst.receive, node.queue_drop)
+                if medium:
+                    node.links[nbr] = sim_medium.MediumPort(medium, n, name_of[nbr])
+                    continue
+                # a capture names the previous hop of what a node hears
+                deliver = partial(dst.receive, frm=addrs[n]) if tap is not None else dst.receive
+                node.links[nbr] = SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
+                                          link["queue_packets"], deliver, node.queue_drop)
+        if medium and taps:
+            medium.previous_hop = dict(addrs)   # a capture names the previous hop of what a node hears
         for node in nodes.values():
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
@@ -139,7 +151,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if medium:
             medium.log_stats(lambda n, stats: logs[n].emit(loop.now, "mac", **stats))
         for n, node in nodes.items():
-            logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops)
+            extra = {"capture": taps[n].writer.stats()} if n in taps else {}
+            logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops, **extra)
     except Exception as e:
         meta["status"] = "failed"
         meta["error"] = f"{type(e).__name__}: {e}"
@@ -147,6 +160,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     finally:
         for lg in logs.values():
             lg.close()
+        for tap in taps.values():
+            tap.close()
         write_meta(rep_dir, meta)
     return meta
 

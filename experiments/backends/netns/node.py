@@ -20,6 +20,7 @@ from typing import Any
 
 from etx.estimator import EtxTable
 from experiments.build import header_fields, node_agent, node_loss_spec, route_tables
+from routing.capture import KernelTap
 from routing.eventlog import EventLog
 from routing.kernel import KernelForwarder
 from routing.loss import build_loss_model, node_rng
@@ -52,6 +53,7 @@ def run_node(conf: dict[str, Any]) -> int:
     stop = threading.Event()
     driver: NfqDriver | None = None
     prober: UdpProber | None = None
+    tap: KernelTap | None = None
     code = 0
     try:
         log.emit(time.time(), "node_start", address=addr, pid=os.getpid(), handlers=conf["handlers"],
@@ -70,10 +72,19 @@ def run_node(conf: dict[str, Any]) -> int:
 
         prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"])
         fw = None
+        flush = log.flush
         if conf["handlers"] == "snoop":
             fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"])
+            capture = cfg.get("capture") or {}
+            if capture.get("enabled"):            # the packets as they leave the handler (docs/LOGS.md)
+                tap = KernelTap(Path(conf["log"]).with_suffix(".pcapng"), int(capture["max_mb"] * 1e6))
+                fw.capture(tap)
+
+                def flush() -> None:
+                    log.flush()
+                    tap.writer.flush()
         if conf["queue_bound"]:
-            driver = NfqDriver(conf["queue"], fw, log.emit, log.flush, max_len=conf["max_len"])
+            driver = NfqDriver(conf["queue"], fw, log.emit, flush, max_len=conf["max_len"])
 
         def halt(*_: Any) -> None:
             stop.set()
@@ -108,6 +119,8 @@ def run_node(conf: dict[str, Any]) -> int:
         if fw is not None:
             extra.update(drops=dict(fw.drops), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
                          snoop=dict(fw.agent.stats))
+            if fw.tap is not None:
+                extra["capture"] = fw.tap.writer.stats()
         log.emit(time.time(), "node_stop", address=addr, **extra)
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
@@ -118,6 +131,8 @@ def run_node(conf: dict[str, Any]) -> int:
         if prober is not None:
             prober.stop()
         log.close()
+        if tap is not None:
+            tap.close()
     return code
 
 
