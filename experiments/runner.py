@@ -36,8 +36,8 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
 
     The netns backend runs real kernel TCP: every snoop scheme runs in its NFQUEUE handlers except
     SNACK, whose option neither the kernel receiver sends nor the kernel sender reads
-    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim only
-    (experiments.medium_spec.MEDIUM_REFUSED says why not elsewhere).
+    (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim and local
+    backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others).
     """
     refuse_medium(exp.source, [(v.name, v.config) for v in exp.variants], backend, ExperimentError)
     if backend != "netns":

@@ -38,3 +38,30 @@ def test_a_local_run_on_the_medium_completes_and_logs_every_frame(tmp_path: Path
     mac = mac_frame(run)
     assert set(mac["node"]) == set("ABCD")
     assert (mac["airtime_share"] > 0).all() and (mac["airtime_share"] < 1).all()
+
+
+def test_a_node_hears_each_frame_from_the_address_it_knows_as_that_neighbour(tmp_path: Path) -> None:
+    """The medium sends a frame src -> dst from the socket dst uses to reach src, so a node that names
+    the previous hop by the datagram's source address (the captures) names the right neighbour."""
+    import socket
+    import time
+
+    from experiments.backends import medium_process
+    from experiments.backends.local import free_port
+    cfg = load_experiment({"topology": {"chain": ["A", "B", "C"]}, "medium": {"model": "dcf"},
+                           "flows": [{"sender": "A", "receiver": "C", "segments": 1}]}, "m.yaml").variants[0].config
+    socks = {}
+    for i, n in enumerate("ABC"):
+        socks[n] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        socks[n].bind((f"127.0.1.{i + 1}", 0))
+        socks[n].settimeout(5.0)
+    udp = {n: s.getsockname() for n, s in socks.items()}
+    proc, peers = medium_process.start(cfg, 1, tmp_path, udp, free_port("127.0.2.1"), time.time() + 60, time.time() + 10)
+    try:
+        addrs = cfg["topology"]["addresses"]
+        socks["A"].sendto(bytes([0xA5, 2, 1]) + bytes(100), tuple(peers["A"][addrs["B"]]))
+        _, src = socks["B"].recvfrom(2048)
+        assert src == tuple(peers["B"][addrs["A"]])
+    finally:
+        proc.terminate()
+        proc.wait()

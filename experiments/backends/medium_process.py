@@ -50,14 +50,15 @@ class MediumProcess:
         self.log = log
         self.stop_event = threading.Event()
         self.by_fd: dict[int, tuple[socket.socket, str, str]] = {}
+        self.by_pair: dict[tuple[str, str], socket.socket] = {}
         for (src, dst), addr in pairs.items():
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
             s.bind(addr)
             s.setblocking(False)
             self.by_fd[s.fileno()] = (s, src, dst)
-        self.out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.out.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            self.by_pair[(src, dst)] = s
         self._base = time.monotonic_ns()
         self.frames_in = 0
         self.frames_out = 0
@@ -102,7 +103,9 @@ class MediumProcess:
             f = o.frame
             if isinstance(o, Delivered):
                 try:
-                    self.out.sendto(f.payload, self.nodes[f.dst])
+                    # sent from the socket the receiver knows as its peer ``src`` (pair dst -> src), so a
+                    # node that names the previous hop by the datagram's source (captures) names src
+                    self.by_pair[(f.dst, f.src)].sendto(f.payload, self.nodes[f.dst])
                     self.frames_out += 1
                 except OSError as e:
                     self.send_errors += 1
@@ -118,7 +121,6 @@ class MediumProcess:
     def close(self) -> None:
         for s, _, _ in self.by_fd.values():
             s.close()
-        self.out.close()
 
 
 PAIR_NET = "127.0.2."   # the medium's sockets: one loopback address per directed pair, one port

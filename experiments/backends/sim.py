@@ -129,11 +129,15 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                 node.core.engine.capture(tap)
             for nbr in node.core.neighbours:
                 dst = by_addr[nbr]
+                if medium:
+                    node.links[nbr] = sim_medium.MediumPort(medium, n, name_of[nbr])
+                    continue
                 # a capture names the previous hop of what a node hears
                 deliver = partial(dst.receive, frm=addrs[n]) if tap is not None else dst.receive
-                node.links[nbr] = sim_medium.MediumPort(medium, n, name_of[nbr]) if medium else \
-                    SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
-                            link["queue_packets"], deliver, node.queue_drop)
+                node.links[nbr] = SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
+                                          link["queue_packets"], deliver, node.queue_drop)
+        if medium and taps:
+            medium.previous_hop = dict(addrs)   # a capture names the previous hop of what a node hears
         for node in nodes.values():
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]

@@ -38,6 +38,7 @@ class MediumDriver:
         self.medium = medium
         self.nodes = nodes
         self._wake_at: int | None = None
+        self.previous_hop: dict[str, str] | None = None   # node -> address, when captures name the previous hop
 
     def now_ns(self) -> int:
         return round(self.loop.now * 1e9)
@@ -65,7 +66,10 @@ class MediumDriver:
         for o in outs:
             f = o.frame
             if isinstance(o, Delivered):
-                self.nodes[f.dst].receive(f.payload, self.nodes[f.src].core.address)   # frm: for captures
+                if self.previous_hop:
+                    self.nodes[f.dst].receive(f.payload, frm=self.previous_hop[f.src])
+                else:
+                    self.nodes[f.dst].receive(f.payload)
             else:
                 self.nodes[f.src].core.engine.drop(f.payload, o.reason, self.loop.now, attempts=f.attempts)
 
