@@ -142,3 +142,26 @@ def test_states_parsing():
     assert states == {"A.node": ("ready", ""), "A.sender0": ("exited", "137"), "A.receiver0": ("done", "")}
     assert delivered == 4096
     assert pi_kernel._describe_exit("137") == "exited with code 137 (killed by signal 9)"
+
+
+def test_deploy_run_dry_run_prints_each_pis_kernel_plan(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+    root = Path(__file__).resolve().parent.parent
+    inv = dict(INV, defaults={"user": "pi", "iface": "wlan0", "install_dir": "/home/pi/aspan"})
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
+    exp = {"name": "k", "pi": {"data_plane": "kernel"}, "loss": {"default": {"model": "bernoulli", "rate": 0.005}},
+           "variants": [{"name": "aspan", "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive"}}]}
+    (tmp_path / "k.yaml").write_text(yaml.safe_dump(exp))
+    r = subprocess.run([sys.executable, "-m", "experiments", "deploy", "run", str(tmp_path / "k.yaml"), "-i",
+                        str(tmp_path / "inv.yaml"), "--dry-run", "--repetitions", "1"], cwd=root, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[pi-b] apply: ip route replace 10.9.1.4/32 via 10.9.1.3 dev wlan0 src 10.9.1.2 advmss 1452" in r.stdout
+    assert "[pi-b] apply: iptables-<nft|legacy, from iptables -V> -t filter -A ASPAN-FORWARD -i wlan0 -j NFQUEUE" \
+        in r.stdout
+    assert "[pi-a] kernel data plane on wlan0 (10.9.1.1); processes: A.sender0, A.node" in r.stdout
+    assert "[pi-d] restore script: /home/pi/aspan/kernel-restore.sh (written before the apply)" in r.stdout
