@@ -165,3 +165,19 @@ def test_deploy_run_dry_run_prints_each_pis_kernel_plan(tmp_path):
         in r.stdout
     assert "[pi-a] kernel data plane on wlan0 (10.9.1.1); processes: A.sender0, A.node" in r.stdout
     assert "[pi-d] restore script: /home/pi/aspan/kernel-restore.sh (written before the apply)" in r.stdout
+
+
+def test_setup_names_what_the_kernel_data_plane_lacks_on_a_host():
+    import json
+
+    from deploy import install
+    out = json.dumps({"python": [3, 11, 2], "machine": "aarch64", "libc": ["glibc", "2.36"], "venv": True,
+                      "headers": {"Python.h": False, "libnetfilter_queue.h": True}}) \
+        + "\ntool nohup yes\ntool setsid yes\ntool iptables yes\ntool ethtool no\ntool cc yes\n"
+    f = install.HostFacts.parse(out)
+    assert f.kernel_missing() == ["ethtool", "python3-dev"]
+    full = install.HostFacts.parse(out.replace('"Python.h": false', '"Python.h": true').replace("ethtool no", "ethtool yes"))
+    assert full.kernel_missing() == []
+    assert install.KERNEL_APT_LINE == "sudo apt-get install iptables ethtool libnetfilter-queue-dev python3-dev gcc iperf3"
+    assert "import netfilterqueue" in install.nfq_install_command(load_inventory(INV, check_files=False).hosts[0],
+                                                                  "netfilterqueue>=1.1")

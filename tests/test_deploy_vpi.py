@@ -542,6 +542,23 @@ def test_kernel_data_plane_runs_paper_lossy_and_leaves_every_pi_as_it_was(kernel
     assert '"handlers":"snoop"' in blog                                      # the NFQUEUE snoop agent ran on B
 
 
+def test_kernel_data_plane_runs_iperf3_between_the_flows_pis(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    exp = kernel_exp(tmp_path, "kernel-iperf3", 1500, ["sack"])
+    doc = yaml.safe_load(exp.read_text())
+    doc["netns"] = {"traffic": "iperf3"}
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = only_run(tmp_path / "runs", "kernel-iperf3") / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok", meta.get("error")
+    ends = [json.loads(ln) for ln in (rep / "A.log").read_text().splitlines() if '"flow_end"' in ln]
+    assert ends and ends[0]["traffic"] == "iperf3" and ends[0]["bytes"] >= 1500 * 1000
+    assert host_state(lab) == before
+
+
 def test_kernel_run_with_a_killed_node_daemon_fails_naming_the_host_and_cleans_every_pi(kernel_lab, tmp_path):
     lab = kernel_lab
     before = host_state(lab)
