@@ -48,13 +48,28 @@ SYSTEM_PACKAGES: tuple[SystemPackage, ...] = (
     SystemPackage("iw", "iw", ("mesh",)),
     SystemPackage("sysctl", "procps", ("routes",)),
     SystemPackage("sudo", "sudo", ("mesh", "routes (when the ssh user is not root)")),
+    SystemPackage("iptables", "iptables", ("run, kernel data plane",)),
+    SystemPackage("ethtool", "ethtool", ("run, kernel data plane",)),
+    SystemPackage("libnetfilter_queue.h", "libnetfilter-queue-dev", ("setup: building netfilterqueue",)),
+    SystemPackage("Python.h", "python3-dev", ("setup: building netfilterqueue",)),
+    SystemPackage("cc", "gcc", ("setup: building netfilterqueue",)),
+    SystemPackage("iperf3", "iperf3", ("run, kernel data plane with netns.traffic: iperf3",)),
 )
+# what the kernel data plane (pi.data_plane: kernel) needs on every host; iperf3 only for traffic: iperf3
+KERNEL_PACKAGES = ("iptables", "ethtool", "libnetfilter-queue-dev", "python3-dev", "gcc")
+KERNEL_APT_LINE = "sudo apt-get install " + " ".join(KERNEL_PACKAGES) + " iperf3"
+NFQ_PACKAGE = "netfilterqueue"
+# netfilterqueue's build requirements, uploaded for offline builds (its setup.py asks for cython too)
+BUILD_WHEELS = ("setuptools>=68", "wheel", "cython")
 
 _PROBE_PY = ("import json, platform, sys\n"
              "try:\n    import venv, ensurepip\n    v = True\nexcept ImportError:\n    v = False\n"
+             "import os, sysconfig\n"
+             "h = {'Python.h': os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')),"
+             " 'libnetfilter_queue.h': os.path.exists('/usr/include/libnetfilter_queue/libnetfilter_queue.h')}\n"
              "print(json.dumps({'python': list(sys.version_info[:3]), 'impl': sys.implementation.name,"
-             " 'machine': platform.machine(), 'libc': list(platform.libc_ver()), 'venv': v}))")
-TOOLS = ("nohup", "setsid", "ip", "iw", "sysctl", "sudo")
+             " 'machine': platform.machine(), 'libc': list(platform.libc_ver()), 'venv': v, 'headers': h}))")
+TOOLS = ("nohup", "setsid", "ip", "iw", "sysctl", "sudo", "iptables", "ethtool", "cc", "iperf3")
 
 
 def probe_command(python: str) -> str:
@@ -76,6 +91,7 @@ class HostFacts:
     libc: tuple[str, str] = ("", "")
     venv: bool = False
     tools: dict[str, bool] = field(default_factory=dict)
+    headers: dict[str, bool] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, out: str) -> "HostFacts":
@@ -91,7 +107,8 @@ class HostFacts:
                 tools[parts[1]] = parts[2] == "yes"
         py = tuple(info["python"]) if info.get("python") else None
         libc = tuple(info.get("libc") or ("", ""))
-        return cls(py, info.get("machine", ""), (str(libc[0]), str(libc[1])), bool(info.get("venv")), tools)
+        return cls(py, info.get("machine", ""), (str(libc[0]), str(libc[1])), bool(info.get("venv")), tools,
+                   {k: bool(v) for k, v in (info.get("headers") or {}).items()})
 
     def platform_key(self) -> str:
         """Names the wheel set this host needs, e.g. ``cp311-x86_64-glibc2.36``."""
@@ -119,6 +136,20 @@ class HostFacts:
         if host.sudo and not self.tools.get("sudo", False):
             warnings.append("sudo missing (apt-get install sudo; mesh and routes need root)")
         return errors, warnings
+
+    def kernel_missing(self) -> list[str]:
+        """What the kernel data plane lacks on this host, as Debian packages (empty: it can run)."""
+        missing = []
+        for name, pkg in (("iptables", "iptables"), ("ethtool", "ethtool")):
+            if not self.tools.get(name, False):
+                missing.append(pkg)
+        if not self.headers.get("libnetfilter_queue.h", False):
+            missing.append("libnetfilter-queue-dev")
+        if not self.headers.get("Python.h", False):
+            missing.append("python3-dev")
+        if not self.tools.get("cc", False):
+            missing.append("gcc")
+        return missing
 
     def describe(self) -> str:
         if self.python is None:
@@ -210,10 +241,61 @@ def download_wheels(project_wheel: Path, facts: HostFacts, wheelhouse: Path, say
     return dest
 
 
+def kernel_requirement(project_wheel: Path | None) -> str:
+    """The netfilterqueue requirement of the project's ``kernel`` extra (without its marker)."""
+    if project_wheel is not None and project_wheel.is_file():
+        for req in wheel_requirements(project_wheel):
+            if req.lower().startswith(NFQ_PACKAGE):
+                return req.split(";")[0].strip()
+    return f"{NFQ_PACKAGE}>=1.1"
+
+
+def download_kernel_sources(project_wheel: Path, facts: HostFacts, dest: Path, say: Callable[[str], None],
+                            dry_run: bool = False) -> None:
+    """The netfilterqueue sdist (PyPI has no ARM wheels of it) and its build requirements, once, into ``dest``.
+
+    The Pis build it offline from these files (``pip wheel --no-index``); the wheel one of them
+    builds is copied back into ``dest`` and uploaded to the hosts of that platform from then on.
+    """
+    req = kernel_requirement(None if dry_run else project_wheel)
+    marker = dest / f".complete-kernel-{hashlib.sha256(req.encode()).hexdigest()[:16]}"
+    if marker.exists():
+        return
+    base = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest", str(dest)]
+    _local(base + ["--no-deps", "--no-binary=:all:", req], say, dry_run)
+    plat = pip_platform_args(facts) if facts.python else ["--only-binary=:all:"]
+    _local(base + plat + list(BUILD_WHEELS), say, dry_run)     # with their dependencies (wheel needs packaging)
+    if not dry_run:
+        marker.write_text(req + "\n")
+
+
+def nfq_install_command(host: Host, req: str) -> str:
+    """Builds (once) and installs netfilterqueue into the host's venv from the uploaded files; prints how."""
+    q = shlex.quote
+    wheels = q(str(PurePosixPath(host.install_dir) / "wheels"))
+    py = f"{q(host.venv)}/bin/python"
+    pip = f"{py} -m pip --disable-pip-version-check"
+    return (f"if {py} -c 'import netfilterqueue' 2>/dev/null; then echo present; else "
+            f"{pip} wheel --quiet --no-index --find-links {wheels} --wheel-dir {wheels} {q(req)} && "
+            f"{pip} install --quiet --no-index --find-links {wheels} {q(req)} && "
+            f"{py} -c 'import netfilterqueue' && echo installed; fi")
+
+
+def fetch_built_wheel(remote: Remote, wheels_dir: str, local_dir: Path) -> str | None:
+    """Copy a netfilterqueue wheel built on the host into the local wheelhouse (for the other hosts)."""
+    for name in remote.listdir(wheels_dir):
+        if name.lower().startswith(NFQ_PACKAGE) and name.endswith(".whl") and not (local_dir / name).exists():
+            tmp = local_dir / f".{name}.{remote.name}.part"
+            remote.get(f"{wheels_dir}/{name}", tmp)
+            tmp.replace(local_dir / name)
+            return name
+    return None
+
+
 def remote_wheels(remote: Remote, wheels_dir: str) -> dict[str, int]:
     """Name -> size of the wheels already on the host."""
     out = remote.run(f"mkdir -p {shlex.quote(wheels_dir)} && cd {shlex.quote(wheels_dir)} && "
-                     "for f in *.whl; do [ -f \"$f\" ] && stat -c '%n %s' \"$f\"; done; true").stdout
+                     "for f in *.whl *.tar.gz; do [ -f \"$f\" ] && stat -c '%n %s' \"$f\"; done; true").stdout
     have = {}
     for ln in out.splitlines():
         parts = ln.rsplit(" ", 1)
@@ -243,6 +325,7 @@ class SetupReport:
     warnings: list[str]
     uploaded: list[str]
     version: str
+    kernel: str = ""          # netfilterqueue: present | installed | why not
 
 
 def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], wheel: Path | None = None,
@@ -276,6 +359,7 @@ def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], w
                 key = f.platform_key() if f.python else "<platform>"
                 if key not in dirs:
                     dirs[key] = download_wheels(project_wheel, f, wheelhouse, say, dry_run, extra_index_url)
+                    download_kernel_sources(project_wheel, f, dirs[key], say, dry_run)
 
         def install(r: Remote) -> SetupReport:
             f = facts[r.name]
@@ -286,18 +370,28 @@ def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], w
             have = {} if r.dry_run else remote_wheels(r, wheels_dir)
             if r.dry_run:
                 r.run(f"mkdir -p {shlex.quote(wheels_dir)} && stat -c '%n %s' {shlex.quote(wheels_dir)}/*.whl")
-            local = [project_wheel] + ([] if r.dry_run else sorted(src.glob("*.whl")))
+            local = [project_wheel] + ([] if r.dry_run else sorted(src.glob("*.whl")) + sorted(src.glob("*.tar.gz")))
             if r.dry_run:
                 r.say(f"put: {src}/*.whl -> {wheels_dir}/ (the wheels the host lacks)")
             uploaded = []
             for w in local:
-                if w == project_wheel or have.get(w.name) != w.stat().st_size:
+                built_here = w.name.lower().startswith(NFQ_PACKAGE) and w.name.endswith(".whl") and w.name in have
+                if w == project_wheel or (have.get(w.name) != w.stat().st_size and not built_here):
                     r.put(w, f"{wheels_dir}/{w.name}")
                     uploaded.append(w.name)
             out = ""
             for cmd in install_commands(r.host, project_wheel.name):
                 out = r.run(cmd, timeout=INSTALL_TIMEOUT_S).stdout
             _, warnings = f.check(r.host) if f.python else ([], [])
-            return SetupReport(f, warnings, uploaded, out.strip())
+            missing = [] if r.dry_run else f.kernel_missing()
+            if missing:
+                kernel = (f"not built: the kernel data plane needs {', '.join(missing)} "
+                          f"({KERNEL_APT_LINE})")
+            else:
+                kernel = r.run(nfq_install_command(r.host, kernel_requirement(None if r.dry_run else project_wheel)),
+                               timeout=INSTALL_TIMEOUT_S).stdout.strip()
+                if not r.dry_run:
+                    fetch_built_wheel(r, wheels_dir, src)
+            return SetupReport(f, warnings, uploaded, out.strip(), kernel)
 
         return by_name(on_hosts(remotes, install), remotes)

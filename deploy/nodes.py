@@ -37,9 +37,15 @@ def rep_dir_remote(work_dir: str, rel: str) -> str:
 def start_command(aspan: str, rdir: str, node: str) -> str:
     """Start node ``node`` detached in ``rdir``; prints its pid (its process group) once it runs."""
     q = shlex.quote
+    return start_process_command(f"{q(aspan)} node --config {q(node + '.node.json')}", rdir, node)
+
+
+def start_process_command(cmd: str, rdir: str, node: str) -> str:
+    """Start the shell command ``cmd`` detached in ``rdir`` under the name ``node`` (its files
+    ``<node>.pid``, ``.exit``, ``.stderr``); prints its pid (its process group) once it runs."""
+    q = shlex.quote
     pid = q(node + ".pid")
-    inner = (f"echo $$ > {pid}; trap true TERM INT; "
-             f"{q(aspan)} node --config {q(node + '.node.json')}; echo $? > {q(node + '.exit')}")
+    inner = f"echo $$ > {pid}; trap true TERM INT; {cmd}; echo $? > {q(node + '.exit')}"
     return (f"cd {q(rdir)} && rm -f {q(node + '.done')} {q(node + '.exit')} {pid} && "
             f"{{ nohup setsid sh -c {q(inner)} > {q(node + '.stderr')} 2>&1 < /dev/null & }} && "
             f"i=0; while [ ! -s {pid} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; cat {pid}")

@@ -32,6 +32,8 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     inv = load_inventory_file(inventory, check_files=not dry_run)
     for v in exp.variants:
         check_hosts(inv, v.config["topology"]["chain"])
+    from experiments.backends.pi_kernel import check_variants
+    check_variants(exp, inv)
     return {"inventory": inv, "dry_run": dry_run}
 
 
@@ -110,7 +112,8 @@ def add_deploy_parser(sub: Any) -> None:
     _common(st)
     st.set_defaults(func=_with_fabric(_cmd_status))
 
-    sp = ds.add_parser("stop", help="stop every aspan node the hosts run (SIGTERM, then SIGKILL)")
+    sp = ds.add_parser("stop", help="stop every aspan node the hosts run (SIGTERM, then SIGKILL) and undo what "
+                                    "a crashed kernel-data-plane run left (rules, routes, sysctls)")
     _common(sp)
     sp.set_defaults(func=_with_fabric(_cmd_stop))
 
@@ -180,6 +183,7 @@ def _cmd_setup(args: argparse.Namespace) -> int:
                   f"uploaded {len(rep.uploaded)} wheel(s))")
             for w in rep.warnings:
                 print(f"{r.name}: warning: {w}")
+            print(f"{r.name}: kernel data plane: netfilterqueue {rep.kernel}")
     return EXIT_HOST_FAILED if failures else 0
 
 
@@ -231,13 +235,19 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
-    from deploy import nodes
+    from deploy import kernel, nodes
     _, remotes = _remotes(args)
 
     def task(r: Any) -> str:
         out = r.run(nodes.stop_all_command(r.host.work_dir)).stdout.split("\n")
         acted = [ln for ln in out if ln.strip() and not ln.rstrip().endswith("not-running")]
-        return f"stopped {len(acted)} node(s)" + (f": {'; '.join(acted)}" if acted else "")
+        line = f"stopped {len(acted)} node(s)" + (f": {'; '.join(acted)}" if acted else "")
+        # a kernel-data-plane run that could not clean up left its restore script: run it (as root)
+        path = shlex.quote(kernel.restore_path(r.host.install_dir))
+        if r.dry_run or r.run(f"test -f {path} && echo present; true").stdout.strip() == "present":
+            r.run(kernel.run_restore_command(r.host.install_dir), root=True, timeout=90)
+            line += "; kernel data plane restored (rules, routes, sysctls, offloads of the last run)"
+        return line
 
     return _report(remotes, task, lambda r, s: s)
 

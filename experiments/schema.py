@@ -134,6 +134,12 @@ SCHEMA: dict[str, Any] = {
                  "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
                  "auto: on for pi (an open WiFi cell), off for local (loopback); sim and netns have no overlay data path"),
     },
+    "pi": {   # backend pi only (README, "Running on Raspberry Pis"); the other backends ignore this section
+        "data_plane": F(STR, "udp", one_of("udp", "kernel"),
+                        "udp: the user-space overlay (aspan node); kernel: kernel TCP through the NFQUEUE "
+                        "node daemons of the netns backend (the netns section's handlers, traffic, congestion, "
+                        "option, mtu, cwnd_poll_ms and queue_maxlen apply)"),
+    },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
         "max_duration_s": F(NUM, 600.0, in_range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),

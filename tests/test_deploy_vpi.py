@@ -5,7 +5,9 @@ bridge (one broadcast domain, like an IBSS cell), ssh over per-Pi management lin
 and in the root namespace nothing but ``unreachable 10.2.0.0/16`` towards the mesh.
 The Pis have no default route: whatever ``setup`` installs, it installs offline.
 
-Needs root and /usr/sbin/sshd (``.ci/run`` installs openssh-server); skipped otherwise.
+Needs root and /usr/sbin/sshd (``.ci/run`` installs openssh-server); skipped otherwise, and failing
+instead under ASPAN_REQUIRE_ROOT_TESTS=1.  The kernel-data-plane tests also need iptables, ethtool,
+libnetfilter-queue-dev, python3-dev and a compiler (setup builds netfilterqueue in each Pi's venv).
 """
 import json
 import os
@@ -25,7 +27,17 @@ from plots.summary import SUMMARY_COLUMNS
 from vpi import VirtualPiLab, available, ns_pids, sh
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(available() is not None, reason=f"virtual Pis: {available()}")
+REQUIRED = os.environ.get("ASPAN_REQUIRE_ROOT_TESTS") == "1"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _virtual_pis_available():
+    """Skip without root and sshd; under ASPAN_REQUIRE_ROOT_TESTS=1 (CI, .ci/run) fail instead."""
+    why = available()
+    if why is not None:
+        if REQUIRED:
+            pytest.fail(f"virtual Pis: {why} (ASPAN_REQUIRE_ROOT_TESTS=1: these tests must run here)")
+        pytest.skip(f"virtual Pis: {why}")
 
 
 def aspan(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -402,3 +414,195 @@ def test_mesh_reports_a_host_whose_interface_is_missing(wifi_pi, tmp_path):
     assert r.returncode == 1
     assert r.stdout.startswith(f"vpi-a (root@{lab.pis['A'].mgmt_ip}:22): FAILED: command failed (exit ")
     assert "No such device" in r.stdout
+
+
+# ---- the kernel data plane (pi.data_plane: kernel) --------------------------------------------
+def kernel_missing() -> list[str]:
+    import sysconfig
+    missing = [t for t in ("iptables", "iptables-nft-save", "iptables-legacy-save", "ethtool", "cc") if not shutil.which(t)]
+    if not Path("/usr/include/libnetfilter_queue/libnetfilter_queue.h").exists():
+        missing.append("libnetfilter-queue-dev")
+    py = shutil.which("python3")
+    inc = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                         capture_output=True, text=True).stdout.strip() if py else ""
+    if not (inc and Path(inc, "Python.h").exists()):
+        missing.append("python3-dev")
+    return missing
+
+
+@pytest.fixture
+def kernel_lab(installed, clean):
+    """The installed Pis, with the kernel prerequisites (fail under ASPAN_REQUIRE_ROOT_TESTS=1 without them),
+    and a rule and a route of their own on every Pi that a run must leave as it found them."""
+    missing = kernel_missing()
+    if missing:
+        msg = "kernel data plane on the virtual Pis needs " + ", ".join(missing)
+        if REQUIRED:
+            pytest.fail(msg + " (ASPAN_REQUIRE_ROOT_TESTS=1)")
+        pytest.skip(msg)
+    lab = installed
+    assert "vpi-a: kernel data plane: netfilterqueue installed" in lab.setup_output \
+        or "vpi-a: kernel data plane: netfilterqueue present" in lab.setup_output, lab.setup_output
+    own = []
+    for pi in lab.pis.values():
+        sh("ip", "netns", "exec", pi.ns, "iptables", "-A", "INPUT", "-p", "tcp", "--dport", "9", "-j", "ACCEPT")
+        own.append(pi)
+    # A's own route to D points the other way: the run replaces it for its duration, then puts it back
+    sh("ip", "-n", lab.pis["A"].ns, "route", "add", "10.2.1.4/32", "via", "10.2.1.3", "dev", "mesh0")
+    try:
+        yield lab
+    finally:
+        for pi in own:
+            sh("ip", "netns", "exec", pi.ns, "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "9", "-j", "ACCEPT",
+               check=False)
+        sh("ip", "-n", lab.pis["A"].ns, "route", "del", "10.2.1.4/32", check=False)
+
+
+def host_state(lab) -> dict[str, dict[str, str]]:
+    """Per Pi, read in its namespace: both iptables flavours' rules, its IPv4 routes, the sysctls a run sets."""
+    out = {}
+    for pi in lab.pis.values():
+        st = {}
+        for flavour in ("iptables-nft-save", "iptables-legacy-save"):
+            text = sh("ip", "netns", "exec", pi.ns, flavour).stdout
+            st[flavour] = _rules_only(text)
+        st["routes"] = "\n".join(sorted(sh("ip", "-n", pi.ns, "-4", "route", "show").stdout.splitlines()))
+        st["sysctl"] = sh("ip", "netns", "exec", pi.ns, "sysctl", "net.ipv4.ip_forward", "net.ipv4.tcp_sack",
+                          "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.mesh0.send_redirects").stdout
+        st["offload"] = "\n".join(ln for ln in sh("ip", "netns", "exec", pi.ns, "ethtool", "-k", "mesh0").stdout.splitlines()
+                                  if ln.startswith(("tcp-segmentation-offload", "generic-")))
+        out[pi.node] = st
+    return out
+
+
+def _rules_only(text: str) -> str:
+    """iptables-save without comments and counters, and without tables that hold no rule at all (the kernel
+    creates an empty table on first use and never removes it: that is no rule left behind)."""
+    import re
+    tables, cur = [], []
+    for ln in text.splitlines():
+        if ln.startswith("#") or not ln.strip():
+            continue
+        ln = re.sub(r"\[\d+:\d+\]", "[0:0]", ln)
+        cur.append(ln)
+        if ln == "COMMIT":
+            if any(x.startswith("-A") for x in cur) or any(x.startswith(":") and not x.endswith("ACCEPT [0:0]") for x in cur):
+                tables += cur
+            cur = []
+    return "\n".join(tables)
+
+
+def kernel_exp(tmp: Path, name: str, segments: int, variants: list[str], max_s: float = 90) -> Path:
+    """experiments/paper-lossy.yaml, reduced: fewer segments, some variants, 1 repetition, kernel data plane."""
+    doc = yaml.safe_load((ROOT / "experiments" / "paper-lossy.yaml").read_text())
+    doc.update(name=name, repetitions=1, backend="pi", pi={"data_plane": "kernel"}, etx={"settle_s": 1},
+               limits={"max_duration_s": max_s})
+    doc["flows"][0]["segments"] = segments
+    doc["variants"] = [v for v in doc["variants"] if v["name"] in variants]
+    assert [v["name"] for v in doc["variants"]] == variants
+    p = tmp / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+def test_kernel_data_plane_runs_paper_lossy_and_leaves_every_pi_as_it_was(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    assert "-A INPUT -p tcp -m tcp --dport 9 -j ACCEPT" in before["A"]["iptables-nft-save"]   # the Pis run nft
+    exp = kernel_exp(tmp_path, "paper-lossy-kernel", 1500, ["sack", "aspan-1.00-once"])
+    r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    after = host_state(lab)
+    for n in "ABCD":
+        assert after[n] == before[n], f"Pi {n} changed by the run"
+        assert "ASPAN" not in after[n]["iptables-nft-save"] + after[n]["iptables-legacy-save"]
+    assert "10.2.1.4 via 10.2.1.3 dev mesh0" in after["A"]["routes"]          # its own route is back
+    run = only_run(tmp_path / "runs", "paper-lossy-kernel")
+    df = pd.read_csv(run / "summary.csv")
+    assert list(df.columns) == SUMMARY_COLUMNS
+    assert list(df["variant"]) == ["sack", "aspan-1.00-once"] and list(df["backend"]) == ["pi", "pi"]
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 1500).all()
+    assert (run / "figures" / "cwnd_cdf.png").exists() and (run / "report.md").exists()
+    for v in ("sack", "aspan-1.00-once"):
+        rep = run / v / "rep0"
+        meta = json.loads((rep / "meta.json").read_text())
+        assert meta["status"] == "ok" and meta["data_plane"] == "kernel", meta.get("error")
+        assert meta["iptables"] == {n: "nft" for n in "ABCD"}
+        assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+        assert set(meta["restored"].values()) == {"restored"}
+        assert {c for c in meta["exit_codes"].values()} == {0}
+        assert set(meta["tcp_counters"]) == {"A", "D"} and "TCPDSACKRecv" in meta["tcp_counters"]["A"]
+        alog = [json.loads(ln) for ln in (rep / "A.log").read_text().splitlines()]
+        cwnd = [e for e in alog if e["ev"] == "cwnd"]
+        assert cwnd and all(e["mss"] > 0 for e in cwnd)                      # TCP_INFO at the sender
+        dend = [json.loads(ln) for ln in (rep / "D.log").read_text().splitlines() if '"flow_end"' in ln]
+        assert dend and dend[0]["ok"] is True and dend[0]["bytes"] == 1500 * 1000
+        assert any(e["ev"] == "node_start" for e in alog) and any(e["ev"] == "node_stop" for e in alog)
+    blog = (run / "aspan-1.00-once" / "rep0" / "B.log").read_text()
+    assert '"handlers":"snoop"' in blog                                      # the NFQUEUE snoop agent ran on B
+
+
+def test_kernel_data_plane_runs_iperf3_between_the_flows_pis(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    exp = kernel_exp(tmp_path, "kernel-iperf3", 1500, ["sack"])
+    doc = yaml.safe_load(exp.read_text())
+    doc["netns"] = {"traffic": "iperf3"}
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = only_run(tmp_path / "runs", "kernel-iperf3") / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok", meta.get("error")
+    ends = [json.loads(ln) for ln in (rep / "A.log").read_text().splitlines() if '"flow_end"' in ln]
+    assert ends and ends[0]["traffic"] == "iperf3" and ends[0]["bytes"] >= 1500 * 1000
+    assert host_state(lab) == before
+
+
+def test_kernel_run_with_a_killed_node_daemon_fails_naming_the_host_and_cleans_every_pi(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    exp = kernel_exp(tmp_path, "kernel-long", 200000, ["aspan-1.00-once"], max_s=120)
+    p = start_aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "kernel-long", "aspan-1.00-once")
+        on_host = {n: lab.base / "install" / n / "runs" / "kernel-long" / rep.parent.parent.name /
+                   "aspan-1.00-once" / "rep0" for n in "BD"}
+        _wait_flowing(p, on_host["D"] / "D.log")
+        start = next(json.loads(ln) for ln in (on_host["B"] / "B.log").read_text().splitlines() if '"node_start"' in ln)
+        os.kill(start["pid"], signal.SIGKILL)
+        out, _ = p.communicate(timeout=120)
+    finally:
+        kill_group(p)
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "failed"
+    assert meta["error"].startswith("vpi-b (root@"), meta["error"]
+    assert "B.node exited with code 137 (killed by signal 9) before the flows finished" in meta["error"]
+    assert "rep 0: failed (vpi-b (root@" in out
+    assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+    assert meta["exit_codes"]["B.node"] == 137 and meta["exit_codes"]["C.node"] is not None
+    after = host_state(lab)
+    for n in "ABCD":
+        assert after[n] == before[n], f"Pi {n} changed by the failed run"
+
+
+def test_deploy_stop_cleans_up_after_a_crashed_kernel_run(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    exp = kernel_exp(tmp_path, "kernel-crash", 200000, ["sack"], max_s=120)
+    p = start_aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "kernel-crash", "sack")
+        dlog = lab.base / "install" / "D" / "runs" / "kernel-crash" / rep.parent.parent.name / "sack" / "rep0" / "D.log"
+        _wait_flowing(p, dlog)
+    finally:
+        kill_group(p)                                # the orchestrator dies: no teardown ran
+    assert "ASPAN-OUTPUT" in sh("ip", "netns", "exec", lab.pis["A"].ns, "iptables-save").stdout
+    assert host_state(lab)["B"] != before["B"]
+    again = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "again"), "--no-plot")
+    meta = json.loads((only_run(tmp_path / "again", "kernel-crash") / "sack" / "rep0" / "meta.json").read_text())
+    assert meta["status"] == "failed" and "run aspan deploy stop" in meta["error"], meta["error"]
+    stop = aspan("deploy", "stop", "-i", str(lab.inv))
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert stop.stdout.count("kernel data plane restored") == 4
+    assert host_state(lab) == before

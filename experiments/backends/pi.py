@@ -1,6 +1,10 @@
 """Pi backend: one ``aspan node`` per Raspberry Pi of the inventory, driven over SSH (Fabric).
 
-Per (variant, repetition): check every host (installed, no node left running), measure
+Data plane ``pi.data_plane`` of the YAML: ``udp`` (this module: the user-space overlay) or
+``kernel`` (:mod:`experiments.backends.pi_kernel`: kernel TCP through the netns backend's
+NFQUEUE node daemons, over static kernel routes).
+
+Per (variant, repetition) on the overlay: check every host (installed, no node left running), measure
 its clock offset, write and upload each node's config (the local backend's format, with
 ``bind`` = the host's mesh address and the inventory's UDP port, ``peers`` = the other
 hosts' mesh addresses, start time and deadline converted to the host's clock), start
@@ -21,25 +25,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from deploy import clock, nodes
-from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, failure_lines,
-                          on_hosts, open_remotes)
-from deploy.inventory import Inventory, InventoryError, load_inventory_file
+from deploy import nodes
+from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
+from deploy.inventory import Inventory, load_inventory_file
+from experiments.backends.pi_common import POLL_TRIES, RunFailed, _group, _preflight, check_hosts
 from experiments.build import base_meta, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import ExperimentError, Variant
 from experiments.stopping import stop_reason
 
-POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
 DEADLINE_MARGIN_S = 30.0
-
-
-class RunFailed(RuntimeError):
-    """The repetition cannot go on; ``lines`` says why, one line per host."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("; ".join(lines))
 
 
 def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
@@ -52,21 +47,6 @@ def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict
         inv = load_inventory_file(inv)
     return functools.partial(run_rep, inventory=inv, dry_run=bool(options.get("dry_run", False)),
                              echo=options.get("echo"))
-
-
-def _group(remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[str, Any]:
-    """``on_hosts`` keyed by host name; any host failing raises RunFailed with a line per host."""
-    try:
-        return by_name(on_hosts(remotes, task), remotes)
-    except GroupException as e:
-        raise RunFailed(failure_lines(e, remotes)) from None
-
-
-def check_hosts(inv: Inventory, names: list[str]) -> None:
-    missing = [n for n in names if n not in inv.by_node()]
-    if missing:
-        raise InventoryError(inv.source, "hosts", f"no host runs node(s) {', '.join(missing)} of the experiment; "
-                             f"the inventory has {', '.join(h.node for h in inv.hosts)}")
 
 
 def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offsets: dict[str, float],
@@ -88,6 +68,9 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
             echo: TextIO | None = None) -> dict[str, Any]:
+    if variant.config.get("pi", {}).get("data_plane") == "kernel":
+        from experiments.backends import pi_kernel    # kernel TCP through NFQUEUE (docs: README, pi section)
+        return pi_kernel.run_rep(variant, repetition, rep_dir, inventory, dry_run, echo)
     cfg = variant.config
     names: list[str] = cfg["topology"]["chain"]
     check_hosts(inventory, names)
@@ -154,25 +137,6 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
             write_meta(rep_dir, meta)
         close_all(remotes)
     return meta
-
-
-def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any]) -> dict[str, float]:
-    """Every host: installed, no node still running, its run directory made, clock offset measured."""
-
-    def check(r: Remote) -> clock.ClockSample:
-        h = r.host
-        running = r.run(f"test -x {shlex.quote(h.aspan)} || {{ echo 'not installed at {h.install_dir}: "
-                        f"run aspan deploy setup' >&2; exit 1; }}; mkdir -p {shlex.quote(rdirs[h.node])} && "
-                        + nodes.running_nodes_command(h.work_dir)).stdout.split()
-        if running:
-            raise HostError(f"an aspan node still runs there (pid file {running[0]}): run aspan deploy stop")
-        return clock.measure(r)
-
-    samples = _group(remotes, check)
-    by_node = {r.host.node: samples[r.name] for r in remotes}
-    meta["clock_offsets"] = {n: round(s.offset, 6) for n, s in by_node.items()}
-    meta["clock_rtt_s"] = {n: round(s.rtt, 6) for n, s in by_node.items()}
-    return {n: s.offset for n, s in by_node.items()}
 
 
 def _wait(remotes: list[Remote], rdirs: dict[str, str], endpoints: set[str], receiver: str, end_by: float,

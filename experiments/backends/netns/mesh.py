@@ -68,11 +68,16 @@ class MeshPlan:
         return f"an{self.rid}"
 
 
-def plan_mesh(cfg: dict[str, Any], rid: str) -> MeshPlan:
-    """The mesh of a resolved variant configuration (NetnsError if the netns backend cannot build it)."""
+def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPlan:
+    """The mesh of a resolved variant configuration (NetnsError if the netns backend cannot build it).
+
+    ``check_range``: keep every address inside the test range (the netns backend); the pi
+    backend's kernel data plane plans with the inventory's mesh addresses instead.
+    """
     names = list(cfg["topology"]["chain"])
     addrs = dict(cfg["topology"]["addresses"])
-    state.check_addresses(addrs)
+    if check_range:
+        state.check_addresses(addrs)
     if len(names) > 16:
         raise NetnsError("topology.chain: the netns backend carries the hop count in 4 bits (at most 16 nodes)")
     for key in ("snoop_after", "snoop_limit"):
@@ -143,7 +148,7 @@ def queued_input(plan: MeshPlan, n: str) -> bool:
 
 
 # ---- setup -------------------------------------------------------------------------
-def _sysctls(plan: MeshPlan, n: str) -> list[str]:
+def sysctls(plan: MeshPlan, n: str) -> list[str]:
     out = [f"net.ipv4.ip_forward={1 if n in plan.forwarders else 0}",
            "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
            "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0",
@@ -167,29 +172,39 @@ def _ip_batch(plan: MeshPlan, n: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _iptables_rules(plan: MeshPlan, n: str) -> str:
-    """filter: NFQUEUE on what a forwarder relays (FORWARD), what a TCP sender sends into the mesh
-    (OUTPUT: the option is stamped there) and what a node hears when its handler applies the loss
-    model (INPUT, see :func:`queued_input`).
+_sysctls = sysctls   # the old name (tests)
 
-    raw: the iptables statistic match drops a packet heard with the node's loss
-    rate on every node whose handler does not apply the loss model.
+
+def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) -> list[tuple[str, str, str]]:
+    """Node ``n``'s rules as (table, built-in chain, rule): the netns namespaces and the Pis share them.
+
+    filter: NFQUEUE on what a forwarder relays (FORWARD; on a Pi only what comes in on
+    ``forward_in``), what a TCP sender sends into the mesh (OUTPUT: the option is stamped
+    there) and what a node hears when its handler applies the loss model (INPUT, see
+    :func:`queued_input`).  raw: the iptables statistic match drops a packet heard with
+    the node's loss rate on every node whose handler does not apply the loss model.
+    ``dev`` matches the mesh interfaces (``an<rid>+`` in netns, ``wlan0`` on a Pi).
     """
-    mesh = f"{plan.dev_prefix()}+"
     q = f"-j NFQUEUE --queue-num {QUEUE_NUM}"
-    lines = ["*raw"]
+    out: list[tuple[str, str, str]] = []
     rate = plan.loss_rates.get(n)
     if rate:
-        lines.append(f"-A PREROUTING -i {mesh} -m statistic --mode random --probability {rate:.6f} -j DROP")
-    lines += ["COMMIT", "*filter"]
+        out.append(("raw", "PREROUTING", f"-i {dev} -m statistic --mode random --probability {rate:.6f} -j DROP"))
     if plan.handlers != "kernel":
         if queued_input(plan, n):
-            lines.append(f"-A INPUT -i {mesh} {q}")
+            out.append(("filter", "INPUT", f"-i {dev} {q}"))
         if n in plan.forwarders:
-            lines.append(f"-A FORWARD {q}")
+            out.append(("filter", "FORWARD", (f"-i {forward_in} " if forward_in else "") + q))
         if n in plan.senders:
-            lines.append(f"-A OUTPUT -o {mesh} -p tcp -m mark ! --mark {INJECT_MARK:#x} {q}")
-    lines.append("COMMIT")
+            out.append(("filter", "OUTPUT", f"-o {dev} -p tcp -m mark ! --mark {INJECT_MARK:#x} {q}"))
+    return out
+
+
+def _iptables_rules(plan: MeshPlan, n: str) -> str:
+    """The iptables-restore input of node ``n``'s namespace (:func:`rule_specs`)."""
+    specs = rule_specs(plan, n, f"{plan.dev_prefix()}+")
+    lines = ["*raw"] + [f"-A {c} {r}" for t, c, r in specs if t == "raw"] + ["COMMIT", "*filter"]
+    lines += [f"-A {c} {r}" for t, c, r in specs if t == "filter"] + ["COMMIT"]
     return "\n".join(lines) + "\n"
 
 
@@ -198,7 +213,7 @@ def setup(plan: MeshPlan) -> None:
     for n in plan.nodes:
         run(["ip", "netns", "add", plan.ns(n)])
     for n in plan.nodes:
-        run(["sysctl", "-q", "-w", *_sysctls(plan, n)], ns=plan.ns(n))
+        run(["sysctl", "-q", "-w", *sysctls(plan, n)], ns=plan.ns(n))
     batch = "".join(f"link add {l.dev_a} netns {plan.ns(l.a)} type veth peer name {l.dev_b} netns {plan.ns(l.b)}\n"
                     for l in plan.links)
     if batch:
@@ -233,7 +248,12 @@ def statistic_drops(plan: MeshPlan, n: str) -> int:
     if n not in plan.loss_rates:
         return 0
     out = run([IPTABLES, "-t", "raw", "-L", "PREROUTING", "-v", "-x", "-n"], ns=plan.ns(n), check=False).stdout
-    for line in out.splitlines():
+    return parse_statistic_drops(out)
+
+
+def parse_statistic_drops(listing: str) -> int:
+    """The packet count of the statistic DROP rule in an ``iptables -L -v -x -n`` listing (0 if none)."""
+    for line in listing.splitlines():
         parts = line.split()
         if len(parts) > 2 and parts[2] == "DROP" and "statistic" in line:
             return int(parts[0])

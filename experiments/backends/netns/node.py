@@ -72,7 +72,6 @@ def run_node(conf: dict[str, Any]) -> int:
 
         prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"])
         fw = None
-        flush = log.flush
         if conf["handlers"] == "snoop":
             fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"])
             capture = cfg.get("capture") or {}
@@ -80,9 +79,10 @@ def run_node(conf: dict[str, Any]) -> int:
                 tap = KernelTap(Path(conf["log"]).with_suffix(".pcapng"), int(capture["max_mb"] * 1e6))
                 fw.capture(tap)
 
-                def flush() -> None:
-                    log.flush()
-                    tap.writer.flush()
+        def flush() -> None:                      # after every batch of packets
+            log.flush()
+            if tap is not None:
+                tap.writer.flush()
         if conf["queue_bound"]:
             driver = NfqDriver(conf["queue"], fw, log.emit, flush, max_len=conf["max_len"])
 

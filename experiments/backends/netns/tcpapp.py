@@ -209,6 +209,10 @@ def run_sender(conf: dict[str, Any], log: EventLog) -> None:
     first = next(payload_chunks(fl["data_seed"], size), b"")   # ready to send as soon as the flow starts
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Closed by a stop (SIGTERM) mid-transfer, the socket resets at once instead of lingering in
+    # FIN_WAIT1 for minutes: on a Pi (no namespace that dies with the run) such an orphan would keep
+    # the flow's address and port, and the next run with the same seed could not bind them.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, conf["congestion"].encode())
     # TCP_MAXSEG counts the timestamp option in: add it so each segment carries segment_size bytes.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG,

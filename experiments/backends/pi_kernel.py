@@ -1,0 +1,542 @@
+"""The pi backend's kernel data plane (``pi: {data_plane: kernel}``): kernel TCP through NFQUEUE on the Pis.
+
+The netns backend's pieces, run over SSH instead of ``ip netns exec``: its plan
+(:func:`experiments.backends.netns.mesh.plan_mesh`, with the inventory's mesh addresses),
+its routes, sysctls and iptables rules (:func:`~experiments.backends.netns.mesh.rule_specs`
+with the Pi's mesh interface), its node daemon (``experiments.backends.netns.node``) and its
+kernel-TCP apps (``experiments.backends.netns.tcpapp``: the hash-checked bulk transfer or
+iperf3, TCP_INFO cwnd sampling, TcpExt loss counters).  What this module adds is what SSH
+needs: per-host clocks, uploads, polling, gathering, and ``deploy.kernel``'s snapshot and
+restore script, which puts every host back as it was after the run, a failure or Ctrl-C.
+
+Timeline per (variant, repetition): preflight (installed, netfilterqueue, no node running,
+clock offsets) -> snapshot, upload the restore script, apply (every host) -> apps on the
+endpoints (ready) -> t0 -> node daemons (ready) -> go -> poll until the apps are done ->
+counters -> stop the processes -> gather every file -> restore -> compare with the snapshot.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+import signal
+import time
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from deploy import kernel, nodes
+from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, on_hosts,
+                          open_remotes)
+from deploy.inventory import Inventory
+from experiments.backends.netns import mesh as meshmod
+from experiments.backends.netns.run import _append_drops
+from experiments.backends.netns.sh import NetnsError
+from experiments.backends.netns.tcpapp import parse_tcpext
+from experiments.backends.pi_common import RunFailed, _group, _preflight, check_hosts
+from experiments.progress import DeliveryProgress
+from experiments.build import base_meta, flow_plans, rep_seed, write_meta
+from experiments.schema import ExperimentError, Variant
+
+NODE_MODULE = "experiments.backends.netns.node"
+APP_MODULE = "experiments.backends.netns.tcpapp"
+PROBE_PORT = 7700
+READY_TIMEOUT_S = 30.0
+ROOT_STOP_GRACE_S = 5.0
+
+
+def kernel_config(cfg: dict[str, Any], inv: Inventory) -> dict[str, Any]:
+    """The variant's config with the hosts' mesh addresses as node addresses (kernel TCP uses them)."""
+    out = copy.deepcopy(cfg)
+    hosts = inv.by_node()
+    out["topology"]["addresses"] = {n: hosts[n].mesh_address for n in out["topology"]["chain"]}
+    return out
+
+
+def plan_for(cfg: dict[str, Any]) -> meshmod.MeshPlan:
+    """The netns plan of a kernel-mode config; ExperimentError naming the field if the Pis cannot run it."""
+    if cfg["netns"]["rate_mbit"] > 0:
+        raise ExperimentError("<experiment>", "netns.rate_mbit", "the pi backend's kernel data plane sets no "
+                              "rate limit (the radio is the limit): leave it 0")
+    try:
+        return meshmod.plan_mesh(cfg, "pi0000", check_range=False)
+    except NetnsError as e:
+        raise ExperimentError("<experiment>", "pi.data_plane", f"kernel: {e}") from None
+
+
+def check_variants(exp: Any, inv: Inventory) -> None:
+    """Every kernel-mode variant can be planned with the inventory's addresses (called before any run)."""
+    for v in exp.variants:
+        if v.config["pi"]["data_plane"] == "kernel":
+            check_hosts(inv, v.config["topology"]["chain"])
+            plan_for(kernel_config(v.config, inv))
+
+
+def host_plans(plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str],
+               procs: dict[str, list[str]]) -> dict[str, kernel.HostPlan]:
+    hosts = inv.by_node()
+    out = {}
+    for n in plan.nodes:
+        h = hosts[n]
+        sysctls = dict(s.split("=", 1) for s in meshmod.sysctls(plan, n))
+        for key in ("rp_filter", "send_redirects", "accept_redirects"):
+            sysctls[f"net.ipv4.conf.{h.iface}.{key}"] = "0"
+        routes = [(dst, None if dst == via else via) for dst, via, _ in plan.routes[n]]
+        out[n] = kernel.HostPlan(h.iface, h.mesh_address, sysctls, routes, plan.advmss,
+                                 meshmod.rule_specs(plan, n, h.iface, forward_in=h.iface),
+                                 [f"{rdirs[n]}/{p}.pid" for p in procs.get(n, [])])
+    return out
+
+
+def queue_bound(plan: meshmod.MeshPlan, n: str) -> bool:
+    return plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders or meshmod.queued_input(plan, n))
+
+
+def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """Node -> [(process name, tcpapp config)], as the netns backend writes them, with the hosts' paths."""
+    nx = cfg["netns"]
+    addrs = cfg["topology"]["addresses"]
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for fp in flow_plans(cfg, seed, 0.0):
+        flow = {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
+                "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
+                "data_seed": fp.data_seed, "start_s": fp.start}
+        for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
+            name = f"{node}.{role}{fp.index}"
+            d = rdirs[node]
+            out.setdefault(node, []).append((name, {
+                "role": role, "node": node, "flow": flow, "traffic": nx["traffic"], "congestion": nx["congestion"],
+                "poll_ms": nx["cwnd_poll_ms"], "variant": cfg["tcp"]["variant"], "log": f"{d}/{node}.log",
+                "go_file": f"{d}/go.json", "ready_file": f"{d}/{name}.ready", "done_file": f"{d}/{name}.done"}))
+    return out
+
+
+def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, t0: float, rdir: str,
+                host_name: str) -> dict[str, Any]:
+    """The netns node daemon's config for node ``n``; ``t0`` in the host's clock."""
+    nx = cfg["netns"]
+    t_flows = t0 + cfg["etx"]["settle_s"]
+    return {"experiment": cfg, "node": n, "seed": seed, "t0": t0,
+            "deadline": t_flows + cfg["limits"]["max_duration_s"] + 60.0,
+            "log": f"{rdir}/{n}.log", "ready_file": f"{rdir}/{n}.node.ready", "handlers": plan.handlers,
+            "queue": meshmod.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
+            "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
+            "queue_bound": queue_bound(plan, n)}
+
+
+# ---- commands on a host ---------------------------------------------------------------
+def start_process(r: Remote, rdir: str, name: str, module: str, conf: dict[str, Any], local: Path) -> int | None:
+    """Upload ``<name>.json`` and start ``python -m module`` as root, detached; returns its pid."""
+    q = shlex.quote
+    local.write_text(json.dumps(conf))
+    r.put(local, f"{rdir}/{name}.json")
+    py = f"{r.host.venv}/bin/python"
+    out = r.run(nodes.start_process_command(f"{q(py)} -m {module} --config {q(name + '.json')}", rdir, name),
+                root=True).stdout.strip()
+    if r.dry_run:
+        return None
+    if not out.isdigit():
+        raise HostError(f"{name} did not start: no pid file in {rdir} after 5 s")
+    return int(out)
+
+
+def states_command(rdir: str, names: list[str], log: str | None = None) -> str:
+    """One line per process: ``NAME done|running|ready|exited CODE``; then the last ``deliver`` of ``log``."""
+    q = shlex.quote
+    parts = [f"{nodes.ALIVE_FN}cd {q(rdir)} || exit 1"]
+    for n in names:
+        pid = q(n + ".pid")
+        parts.append(f"if [ -f {q(n + '.done')} ]; then echo {q(n)} done; "
+                     f"elif [ -f {pid} ] && ours \"$(cat {pid})\" {pid}; then "
+                     f"if [ -f {q(n + '.ready')} ]; then echo {q(n)} ready; else echo {q(n)} running; fi; "
+                     f"else echo {q(n)} exited $(cat {q(n + '.exit')} 2>/dev/null || echo unknown); fi")
+    if log:
+        parts.append(f"tail -c 4000 {q(log)} 2>/dev/null | grep '\"ev\":\"deliver\"' | tail -n 1 | sed 's/^/deliver /'")
+    return "; ".join(parts) + "; true"
+
+
+def parse_states(out: str) -> tuple[dict[str, tuple[str, str]], int | None]:
+    states: dict[str, tuple[str, str]] = {}
+    delivered = None
+    for line in out.splitlines():
+        if line.startswith("deliver "):
+            try:
+                delivered = int(json.loads(line[8:]).get("bytes", 0))
+            except (ValueError, AttributeError):
+                continue
+            continue
+        parts = line.split()
+        if len(parts) >= 2:
+            states[parts[0]] = (parts[1], parts[2] if len(parts) > 2 else "")
+    return states, delivered
+
+
+def stop_command(rdir: str, names: list[str]) -> str:
+    """Stop each process (TERM, KILL after the grace time); ``NAME stopped|killed|not-running PID exit CODE``."""
+    q = shlex.quote
+    parts = [nodes.ALIVE_FN.rstrip("; ")]
+    for n in names:
+        pf = f"{rdir}/{n}.pid"
+        parts.append(f"echo {q(n)} $({nodes._stop_snippet(q(pf), ROOT_STOP_GRACE_S)}) "
+                     f"exit $(cat {q(rdir + '/' + n + '.exit')} 2>/dev/null || echo none)")
+    return "; ".join(parts)
+
+
+def _describe_exit(code: str) -> str:
+    if not code.lstrip("-").isdigit():
+        return "exited (exit code unknown)"
+    c = int(code)
+    return f"exited with code {c}" + (f" (killed by signal {c - 128})" if c > 128 else "")
+
+
+def _tail(r: Remote, path: str) -> str:
+    try:
+        out = r.run(f"tail -n 5 {shlex.quote(path)} 2>/dev/null; true").stdout
+    except Exception as e:  # the tail is a courtesy; say why it is missing
+        return f"(stderr not readable: {describe_error(e)})"
+    return " | ".join(ln.strip() for ln in out.strip().splitlines() if ln.strip()) or "no error output"
+
+
+# ---- one repetition ------------------------------------------------------------------------
+class _Run:
+    """What one repetition started and changed, for the teardown whatever happened."""
+
+    def __init__(self, remotes: list[Remote], rdirs: dict[str, str], rep_dir: Path) -> None:
+        self.remotes = remotes
+        self.rdirs = rdirs
+        self.rep_dir = rep_dir
+        self.by_node = {r.host.node: r for r in remotes}
+        self.procs: dict[str, list[str]] = {}      # node -> process names started there (or maybe)
+        self.armed: list[Remote] = []             # hosts whose restore script may exist
+        self.snaps: dict[str, kernel.Snapshot] = {}
+
+    def group(self, remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[str, Any]:
+        return _group(remotes, task)
+
+
+def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
+            echo: TextIO | None = None) -> dict[str, Any]:
+    names: list[str] = variant.config["topology"]["chain"]
+    check_hosts(inventory, names)
+    cfg = kernel_config(variant.config, inventory)
+    plan = plan_for(cfg)
+    seed = rep_seed(cfg, repetition)
+    hosts = inventory.by_node()
+    meta = base_meta(cfg, variant.name, repetition, seed, "pi", variant.sweep_value)
+    rel = "/".join(rep_dir.parts[-4:])
+    rdirs = {n: nodes.rep_dir_remote(hosts[n].work_dir, rel) for n in names}
+    meta["data_plane"] = "kernel"
+    meta["hosts"] = {n: {"name": hosts[n].name, "ssh": f"{hosts[n].user}@{hosts[n].host}:{hosts[n].port}",
+                         "mesh_address": hosts[n].mesh_address, "iface": hosts[n].iface, "dir": rdirs[n]}
+                     for n in names}
+    meta["kernel"] = {"handlers": plan.handlers, "congestion": cfg["netns"]["congestion"],
+                      "traffic": cfg["netns"]["traffic"], "loss_in_handler": sorted(plan.handler_loss),
+                      "loss_statistic": plan.loss_rates, "sack": plan.sack, "advmss": plan.advmss}
+    if dry_run:
+        return _dry_run(cfg, plan, inventory, rdirs, seed, echo)
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    remotes = open_remotes([hosts[n] for n in names], echo=echo)
+    run = _Run(remotes, rdirs, rep_dir)
+    apps = app_configs(cfg, seed, rdirs)
+    for n in names:
+        run.procs[n] = [name for name, _ in apps.get(n, [])] + [f"{n}.node"]
+    hplans = host_plans(plan, inventory, rdirs, run.procs)
+    progress = DeliveryProgress(f"{variant.name} rep {repetition}",
+                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
+    try:
+        offsets = _preflight(remotes, rdirs, meta)
+        _check_kernel_ready(run, cfg)
+        _arm(run, hplans, meta)
+        _run_flows(run, cfg, plan, apps, seed, offsets, inventory, meta, progress)
+        if meta["status"] == "running":
+            meta["status"] = "ok"
+    except RunFailed as e:
+        meta["status"] = "failed"
+        meta["error"] = str(e)
+        meta["host_report"] = list(e.lines)
+    except KeyboardInterrupt:
+        meta["status"] = "interrupted"
+        meta["error"] = "stopped by Ctrl-C"
+        raise
+    finally:
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not skip the restore
+        try:
+            progress.finish()
+            _teardown(run, hplans, plan, cfg, meta)
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+            write_meta(rep_dir, meta)
+            close_all(remotes)
+    return meta
+
+
+def _check_kernel_ready(run: _Run, cfg: dict[str, Any]) -> None:
+    """netfilterqueue in the host's venv, root (sudo -n), iperf3 on the endpoints if the YAML asks for it."""
+    endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
+    iperf = cfg["netns"]["traffic"] == "iperf3"
+
+    def check(r: Remote) -> None:
+        q = shlex.quote
+        py = q(f"{r.host.venv}/bin/python")
+        res = r.run(f"{py} -c 'import netfilterqueue' 2>&1 | tail -n 1; "
+                    + ("command -v iperf3 >/dev/null || echo no-iperf3; " if iperf and r.host.node in endpoints else "")
+                    + "true").stdout.strip()
+        problems = []
+        if "Error" in res:
+            problems.append(f"netfilterqueue is not installed in {r.host.venv} ({res.splitlines()[0][:120]}): "
+                            "run aspan deploy setup (it builds it; the host needs libnetfilter-queue-dev, "
+                            "python3-dev and gcc)")
+        if "no-iperf3" in res:
+            problems.append("iperf3 missing (netns.traffic: iperf3): sudo apt-get install iperf3")
+        if problems:
+            raise HostError("; ".join(problems))
+        r.run("true", root=True)   # sudo -n works (or the user is root)
+
+    run.group(run.remotes, check)
+
+
+def _arm(run: _Run, hplans: dict[str, kernel.HostPlan], meta: dict[str, Any]) -> None:
+    """Snapshot every host, upload its restore script, then apply the plan (routes, sysctls, rules)."""
+    snaps = run.group(run.remotes, lambda r: kernel.snapshot(r, hplans[r.host.node]))
+    run.snaps = {r.host.node: snaps[r.name] for r in run.remotes}
+    left = [f"{r.host.label()}: leftovers of an earlier kernel run ({', '.join(run.snaps[r.host.node].leftovers)}): "
+            "run aspan deploy stop" for r in run.remotes if run.snaps[r.host.node].leftovers]
+    if left:
+        raise RunFailed(left)
+    meta["iptables"] = {n: s.flavour for n, s in run.snaps.items()}
+
+    def arm(r: Remote) -> None:
+        n = r.host.node
+        local = run.rep_dir / f"{n}.kernel-restore.sh"
+        local.write_text(kernel.restore_script(hplans[n], run.snaps[n], r.host.install_dir))
+        run.armed.append(r)
+        r.put(local, kernel.restore_path(r.host.install_dir))
+        r.run(kernel.apply_script(hplans[n], run.snaps[n]), root=True)
+
+    run.group(run.remotes, arm)
+
+
+def _wait_ready(run: _Run, want: dict[str, list[str]], timeout: float) -> None:
+    """Until every process in ``want`` (node -> names) wrote its ready file; RunFailed if one died."""
+    end = time.time() + timeout
+    targets = [run.by_node[n] for n in want]
+    while True:
+        st = run.group(targets, lambda r: parse_states(r.run(states_command(run.rdirs[r.host.node], want[r.host.node]),
+                                                              root=True).stdout)[0])
+        dead = []
+        for r in targets:
+            for name in want[r.host.node]:
+                s, code = st[r.name].get(name, ("exited", "unknown"))
+                if s == "exited":
+                    dead.append(f"{r.host.label()}: {name} {_describe_exit(code)} before it was ready: "
+                                f"{_tail(r, run.rdirs[r.host.node] + '/' + name + '.stderr')}")
+        if dead:
+            raise RunFailed(dead)
+        if all(st[r.name].get(name, ("",))[0] in ("ready", "done") for r in targets for name in want[r.host.node]):
+            return
+        if time.time() > end:
+            raise RunFailed([f"not ready after {timeout} s: " + ", ".join(
+                f"{name} on {r.name}" for r in targets for name in want[r.host.node]
+                if st[r.name].get(name, ("",))[0] not in ("ready", "done"))])
+        time.sleep(0.2)
+
+
+def _read(run: _Run, nodes_: list[str], cmd: Callable[[Remote], str]) -> dict[str, str]:
+    """Run a root command on some hosts; node -> stdout (RunFailed naming the hosts that failed)."""
+    res = run.group([run.by_node[n] for n in nodes_], lambda r: r.run(cmd(r), root=True).stdout)
+    return {run.by_node[n].host.node: res[run.by_node[n].name] for n in nodes_}
+
+
+def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
+               apps: dict[str, list[tuple[str, dict[str, Any]]]], seed: int, offsets: dict[str, float],
+               inventory: Inventory, meta: dict[str, Any], progress: DeliveryProgress) -> None:
+    """Apps first (they prepare their payload, then wait for go.json), then t0 and the node daemons."""
+    settle = cfg["etx"]["settle_s"]
+    max_dur = cfg["limits"]["max_duration_s"]
+    app_hosts = [run.by_node[n] for n in apps]
+
+    def start_apps(r: Remote) -> dict[str, int | None]:
+        n = r.host.node
+        return {name: start_process(r, run.rdirs[n], name, APP_MODULE, conf, run.rep_dir / f"{name}.json")
+                for name, conf in apps[n]}
+
+    pids = run.group(app_hosts, start_apps)
+    _wait_ready(run, {n: [name for name, _ in apps[n]] for n in apps}, READY_TIMEOUT_S)
+    t0 = time.time() + inventory.start_margin_s
+    t_flows = t0 + settle
+
+    def start_node(r: Remote) -> int | None:
+        n = r.host.node
+        conf = node_config(cfg, plan, n, seed, t0 + offsets.get(n, 0.0), run.rdirs[n], r.name)
+        return start_process(r, run.rdirs[n], f"{n}.node", NODE_MODULE, conf, run.rep_dir / f"{n}.node.json")
+
+    npids = run.group(run.remotes, start_node)
+    meta["pids"] = {r.host.node: {**pids.get(r.name, {}), f"{r.host.node}.node": npids[r.name]} for r in run.remotes}
+    _wait_ready(run, {r.host.node: [f"{r.host.node}.node"] for r in run.remotes}, READY_TIMEOUT_S)
+    late = time.time() - t_flows
+    if late > 0:
+        meta["late_start_s"] = round(late, 3)
+    queued = [n for n in plan.nodes if queue_bound(plan, n)]
+    endpoints = sorted(apps)
+    meta["_nfq_before"] = {n: meshmod.parse_nfq(t).get(meshmod.QUEUE_NUM)
+                           for n, t in _read(run, queued, lambda r: "cat /proc/net/netfilter/nfnetlink_queue").items()}
+    meta["_tcp_before"] = {n: parse_tcpext(t) for n, t in _read(run, endpoints, lambda r: "cat /proc/net/netstat").items()}
+
+    def go(r: Remote) -> None:
+        n = r.host.node
+        off = offsets.get(n, 0.0)
+        local = run.rep_dir / f"{n}.go.json"
+        local.write_text(json.dumps({"t0": t0 + off, "t_flows": t_flows + off}))
+        d = run.rdirs[n]
+        r.put(local, f"{d}/go.tmp")
+        r.run(f"mv {shlex.quote(d + '/go.tmp')} {shlex.quote(d + '/go.json')}")
+
+    run.group(app_hosts, go)
+    receiver = cfg["flows"][0]["receiver"]
+    end_by = t_flows + max_dur
+    misses = {r.name: 0 for r in run.remotes}
+    while True:
+        def poll(r: Remote) -> tuple[dict[str, tuple[str, str]], int | None]:
+            n = r.host.node
+            return parse_states(r.run(states_command(run.rdirs[n], run.procs[n], f"{run.rdirs[n]}/{n}.log"),
+                                      root=True, timeout=max(5.0, r.host.connect_timeout_s)).stdout)
+        try:
+            states = by_name(on_hosts(run.remotes, poll), run.remotes)
+        except GroupException as e:
+            states = by_name(e.result, run.remotes)
+        lost, dead = [], []
+        for r in run.remotes:
+            v = states[r.name]
+            misses[r.name] = misses[r.name] + 1 if isinstance(v, BaseException) else 0
+            if misses[r.name] >= 3:
+                lost.append(f"{r.host.label()}: lost during the run: {describe_error(v)}")
+            if isinstance(v, BaseException):
+                continue
+            for name in run.procs[r.host.node]:
+                s, code = v[0].get(name, ("exited", "unknown"))
+                if s == "exited":
+                    dead.append(f"{r.host.label()}: {name} {_describe_exit(code)} before the flows finished: "
+                                f"{_tail(r, run.rdirs[r.host.node] + '/' + name + '.stderr')}")
+            if r.host.node == receiver and v[1] is not None:
+                progress.show(v[1])
+        if lost or dead:
+            raise RunFailed(lost + dead)
+        done = all(not isinstance(states[run.by_node[n].name], BaseException)
+                   and states[run.by_node[n].name][0].get(name, ("",))[0] == "done"
+                   for n in apps for name, _ in apps[n])
+        if done:
+            return
+        if time.time() > end_by:
+            meta["status"] = "incomplete"
+            meta["error"] = f"flows not finished after {max_dur} s"
+            return
+        time.sleep(inventory.poll_interval_s)
+
+
+def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshPlan, cfg: dict[str, Any],
+              meta: dict[str, Any]) -> None:
+    """Counters, stop, gather, restore, compare: on every host that can be reached; problems per host."""
+    problems: dict[str, list[str]] = {}
+
+    def each(remotes: list[Remote], what: str, task: Callable[[Remote], Any]) -> dict[str, Any]:
+        if not remotes:
+            return {}
+        try:
+            res = by_name(on_hosts(remotes, task), remotes)
+        except GroupException as e:
+            res = by_name(e.result, remotes)
+        out = {}
+        for r in remotes:
+            v = res[r.name]
+            if isinstance(v, BaseException):
+                problems.setdefault(r.host.node, []).append(f"{what}: {describe_error(v)}")
+            else:
+                out[r.host.node] = v
+        return out
+
+    armed = list(run.armed)
+    nfq_before = meta.pop("_nfq_before", None)
+    tcp_before = meta.pop("_tcp_before", None)
+    if nfq_before is not None:
+        queued = [run.by_node[n] for n in nfq_before]
+        after = each(queued, "counters", lambda r: r.run("cat /proc/net/netfilter/nfnetlink_queue", root=True).stdout)
+        meta["nfqueue"] = {n: {"before": nfq_before[n], "after": meshmod.parse_nfq(t).get(meshmod.QUEUE_NUM)}
+                           for n, t in after.items()}
+        stat_nodes = [run.by_node[n] for n in plan.loss_rates]
+        stat = each(stat_nodes, "counters", lambda r: r.run(
+            f"{run.snaps[r.host.node].iptables_cmd} -t raw -L {kernel.CHAIN_PREFIX}PREROUTING -v -x -n",
+            root=True).stdout)
+        meta["statistic_drops"] = {n: meshmod.parse_statistic_drops(t) for n, t in stat.items()}
+    if tcp_before is not None:
+        eps = [run.by_node[n] for n in tcp_before]
+        now = each(eps, "counters", lambda r: r.run("cat /proc/net/netstat", root=True).stdout)
+        meta["tcp_counters"] = {n: {k: parse_tcpext(t).get(k, 0) - tcp_before[n].get(k, 0)
+                                    for k in meshmod.TCP_EXT_COUNTERS if k in parse_tcpext(t)}
+                                for n, t in now.items()}
+    stopped = each(armed, "stop", lambda r: r.run(stop_command(run.rdirs[r.host.node], run.procs[r.host.node]),
+                                                   root=True, timeout=60).stdout)
+    meta["stopped"], meta["exit_codes"] = {}, {}
+    for n, out in stopped.items():
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 3:
+                meta["stopped"][parts[0]] = parts[1]
+                code = parts[-1]
+                meta["exit_codes"][parts[0]] = int(code) if code.lstrip("-").isdigit() else None
+
+    def gather(r: Remote) -> list[str]:
+        d = run.rdirs[r.host.node]
+        got = []
+        for f in sorted(r.listdir(d)):
+            if f.endswith((".pid", ".tmp")) or f == "go.json":
+                continue
+            r.get(f"{d}/{f}", run.rep_dir / f)
+            got.append(f)
+        return got
+
+    meta["gathered"] = each(armed, "gather", gather)
+    restored = each(armed, "restore", lambda r: r.run(kernel.run_restore_command(r.host.install_dir), root=True,
+                                                        timeout=90).stdout.strip())
+    meta["restored"] = restored
+    after = each([r for r in armed if r.host.node in restored], "check after the restore",
+                 lambda r: kernel.snapshot(r, hplans[r.host.node]))
+    meta["host_state_after"] = {}
+    for n, snap in after.items():
+        diffs = kernel.compare(run.snaps[n], snap)
+        meta["host_state_after"][n] = diffs or "as before the run"
+        if diffs:
+            problems.setdefault(n, []).extend(diffs)
+    for n, count in meta.get("statistic_drops", {}).items():
+        _append_drops(run.rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
+    for n, rec in meta.get("nfqueue", {}).items():
+        b, a = rec["before"] or {}, rec["after"] or {}
+        for key in ("queue_dropped", "user_dropped"):
+            _append_drops(run.rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
+    meta["host_errors"] = {n: "; ".join(p) for n, p in problems.items()}
+    if problems:
+        labels = {r.host.node: r.host.label() for r in run.remotes}
+        lines = [f"{labels[n]}: {'; '.join(p)}" for n, p in problems.items()]
+        if meta["status"] in ("ok", "running"):
+            meta["status"] = "failed"
+        meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + lines)
+        meta["host_report"] = meta.get("host_report", []) + lines
+
+
+def _dry_run(cfg: dict[str, Any], plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str], seed: int,
+             echo: TextIO | None) -> dict[str, Any]:
+    """What a kernel run would do on each host (the scripts with placeholders for what the snapshot reads)."""
+    import sys
+    out = echo or sys.stdout
+    hosts = inv.by_node()
+    apps = app_configs(cfg, seed, rdirs)
+    procs = {n: [name for name, _ in apps.get(n, [])] + [f"{n}.node"] for n in plan.nodes}
+    hp = host_plans(plan, inv, rdirs, procs)
+    for n in plan.nodes:
+        h = hosts[n]
+        snap = kernel.Snapshot("<flavour>", {k: "<before>" for k in hp[n].sysctls},
+                               {f: "<before>" for f in hp[n].offloads_off}, {}, "", "", [])
+        print(f"[{h.name}] kernel data plane on {h.iface} ({h.mesh_address}); processes: {', '.join(procs[n])}",
+              file=out)
+        for line in kernel.apply_script(hp[n], snap).splitlines():
+            print(f"[{h.name}] apply: {line}", file=out)
+        print(f"[{h.name}] restore script: {kernel.restore_path(h.install_dir)} (written before the apply)", file=out)
+    return {}
