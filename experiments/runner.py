@@ -100,7 +100,6 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     reps = exp.base["repetitions"]
     tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options)
              for v in exp.variants for r in range(reps)]
-    total = len(tasks)
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.local import Progress
+from experiments.progress import DeliveryProgress
 from experiments.backends.netns import mesh as meshmod
 from experiments.backends.netns import state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
@@ -210,7 +210,7 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     before = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
     (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
     (rep_dir / "go.tmp").replace(go)
-    progress = Progress(f"{variant.name} rep {repetition}",
+    progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
                         rep_dir / f"{cfg['flows'][0]['receiver']}.log")
     end_by = t_flows + max_dur
