@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 
 from routing.medium import ACK_BYTES, MAC_OVERHEAD_BYTES, Delivered, Dropped, Frame, Medium, Phy, Topology
 
