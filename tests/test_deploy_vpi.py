@@ -606,3 +606,24 @@ def test_deploy_stop_cleans_up_after_a_crashed_kernel_run(kernel_lab, tmp_path):
     assert stop.returncode == 0, stop.stdout + stop.stderr
     assert stop.stdout.count("kernel data plane restored") == 4
     assert host_state(lab) == before
+
+
+def test_ctrl_c_during_a_kernel_run_restores_every_pi(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    exp = kernel_exp(tmp_path, "kernel-int", 200000, ["sack"], max_s=120)
+    p = start_aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    try:
+        rep = _rep_dir(tmp_path / "runs", "kernel-int", "sack")
+        dlog = lab.base / "install" / "D" / "runs" / "kernel-int" / rep.parent.parent.name / "sack" / "rep0" / "D.log"
+        _wait_flowing(p, dlog)
+        assert "ASPAN-FORWARD" in sh("ip", "netns", "exec", lab.pis["B"].ns, "iptables-save").stdout
+        os.killpg(p.pid, signal.SIGINT)
+        p.communicate(timeout=90)
+    finally:
+        kill_group(p)
+    assert p.returncode != 0
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "interrupted"
+    assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+    assert host_state(lab) == before

@@ -181,6 +181,21 @@ def stop_command(rdir: str, names: list[str]) -> str:
     return "; ".join(parts)
 
 
+def time_wait_command(apps: list[tuple[str, dict[str, Any]]], limit_s: int = 70) -> str:
+    """Waits until no TIME_WAIT socket holds a sender's address and port (at most ``limit_s``).
+
+    iperf3 binds its client port without SO_REUSEADDR: right after an earlier run with the
+    same seed (same ports) on the same Pi, the bind would fail for up to 60 s.  The netns
+    backend never meets this (fresh namespaces every run); the bulk sender sets SO_REUSEADDR.
+    """
+    words = [f"{c['flow']['src']}:{c['flow']['sport']} " for _, c in apps if c["role"] == "sender"]
+    if not words:
+        return "true"
+    pat = shlex.quote("|".join(w.replace(".", "\\.") for w in words))
+    return (f"i=0; while ss -tan state time-wait | grep -Eq {pat} && [ $i -lt {limit_s} ]; do sleep 1; "
+            f"i=$((i+1)); done; true")
+
+
 def _describe_exit(code: str) -> str:
     if not code.lstrip("-").isdigit():
         return "exited (exit code unknown)"
@@ -359,6 +374,8 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
         return {name: start_process(r, run.rdirs[n], name, APP_MODULE, conf, run.rep_dir / f"{name}.json")
                 for name, conf in apps[n]}
 
+    if cfg["netns"]["traffic"] == "iperf3":
+        run.group(app_hosts, lambda r: r.run(time_wait_command(apps[r.host.node]), root=True, timeout=90))
     pids = run.group(app_hosts, start_apps)
     _wait_ready(run, {n: [name for name, _ in apps[n]] for n in apps}, READY_TIMEOUT_S)
     t0 = time.time() + inventory.start_margin_s

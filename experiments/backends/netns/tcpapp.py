@@ -290,6 +290,8 @@ def run_iperf3_receiver(conf: dict[str, Any], log: EventLog) -> None:
     r = subprocess.run(["iperf3", "-s", "-1", "-J", "-B", fl["dst"], "-p", str(fl["dport"])],
                        capture_output=True, text=True)
     res = _iperf3_json(r, "server")
+    if "sum_received" not in res.get("end", {}):
+        raise RuntimeError("iperf3 server: no result (did the client connect?)")
     got = int(res["end"]["sum_received"]["bytes"])
     now = time.time()
     log.emit(now, "deliver", flow=fl["name"], bytes=got)
