@@ -76,9 +76,12 @@ def rep_flows(rep: RepLogs) -> list[FlowInfo]:
     """The flows of a repetition, in the order of meta.json ``flows``.
 
     Logged ids come from ``flow_start`` events (then any other event's ``flow``, for a log cut
-    before ``flow_start``); each meta flow takes the first logged id with its sender and receiver.
-    Logged ids no meta flow claims come after; a meta flow that logged nothing keeps ``key`` "".
-    Always at least one flow (an empty one when neither meta nor the log names any).
+    before ``flow_start``); each meta flow takes the first logged id with its sender and receiver,
+    an id with a ``flow_start`` before any other.  Logged ids no meta flow claims come after if
+    they started (``flow_start``) or if meta.json names no flows: other connections between the
+    same nodes (iperf3's control connection on kernel TCP) are not flows of the experiment.  A meta
+    flow that logged nothing keeps ``key`` "".  Always at least one flow (an empty one when neither
+    meta nor the log names any).
     """
     meta, ev = rep.meta, rep.events
     names = _addr_to_name(meta)
@@ -97,15 +100,16 @@ def rep_flows(rep: RepLogs) -> list[FlowInfo]:
     meta_flows = [f for f in (meta.get("flows") or []) if isinstance(f, dict)]
     out: list[tuple[str, str, str, str, Any, Any]] = []
     claimed: set[str] = set()
+    started = [k for k in logged if k in start_of]
     for f in meta_flows:
         sender, receiver = _name(f.get("sender"), names), _name(f.get("receiver"), names)
-        key = next((k for k in logged if k not in claimed
+        key = next((k for k in started + logged if k not in claimed
                     and flow_label(k, names)[1:] == (sender, receiver)), "")
         claimed.add(key)
         label = flow_label(key, names)[0] if key else f"{sender}->{receiver}"
         out.append((key, label, sender, receiver, f.get("segments"), f.get("segment_size")))
     for key in logged:
-        if key not in claimed:
+        if key not in claimed and (key in start_of or not meta_flows):
             label, sender, receiver = flow_label(key, names)
             out.append((key, label, sender, receiver, None, None))
     if not out:

@@ -395,3 +395,16 @@ def test_cache_time_mean(tmp_path: Path) -> None:
                                                               bytes=0)]
     row = summarize_rep(load_rep(write_rep(tmp_path, "w", 0, events)))
     assert row["cache_mean_segments"] == pytest.approx(10 * 1.0 / 2.0)  # in force at t0
+
+
+def test_a_side_connection_between_the_flows_nodes_is_not_a_flow(tmp_path: Path) -> None:
+    """iperf3 on kernel TCP opens a control connection before its data stream (same nodes, same
+    server port): it is forwarded and logged, but the experiment's flow is the one that started."""
+    from plots.flows import rep_flows
+    from plots.logs import load_rep
+    from plots.testing import FLOW, basic_flow_events, ev
+    control = "10.2.1.1:40000>10.2.1.4:6001"
+    events = [ev(0.5, "B", "tx", flow=control, seq=1, len=37, kind="fwd", hop=1)] + basic_flow_events()
+    rep = write_rep(tmp_path / "run", "aspan", 0, events)
+    [flow] = rep_flows(load_rep(rep))
+    assert flow.key == FLOW
