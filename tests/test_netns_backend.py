@@ -120,10 +120,11 @@ def test_kernel_tcp_through_snoop_agents(netns):
             [stop] = [e for e in events(rep, n) if e["ev"] == "node_stop"]
             assert stop["capture"]["packets"] > 3000 and stop["capture"]["cut"] is False
         from scapy.all import IP, rdpcap
-        first = rdpcap(str(rep / "B.pcapng"), count=400)
+        first = rdpcap(str(rep / "B.pcapng"), count=50)
         assert first[0].haslayer(IP)
-        cached = [p for p in first if p.comments and p.comments[0].startswith(b"cached here")]
-        assert bool(cached) == (v == "aspan")
+        # the comments are stored as written: the snooping variant's forwarders noted what they cached
+        cached = any(b"cached here" in (rep / f"{n}.pcapng").read_bytes() for n in "BC")
+        assert cached == (v == "aspan")
 
 
 def test_the_schemes_of_papers_000_to_004_on_kernel_tcp(netns):
