@@ -418,7 +418,6 @@ def test_mesh_reports_a_host_whose_interface_is_missing(wifi_pi, tmp_path):
 
 # ---- the kernel data plane (pi.data_plane: kernel) --------------------------------------------
 def kernel_missing() -> list[str]:
-    import sysconfig
     missing = [t for t in ("iptables", "iptables-nft-save", "iptables-legacy-save", "ethtool", "cc") if not shutil.which(t)]
     if not Path("/usr/include/libnetfilter_queue/libnetfilter_queue.h").exists():
         missing.append("libnetfilter-queue-dev")
