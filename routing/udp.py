@@ -209,7 +209,7 @@ class UdpNode:
 
     def _drain_named(self, budget: int) -> None:
         """:meth:`_drain` with the sender of each datagram, as its mesh address (for the capture)."""
-        mesh = {udp: addr for addr, udp in self.peers.items()}
+        mesh = self._sender_of
         with self.lock:
             for _ in range(budget):
                 try:

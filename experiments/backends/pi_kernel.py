@@ -29,7 +29,7 @@ from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all,
                           open_remotes)
 from deploy.inventory import Inventory
 from experiments.backends.netns import mesh as meshmod
-from experiments.backends.netns.run import _append_drops
+from experiments.backends.netns.run import _append_drops, app_flow
 from experiments.backends.netns.sh import NetnsError
 from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.backends.pi_common import RunFailed, _group, _preflight, check_hosts
@@ -97,9 +97,7 @@ def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[s
     addrs = cfg["topology"]["addresses"]
     out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for fp in flow_plans(cfg, seed, 0.0):
-        flow = {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
-                "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
-                "data_seed": fp.data_seed, "start_s": fp.start}
+        flow = app_flow(fp, addrs)
         for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
             name = f"{node}.{role}{fp.index}"
             d = rdirs[node]

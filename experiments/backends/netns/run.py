@@ -21,7 +21,7 @@ from experiments.progress import DeliveryProgress
 from experiments.backends.netns import mesh as meshmod
 from experiments.backends.netns import state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
-from experiments.build import start_rep, flow_plans, write_meta
+from experiments.build import FlowPlan, flow_plans, start_rep, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
 
@@ -33,6 +33,14 @@ PROBE_PORT = 7700
 
 class RunFailed(RuntimeError):
     pass
+
+
+def app_flow(fp: FlowPlan, addrs: dict[str, str]) -> dict[str, Any]:
+    """The ``flow`` of a kernel-TCP app's config (tcpapp), from the experiment's flow plan: the netns
+    and the Pis' kernel data plane write the same."""
+    return {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
+            "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
+            "data_seed": fp.data_seed, "start_s": fp.start}
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
@@ -174,9 +182,7 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     app_ready: list[Path] = []
     done: list[Path] = []
     for fp in flow_plans(cfg, seed, 0.0):
-        flow = {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
-                "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
-                "data_seed": fp.data_seed, "start_s": fp.start}
+        flow = app_flow(fp, addrs)
         for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
             name = f"{node}.{role}{fp.index}"
             conf = {"role": role, "node": node, "flow": flow, "traffic": nx["traffic"],
