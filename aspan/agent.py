@@ -154,11 +154,15 @@ class SnoopAgent:
         ``packet`` is stored as given and returned unchanged for local
         retransmission: the caller must not mutate it afterwards.
         """
-        st = self._admit(flow, now)
+        st = self._flows.get(flow)
         if st is None:
-            update_effort(fields, p_next, cached=False)   # no room for the flow: forwarded unsnooped
-            return False
-        ref = st.ref()
+            st = self._admit(flow, now)
+            if st is None:
+                update_effort(fields, p_next, cached=False)   # no room for the flow: forwarded unsnooped
+                return False
+        else:
+            st.last_active = now
+        ref = st.last_ack if st.last_ack is not None else st.high_end    # st.ref(), inline (every segment)
         useq = seq if ref is None else unwrap(ref, seq)
         end = useq + length
         if st.high_end is None or end > st.high_end:

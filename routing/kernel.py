@@ -96,6 +96,8 @@ class KernelForwarder:
         self._wscales = WindowScales()
         self._tsval = TsvalTracker()
         self.tap: KernelTap | None = None
+        #: :meth:`on_packet` without a capture is the step itself (one call less per packet)
+        self.on_packet = self._on_packet    # type: ignore[method-assign]
 
     @property
     def stats(self) -> dict[str, int]:
@@ -110,6 +112,7 @@ class KernelForwarder:
         packets it injects, and notes on what the node did, to ``tap``."""
         self.tap = tap
         self.step.explain = True
+        self.on_packet = self._on_packet_tapped    # type: ignore[method-assign]
 
     def _capture(self, now: float, data: bytes, v: Verdict, before: dict[str, int]) -> None:
         step = self.step
@@ -129,9 +132,14 @@ class KernelForwarder:
 
     # ---- the step --------------------------------------------------------
     def on_packet(self, hook: int, data: bytes, now: float) -> Verdict:
-        """Decide what happens to one queued packet.  Never raises for any bytes."""
-        if self.tap is None:
-            return self._on_packet(hook, data, now)
+        """Decide what happens to one queued packet.  Never raises for any bytes.
+
+        (Documentation only: the constructor binds the instance's ``on_packet`` to the step, and
+        :meth:`capture` to the step followed by the capture.)"""
+        return self._on_packet_tapped(hook, data, now) if self.tap is not None else self._on_packet(hook, data, now)
+
+    def _on_packet_tapped(self, hook: int, data: bytes, now: float) -> Verdict:
+        assert self.tap is not None
         before = dict(self.step.tx)
         self.step.note = None
         v = self._on_packet(hook, data, now)

@@ -377,6 +377,8 @@ def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> Loss
             link_down = LinkDown(down)
         except ValueError as e:
             raise ValueError(f"loss spec key 'down': {e}") from None
+        if not link_down.intervals:
+            return model            # no interval: nothing to combine (and no layer on every packet)
         if isinstance(model, NoLoss):
             return link_down
         return Composite([model, link_down])

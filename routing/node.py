@@ -29,6 +29,12 @@ class Endpoint(Protocol):
     def segments_to_send(self, now: float) -> list[Segment]: ...
 
 
+#: Connections a node's listeners keep at once (issue 13's bounds: SYNs from forged sources must not
+#: grow the bindings, and the timer scan over them, without limit).  Closed ones are reaped first;
+#: beyond the bound a SYN is dropped as ``refused``.
+MAX_ACCEPTED = 256
+
+
 @dataclass
 class Binding:
     endpoint: Endpoint
@@ -62,6 +68,8 @@ class NodeCore:
         self._bindings: dict[tuple[int, str, int], Binding] = {}
         # local port -> factory(remote, remote_port) making the endpoint for a new connection
         self._listeners: dict[int, Callable[[str, int], Endpoint]] = {}
+        self._accepted: list[tuple[int, str, int]] = []    # keys of the bindings the listeners made
+        self.max_accepted = MAX_ACCEPTED
         # timer heap of (time, order, kind, arg); order breaks ties deterministically
         self._timers: list[tuple[float, int, str, str]] = []
         self._order = 0
@@ -175,14 +183,35 @@ class NodeCore:
         if pkt.ptype == DATA and pkt.segment is not None:
             b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))
             if b is None and pkt.segment.flags & SYN and pkt.dport in self._listeners:
-                self.bind(self._listeners[pkt.dport](pkt.src, pkt.sport), pkt.dport, pkt.src, pkt.sport)
-                b = self._bindings[(pkt.dport, pkt.src, pkt.sport)]
+                b = self._accept(pkt, now)
+                if b is None:
+                    return []
             if b is None:
                 self.engine.drop(pkt, "no_route", now, detail="no endpoint")
                 return []
             b.endpoint.on_segment(pkt.segment, now)
             return self._flush(b, now)
         return []
+
+    def _accept(self, pkt: Packet, now: float) -> Binding | None:
+        """A SYN for a listening port from a new peer: bind a new endpoint if fewer than
+        :attr:`max_accepted` accepted connections are open (closed ones are forgotten first),
+        else drop it as ``refused``."""
+        if len(self._accepted) >= self.max_accepted:
+            live = []
+            for key in self._accepted:
+                if getattr(self._bindings[key].endpoint, "closed", False):
+                    del self._bindings[key]
+                else:
+                    live.append(key)
+            self._accepted = live
+            if len(live) >= self.max_accepted:
+                self.engine.drop(pkt, "refused", now, detail=f"{len(live)} accepted connections open")
+                return None
+        key = (pkt.dport, pkt.src, pkt.sport)
+        self.bind(self._listeners[pkt.dport](pkt.src, pkt.sport), *key)
+        self._accepted.append(key)
+        return self._bindings[key]
 
     def _flush(self, b: Binding, now: float) -> Out:
         out: Out = []

@@ -50,6 +50,11 @@ class SocketEndpoint:
     def segments_to_send(self, now: float) -> list[Segment]:
         return self.conn.segments_to_send(now)
 
+    @property
+    def closed(self) -> bool:
+        """Nothing more will happen on this connection (the node may forget it: routing.node MAX_ACCEPTED)."""
+        return self.conn.state in (State.CLOSED, State.TIME_WAIT)
+
 
 class SocketTimeout(TimeoutError):
     pass
@@ -125,6 +130,8 @@ class Listener:
             host.listen(port, self._new)
 
     def _new(self, remote: str, remote_port: int) -> SocketEndpoint:
+        # connections that closed before they were accepted (a handshake that timed out) go
+        self._pending = [ep for ep in self._pending if not ep.closed]
         conn = TcpConnection(self._config, iss=self._iss())
         conn.listen()
         ep = SocketEndpoint(conn, self._cond)

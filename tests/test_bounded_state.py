@@ -86,3 +86,50 @@ def test_memory_of_a_hostile_flood_stays_below_the_documented_bound():
         tracemalloc.stop()
     assert eng.agent.stats["flows_refused"] > 0
     assert grown < max_flows * FLOW_COST + cache_bytes, grown
+
+
+def test_a_syn_flood_to_a_listener_is_bounded_and_closed_connections_are_reaped():
+    """SYNs from forged ports each ask a listener for a connection: the node keeps at most
+    routing.node.MAX_ACCEPTED of them, drops the rest as ``refused`` (counted), and forgets
+    closed ones when it needs the room."""
+    import threading
+    import time
+
+    from experiments.build import build_node
+    from experiments.schema import load_experiment
+    from routing.node import MAX_ACCEPTED
+    from tcp_user.config import TcpConfig
+    from tcp_user.segment import SYN
+    from tcp_user.sockets import Listener
+    from tcp_user.state import State
+
+    cfg = load_experiment({"etx": {"settle_s": 0.0}}, "syn-flood.yaml").variants[0].config
+    core = build_node(cfg, "D", 1, lambda *a, **k: None, time.time(), internal_probes=False, apps=False)
+
+    class Host:
+        lock = threading.RLock()
+
+        def listen(self, port, factory):
+            core.listen(port, factory)
+
+    listener = Listener(Host(), 7000, TcpConfig(variant="sack"), iss=lambda: 1)
+
+    def syn(i: int) -> bytes:
+        return encode(Packet(DATA, A, 20000 + i, D, 7000, 3, AspanFields(), Segment(i, 0, SYN, 65535, (), b"")))
+
+    now = time.time()
+    Host.lock.acquire()            # the UDP driver holds the node's lock around on_datagram
+    for i in range(2 * MAX_ACCEPTED):
+        core.on_datagram(syn(i), now)
+    assert len(core.endpoints()) == MAX_ACCEPTED
+    assert core.engine.step.drops["refused"] == MAX_ACCEPTED
+    assert len(listener._pending) == MAX_ACCEPTED
+    # the handshakes of ten of them time out: their room is given to new connections
+    for ep in core.endpoints()[:10]:
+        ep.conn.state = State.CLOSED
+    for i in range(2 * MAX_ACCEPTED, 2 * MAX_ACCEPTED + 12):
+        core.on_datagram(syn(i), now)
+    assert len(core.endpoints()) == MAX_ACCEPTED
+    assert core.engine.step.drops["refused"] == MAX_ACCEPTED + 2
+    assert len(listener._pending) == MAX_ACCEPTED
+    Host.lock.release()

@@ -601,6 +601,7 @@ def test_deploy_stop_cleans_up_after_a_crashed_kernel_run(kernel_lab, tmp_path):
     again = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "again"), "--no-plot")
     meta = json.loads((only_run(tmp_path / "again", "kernel-crash") / "sack" / "rep0" / "meta.json").read_text())
     assert meta["status"] == "failed" and "run aspan deploy stop" in meta["error"], meta["error"]
+    assert again.returncode == 1, again.stdout + again.stderr     # a repetition failed (issue 13)
     stop = aspan("deploy", "stop", "-i", str(lab.inv))
     assert stop.returncode == 0, stop.stdout + stop.stderr
     assert stop.stdout.count("kernel data plane restored") == 4
