@@ -19,6 +19,7 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
+from experiments.link_spec import LINK_SCHEMA
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
@@ -80,11 +81,7 @@ SCHEMA: dict[str, Any] = {
         "max_mb": F(NUM, 100.0, in_range(0, lo_open=True), "size bound of each node's capture; a capture cut there "
                                                              "says so in node_stop"),
     },
-    "link": {
-        "rate_mbps": F(NUM, 10.0, in_range(0, lo_open=True), "sim: link rate"),
-        "delay_ms": F(NUM, 2.0, in_range(0), "sim: one-way propagation delay"),
-        "queue_packets": F(INT, 50, in_range(1), "sim: drop-tail queue per link"),
-    },
+    "link": LINK_SCHEMA,       # experiments.link_spec: null fields are each backend's own links
     "medium": MEDIUM_SCHEMA,   # docs/MEDIUM.md
     "etx": {
         "window": F(INT, 1000, in_range(1), "probes in the delivery-ratio window (paper: 1000)"),

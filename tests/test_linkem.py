@@ -1,0 +1,111 @@
+"""The link rule (routing.linkem) in virtual time, and the ``link:`` section per backend (experiments.link_spec)."""
+import math
+
+import pytest
+
+from experiments.link_spec import SIM_LINK, netns_link, sim_link
+from experiments.runner import check_backend_support
+from experiments.schema import ExperimentError, load_experiment
+from routing.linkem import LinkParams, LinkQueue
+
+
+def q(rate_mbps: float = 8.0, delay_ms: float = 5.0, queue: int = 3) -> LinkQueue:
+    return LinkQueue(LinkParams(rate_mbps * 1e6, delay_ms / 1000.0, queue))
+
+
+def test_an_idle_link_delivers_after_serialisation_plus_delay():
+    link = q()                                     # 1000 bytes at 8 Mbit/s: 1 ms
+    assert link.admit(10.0, 1000) == pytest.approx(10.0 + 0.001 + 0.005)
+
+
+def test_packets_queue_behind_each_other_and_the_link_idles_in_between():
+    link = q()
+    assert link.admit(0.0, 1000) == pytest.approx(0.006)
+    assert link.admit(0.0, 1000) == pytest.approx(0.007)     # waits for the first one's serialisation
+    assert link.admit(0.0005, 500) == pytest.approx(0.0075)  # 0.5 ms behind the two
+    assert link.admit(1.0, 1000) == pytest.approx(1.006)     # idle again: no queueing
+
+
+def test_drop_tail_counts_packets_waiting_or_being_serialised():
+    link = q(queue=3)
+    assert all(link.admit(0.0, 1000) is not None for _ in range(3))
+    assert link.queued(0.0) == 3
+    assert link.admit(0.0, 1000) is None and link.dropped == 1
+    # the first packet's serialisation ends at 1 ms: it has left the queue (it is propagating)
+    assert link.queued(0.001) == 2
+    assert link.admit(0.001, 1000) == pytest.approx(0.004 + 0.005)
+    assert link.admitted == 4 and link.queued(1.0) == 0
+
+
+def test_the_rate_holds_over_a_long_saturated_run():
+    link = q(rate_mbps=2.0, delay_ms=20.0, queue=50)
+    arrivals = []
+    t = 0.0
+    for _ in range(2000):                          # offered 4 Mbit/s of 1500-byte packets: half are dropped
+        a = link.admit(t, 1500)
+        if a is not None:
+            arrivals.append(a)
+        t += 1500 * 8 / 4e6
+    span = arrivals[-1] - arrivals[0]
+    assert (len(arrivals) - 1) * 1500 * 8 / span == pytest.approx(2e6, rel=1e-9)
+    assert link.dropped == 2000 - len(arrivals) and 900 < link.dropped < 1000
+
+
+def test_an_unlimited_rate_only_delays():
+    link = LinkQueue(LinkParams(math.inf, 0.002, 1))
+    assert [link.admit(0.0, 1500) for _ in range(5)] == [0.002] * 5
+
+
+def test_bad_parameters_are_refused():
+    with pytest.raises(ValueError):
+        LinkParams(0.0, 0.0, 1)
+    with pytest.raises(ValueError):
+        LinkParams(1e6, -1.0, 1)
+
+
+# ---- the link: section ------------------------------------------------------------------------------
+def cfg(link: dict | None = None, **extra) -> dict:
+    doc = {"flows": [{"segments": 10}], **extra}
+    if link is not None:
+        doc["link"] = link
+    return load_experiment(doc, "l.yaml").variants[0].config
+
+
+def test_null_fields_are_the_sims_own_links_exactly_as_before():
+    assert cfg()["link"] == {"rate_mbps": None, "delay_ms": None, "queue_packets": None}
+    assert sim_link(cfg()) == LinkParams(SIM_LINK["rate_mbps"] * 1e6, SIM_LINK["delay_ms"] / 1000, 50)
+    assert sim_link(cfg({"rate_mbps": 2})) == LinkParams(2e6, 0.002, 50)
+
+
+def test_netns_emulates_only_what_is_set():
+    assert netns_link(cfg()) is None
+    assert netns_link(cfg({"delay_ms": 5})) == LinkParams(math.inf, 0.005, 50)
+    assert netns_link(cfg({"rate_mbps": 1, "queue_packets": 7})) == LinkParams(1e6, 0.0, 7)
+
+
+def test_an_explicit_null_or_a_bad_value_is_named():
+    with pytest.raises(ExperimentError, match="link.delay_ms"):
+        cfg({"delay_ms": -1})
+    with pytest.raises(ExperimentError, match="link.rate_mbps"):
+        cfg({"rate_mbps": None})
+
+
+@pytest.mark.parametrize("backend", ["local", "pi"])
+def test_local_and_pi_refuse_an_explicit_link_field_naming_variant_and_field(backend):
+    exp = load_experiment({"flows": [{"segments": 10}],
+                           "variants": [{"name": "plain"}, {"name": "slow", "link": {"delay_ms": 5}}]}, "l.yaml")
+    with pytest.raises(ExperimentError) as e:
+        check_backend_support(exp, backend)
+    assert e.value.path == "variants[slow].link.delay_ms"
+    assert f"cannot run on backend {backend}" in e.value.message
+    check_backend_support(exp, "sim")
+    check_backend_support(exp, "netns")
+    plain = load_experiment({"flows": [{"segments": 10}]}, "l.yaml")
+    check_backend_support(plain, backend)      # nothing set: the backend's own links
+
+
+def test_netns_refuses_two_rate_limits():
+    exp = load_experiment({"flows": [{"segments": 10}], "link": {"rate_mbps": 5}, "netns": {"rate_mbit": 5}}, "l.yaml")
+    with pytest.raises(ExperimentError, match="two rate limits") as e:
+        check_backend_support(exp, "netns")
+    assert e.value.path == "variants[default].netns.rate_mbit"
