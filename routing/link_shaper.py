@@ -45,11 +45,21 @@ class LinkShaper:
                  max_len: int = 4096, sock_len: int = 8 * 1024 * 1024) -> None:
         from netfilterqueue import NetfilterQueue  # here: the arithmetic needs no C extension
 
-        self._init_state(links, emit, max_len)
+        self._init_state(links, emit, max_len, time.time)
         self._queue = NetfilterQueue()
         self._queue.bind(queue_num, self._on_packet, max_len=max_len, sock_len=sock_len)
 
-    def _init_state(self, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int) -> None:
+    @classmethod
+    def without_queue(cls, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
+                      clock: Callable[[], float]) -> "LinkShaper":
+        """The callback and the release alone, on a given clock (tests feed them fake packets)."""
+        self = cls.__new__(cls)
+        self._init_state(links, emit, max_len, clock)
+        return self
+
+    def _init_state(self, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
+                    clock: Callable[[], float]) -> None:
+        self.clock = clock
         self.links = {ifx: (name, LinkQueue(p)) for ifx, (name, p) in links.items()}
         self._emit = emit
         self.max_len = max_len
@@ -61,7 +71,7 @@ class LinkShaper:
 
     # ---- the callback: netfilterqueue calls it for each packet ------------------
     def _on_packet(self, pkt: Any) -> None:
-        now = time.time()
+        now = self.clock()
         self.stats["packets"] += 1
         link = self.links.get(pkt.indev)
         if link is None:                  # not a mesh veth of this run (the rule matches only those)
@@ -110,7 +120,7 @@ class LinkShaper:
     def on_readable(self) -> None:
         """Take every packet the kernel has queued, then accept what is due."""
         self._queue.run(block=False)
-        self.release(time.time())
+        self.release(self.clock())
 
     def next_due(self) -> float | None:
         return self._held[0][0] if self._held else None

@@ -109,3 +109,54 @@ def test_netns_refuses_two_rate_limits():
     with pytest.raises(ExperimentError, match="two rate limits") as e:
         check_backend_support(exp, "netns")
     assert e.value.path == "variants[default].netns.rate_mbit"
+
+
+# ---- the netns driver's side (routing.link_shaper) with fake packets and a fake clock -------------
+class FakePacket:
+    def __init__(self, indev: int, size: int) -> None:
+        self.indev, self.size, self.verdict = indev, size, None
+
+    def get_payload_len(self) -> int:
+        return self.size
+
+    def accept(self) -> None:
+        assert self.verdict is None
+        self.verdict = "accept"
+
+    def drop(self) -> None:
+        assert self.verdict is None
+        self.verdict = "drop"
+
+
+def test_the_shaper_holds_each_verdict_until_the_packet_has_crossed_its_link():
+    from routing.link_shaper import LinkShaper
+    t = [0.0]
+    lines = []
+    sh = LinkShaper.without_queue({7: ("A->B", LinkParams(8e6, 0.005, 2)), 9: ("C->B", LinkParams(8e6, 0.005, 2))},
+                                  lambda now, ev, **f: lines.append((now, ev, f)), 100, lambda: t[0])
+    pkts = [FakePacket(7, 1000) for _ in range(3)] + [FakePacket(9, 1000)]
+    for p in pkts:
+        sh._on_packet(p)
+    assert [p.verdict for p in pkts] == [None, None, "drop", None]   # A->B's queue holds 2; C->B is its own link
+    assert lines == [(0.0, "drop", {"reason": "queue", "link": "A->B", "len": 1000})]
+    assert sh.next_due() == pytest.approx(0.006)
+    sh.release(0.0059)
+    assert pkts[0].verdict is None
+    sh.release(0.0061)
+    assert [p.verdict for p in pkts] == ["accept", None, "drop", "accept"]
+    sh.release(0.0071)
+    assert pkts[1].verdict == "accept" and sh.next_due() is None
+    assert sh.stats["released"] == 3 and sh.stats["link_drops"] == 1 and sh.stats["late_max_us"] == 100
+
+
+def test_the_shaper_logs_at_most_a_line_rate_of_drops_and_sums_the_rest():
+    from routing.link_shaper import LinkShaper
+    from routing.step import DROP_LINES_PER_S
+    lines = []
+    sh = LinkShaper.without_queue({1: ("A->B", LinkParams(1e3, 0.0, 1))},
+                                  lambda now, ev, **f: lines.append(f), 10_000, lambda: 0.5)
+    for _ in range(DROP_LINES_PER_S + 31):
+        sh._on_packet(FakePacket(1, 1000))
+    sh.flush_drops(2.0)
+    assert sh.stats["link_drops"] == DROP_LINES_PER_S + 30
+    assert len(lines) == DROP_LINES_PER_S + 1 and lines[-1]["count"] == 30
