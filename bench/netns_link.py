@@ -13,7 +13,7 @@ then measures from the first node to the last:
   since the link's rate counts IP bytes.
 
 Run (root): .venv/bin/python -m bench netns_link [--pairs 1:5,10:2,2:20] [--hops 1,3] [--pings 20]
-            [--seconds 8] [--omit 3] [--handlers snoop|accept|kernel]
+            [--seconds 8] [--omit 3] [--handlers snoop|accept|kernel] [--realtime]
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class Measured:
 
 
 def chain_config(rate_mbps: float, delay_ms: float, hops: int, handlers: str = "snoop",
-                 queue_packets: int | None = None) -> dict:
+                 queue_packets: int | None = None, realtime: bool = False) -> dict:
     """A chain of ``hops`` links, every direction emulated; no loss, SACK at the sender."""
     chain = [chr(ord("A") + i) for i in range(hops + 1)]
     link: dict = {"rate_mbps": rate_mbps, "delay_ms": delay_ms}
@@ -64,7 +64,7 @@ def chain_config(rate_mbps: float, delay_ms: float, hops: int, handlers: str = "
         link["queue_packets"] = queue_packets
     doc = {"name": "netns-link", "backend": "netns", "topology": {"chain": chain}, "link": link,
            "flows": [{"sender": chain[0], "receiver": chain[-1]}], "tcp": {"variant": "sack"},
-           "netns": {"handlers": handlers}}
+           "netns": {"handlers": handlers, "realtime": realtime}}
     return load_experiment(doc, "bench/netns_link.py").variants[0].config
 
 
@@ -77,8 +77,11 @@ def expected_goodput_mbps(rate_mbps: float, handlers: str) -> float:
     return rate_mbps * PAYLOAD / ip
 
 
-def ping_median_ms(ns: str, dst: str, count: int, interval: float = 0.2) -> float:
-    r = run(["ping", "-U", "-n", "-c", str(count), "-i", str(interval), dst], ns=ns, check=False,
+def ping_median_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtime: bool = False) -> float:
+    """The median RTT of ``count`` pings; ``realtime``: ping itself runs SCHED_RR, so that its own
+    wake-up under CPU load (up to a scheduler tick) is not counted as the links' time."""
+    pre = ["chrt", "-r", "10"] if realtime else []
+    r = run([*pre, "ping", "-U", "-n", "-c", str(count), "-i", str(interval), dst], ns=ns, check=False,
             timeout=count * interval + 30)
     rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]
     if len(rtts) < count // 2:
@@ -120,15 +123,15 @@ def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float]:
 
 
 def measure(rate_mbps: float, delay_ms: float, hops: int, pings: int = 20, seconds: float = 8.0,
-            omit: float = 3.0, handlers: str = "snoop", rate: bool = True) -> Measured:
+            omit: float = 3.0, handlers: str = "snoop", rate: bool = True, realtime: bool = False) -> Measured:
     """One configuration, measured in a fresh mesh (torn down before returning)."""
-    cfg = chain_config(rate_mbps, delay_ms, hops, handlers)
+    cfg = chain_config(rate_mbps, delay_ms, hops, handlers, realtime=realtime)
     chain = cfg["topology"]["chain"]
     with tempfile.TemporaryDirectory(prefix="netns-link-") as tmp:
         rep = Path(tmp)
         with mesh_session(cfg, rep) as plan:
             dst = plan.addrs[chain[-1]]
-            rtt = ping_median_ms(plan.ns(chain[0]), dst, pings)
+            rtt = ping_median_ms(plan.ns(chain[0]), dst, pings, realtime=realtime)
             good = iperf3_mbps(plan.ns(chain[-1]), plan.ns(chain[0]), dst, seconds, omit) if rate else float("nan")
         drops, late = _link_stats(rep, chain)
     return Measured(rate_mbps, delay_ms, hops, expected_rtt_ms(rate_mbps, delay_ms, hops), rtt,
@@ -154,12 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--omit", type=float, default=3.0)
     ap.add_argument("--handlers", default="snoop", choices=["snoop", "accept", "kernel"])
+    ap.add_argument("--realtime", action="store_true", help="netns.realtime (daemons SCHED_RR), ping SCHED_RR too")
     args = ap.parse_args(argv)
     pairs = [tuple(float(x) for x in p.split(":")) for p in args.pairs.split(",")]
     rows = []
     for hops in (int(h) for h in args.hops.split(",")):
         for r, d in pairs:
-            m = measure(r, d, hops, args.pings, args.seconds, args.omit, args.handlers)
+            m = measure(r, d, hops, args.pings, args.seconds, args.omit, args.handlers, realtime=args.realtime)
             print(f"R {r:g} Mbit/s, D {d:g} ms, {hops} hop(s): RTT {m.rtt_median_ms:.2f} ms "
                   f"(expected {m.rtt_expected_ms:.2f}), goodput {m.goodput_mbps:.3f} Mbit/s "
                   f"(expected {m.goodput_expected_mbps:.3f})", flush=True)
@@ -167,5 +171,6 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(rows))
     bad = [m for m in rows if abs(m.rtt_error) > 0.1 or abs(m.rate_error) > 0.1]
-    print(f"\n{len(rows) - len(bad)} of {len(rows)} within 10 % ({args.handlers} handlers)")
+    print(f"\n{len(rows) - len(bad)} of {len(rows)} within 10 % ({args.handlers} handlers"
+          f"{', realtime' if args.realtime else ''})")
     return 0

@@ -125,6 +125,8 @@ SCHEMA: dict[str, Any] = {
         "mtu": F(INT, 1500, in_range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
         "cwnd_poll_ms": F(NUM, 5.0, in_range(0.5, 1000), "TCP_INFO sampling period of the sender"),
         "queue_maxlen": F(INT, 4096, in_range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
+        "realtime": F(BOOL, False, None, "node daemons run SCHED_RR (priority 10): a held link verdict is released on "
+                                         "time while other processes load the CPUs (docs/NETNS.md, Emulated links)"),
     },
     "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
         "mac": F((str, bool), "auto", _auth_mode,

@@ -26,12 +26,14 @@ import heapq
 import itertools
 import os
 import select
+import socket
 import time
 from typing import Any, Callable
 
 from routing.linkem import LinkParams, LinkQueue
 from routing.step import DROP_LINES_PER_S
 
+SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29)   # Python does not export it; asm-generic/socket.h: 29
 SHAPER_QUEUE = 1             # queue 0 is the snoop handler's (experiments/backends/netns/mesh.py)
 TICK_S = 0.2
 
@@ -46,6 +48,7 @@ class LinkShaper:
         from netfilterqueue import NetfilterQueue  # here: the arithmetic needs no C extension
 
         self._init_state(links, emit, max_len, time.time)
+        self.keep_rx_timestamps()
         self._queue = NetfilterQueue()
         self._queue.bind(queue_num, self._on_packet, max_len=max_len, sock_len=sock_len)
 
@@ -65,13 +68,29 @@ class LinkShaper:
         self.max_len = max_len
         self._held: list[tuple[float, int, Any]] = []     # (release time, order, packet): a heap
         self._order = itertools.count()
-        self.stats = {"packets": 0, "released": 0, "link_drops": 0, "unknown_dev": 0, "held_max": 0,
+        self.stats = {"packets": 0, "stamped": 0, "released": 0, "link_drops": 0, "unknown_dev": 0, "held_max": 0,
                       "late_max_us": 0, "late_sum_us": 0}
+        self._stamp_sock: socket.socket | None = None
         self._drop_window: dict[str, list[float]] = {}   # link -> [second start, lines, not logged]
+
+    def keep_rx_timestamps(self) -> None:
+        """Hold a socket with SO_TIMESTAMP open: while any socket asks for receive timestamps the kernel
+        stamps every packet as it is received (net_enable_timestamp; ping does the same), and
+        NFQUEUE passes that stamp on (NFQA_TIMESTAMP).  Nothing is sent on it; closed in :meth:`close`."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
+        self._stamp_sock = s
 
     # ---- the callback: netfilterqueue calls it for each packet ------------------
     def _on_packet(self, pkt: Any) -> None:
         now = self.clock()
+        # When the packet came off the veth (skb->tstamp, CLOCK_REALTIME, taken on receive while rx
+        # timestamping is on: :meth:`keep_rx_timestamps`), not when this callback got to it: the
+        # handler's wake-up latency must not lengthen the link.  0: no timestamp, use the clock.
+        ts = pkt.get_timestamp()
+        if 0.0 < ts <= now and now - ts < 1.0:
+            self.stats["stamped"] += 1
+            now = ts
         self.stats["packets"] += 1
         link = self.links.get(pkt.indev)
         if link is None:                  # not a mesh veth of this run (the rule matches only those)
@@ -162,3 +181,5 @@ class LinkShaper:
         self._held.clear()
         self.flush_drops(time.time())
         self._queue.unbind()
+        if self._stamp_sock is not None:
+            self._stamp_sock.close()

@@ -119,6 +119,9 @@ class FakePacket:
     def get_payload_len(self) -> int:
         return self.size
 
+    def get_timestamp(self) -> float:
+        return 0.0          # no receive timestamp: the shaper uses its clock
+
     def accept(self) -> None:
         assert self.verdict is None
         self.verdict = "accept"

@@ -178,7 +178,7 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
                 "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
                 "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
                 "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
-                "handler_loss": n in plan.handler_loss, "link": meshmod.link_conf(plan, n),
+                "handler_loss": n in plan.handler_loss, "link": meshmod.link_conf(plan, n), "realtime": nx["realtime"],
                 "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
                                                               or meshmod.queued_input(plan, n))}
         procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
