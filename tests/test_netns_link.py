@@ -1,0 +1,71 @@
+"""Emulated links on the netns backend, as root (issue 11, item 4): held NFQUEUE verdicts give the
+configured RTT and rate, a full link queue drops tail and says so.
+
+Skips without root and the tools like tests/test_netns_backend.py; fails instead under
+ASPAN_REQUIRE_ROOT_TESTS=1.  The bounds are the issue's (10 %); the daemons and ping run SCHED_RR
+(netns.realtime) so that another job loading the CPUs does not decide the result
+(docs/NETNS.md, "Emulated links").
+"""
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from bench.netns_link import (chain_config, expected_goodput_mbps, expected_rtt_ms, iperf3_mbps,
+                              ping_median_ms)
+from conftest import ROOT
+from experiments.backends.netns.run import mesh_session
+from experiments.backends.netns.sh import run
+from test_netns_backend import events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
+
+
+def test_ping_rtt_and_iperf3_rate_match_the_configured_link(netns):
+    rate, delay, hops = 5.0, 10.0, 3
+    cfg = chain_config(rate, delay, hops, realtime=True)
+    a, d = cfg["topology"]["chain"][0], cfg["topology"]["chain"][-1]
+    with mesh_session(cfg, netns) as plan:
+        rtt = ping_median_ms(plan.ns(a), plan.addrs[d], 11, realtime=True)
+        good = iperf3_mbps(plan.ns(d), plan.ns(a), plan.addrs[d], 5, 2)
+        rules = run(["iptables-legacy", "-t", "raw", "-S", "PREROUTING"], ns=plan.ns("B")).stdout
+    assert "NFQUEUE --queue-num 1" in rules
+    want_rtt = expected_rtt_ms(rate, delay, hops)          # 60 ms of delay + 0.8 ms of serialisation
+    assert rtt == pytest.approx(want_rtt, rel=0.10), (rtt, want_rtt)
+    want = expected_goodput_mbps(rate, "snoop")
+    assert good == pytest.approx(want, rel=0.10), (good, want)
+    stops = [e for n in cfg["topology"]["chain"] for e in events(netns, n) if e["ev"] == "node_stop"]
+    assert len(stops) == 4 and all(e["link"]["released"] > 0 and e["link"]["unknown_dev"] == 0 for e in stops)
+
+
+def test_without_a_link_section_nothing_is_held(netns):
+    cfg = chain_config(1.0, 50.0, 1)
+    cfg["link"] = {"rate_mbps": None, "delay_ms": None, "queue_packets": None}
+    with mesh_session(cfg, netns) as plan:
+        rtt = ping_median_ms(plan.ns("A"), plan.addrs["B"], 5)
+        rules = run(["iptables-legacy-save"], ns=plan.ns("B")).stdout
+    assert rtt < 20 and "queue-num 1" not in rules
+
+
+def test_a_run_with_a_small_link_queue_drops_tail_and_counts_it(netns):
+    """The whole backend: bulk kernel TCP over 3 emulated hops with a 4-packet queue, 1 % loss per node."""
+    exp = write_exp(netns, segments=1500, loss=0.01, settle=0.5,
+                    link={"rate_mbps": 4, "delay_ms": 5, "queue_packets": 4})
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--out", str(netns / "runs"),
+                        "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rd = run_dir(netns / "runs")
+    rep = rd / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok" and meta["netns"]["link"] == {"rate_mbps": 4, "delay_ms": 5, "queue_packets": 4}
+    link_drops = [e for n in "ABCD" for e in events(rep, n) if e["ev"] == "drop" and "link" in e]
+    assert link_drops and {e["reason"] for e in link_drops} == {"queue"}
+    assert {e["link"] for e in link_drops} <= {"A->B", "B->C", "C->D", "D->C", "C->B", "B->A"}
+    counted = sum(e["link"]["link_drops"] for n in "ABCD" for e in events(rep, n) if e["ev"] == "node_stop")
+    assert counted == sum(e.get("count", 1) for e in link_drops)
+    # the statistic match (A and D) now sits in mangle, behind the shaper, and is still counted
+    assert set(meta["statistic_drops"]) == {"A", "D"} and sum(meta["statistic_drops"].values()) > 0
+    row = pd.read_csv(rd / "summary.csv").iloc[0]
+    assert row["drops_queue"] >= counted > 0 and row["integrity_ok"]
+    # 1500 segments of 1000 bytes at 4 Mbit/s take at least 3 s: the link, not the veth, set the pace
+    assert row["goodput_mbps"] < 4.0
