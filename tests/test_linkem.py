@@ -163,3 +163,26 @@ def test_the_shaper_logs_at_most_a_line_rate_of_drops_and_sums_the_rest():
     sh.flush_drops(2.0)
     assert sh.stats["link_drops"] == DROP_LINES_PER_S + 30
     assert len(lines) == DROP_LINES_PER_S + 1 and lines[-1]["count"] == 30
+
+
+# ---- the netns plan: where the shaper and the statistic match sit -----------------------------------
+def test_the_netns_plan_queues_what_each_node_hears_to_its_shaper_before_the_statistic_match():
+    from experiments.backends.netns import mesh
+    plain = mesh.plan_mesh(cfg(loss={"default": {"model": "bernoulli", "rate": 0.01}}), "abc123")
+    assert plain.link is None and mesh.link_conf(plain, "A") is None
+    assert "queue-num 1" not in mesh._iptables_rules(plain, "A")
+    assert ("raw", "PREROUTING") == mesh.rule_specs(plain, "A", "an+")[0][:2]          # statistic, as before
+    p = mesh.plan_mesh(cfg({"rate_mbps": 2, "delay_ms": 5}, loss={"default": {"model": "bernoulli", "rate": 0.01}},
+                           netns={"handlers": "kernel"}), "abc123")
+    for n in "ABCD":                                  # every node, every handlers mode: the shaper holds what it hears
+        specs = mesh.rule_specs(p, n, "an+")
+        assert specs[0] == ("raw", "PREROUTING", "-i an+ -j NFQUEUE --queue-num 1 --queue-bypass")
+    assert ("mangle", "PREROUTING", "-i an+ -m statistic --mode random --probability 0.010000 -j DROP") in \
+        mesh.rule_specs(p, "A", "an+")
+    assert mesh.statistic_table(p) == "mangle" and mesh.statistic_table(plain) == "raw"
+    conf = mesh.link_conf(p, "B")
+    assert conf["queue"] == 1 and {d["from"] for d in conf["in"].values()} == {"A", "C"}
+    assert all(d == {"from": d["from"], "rate_bps": 2e6, "delay_s": 0.005, "queue_packets": 50}
+               for d in conf["in"].values())
+    unlimited = mesh.link_conf(mesh.plan_mesh(cfg({"delay_ms": 1}), "abc123"), "A")
+    assert [d["rate_bps"] for d in unlimited["in"].values()] == [None]     # no rate: JSON null, not Infinity
