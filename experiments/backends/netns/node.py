@@ -162,9 +162,11 @@ def run_node(conf: dict[str, Any]) -> int:
         stop.set()
         if prober is not None:
             prober.stop()
-        if shaper is not None:
-            shaper.close()
-        log.close()
+        try:
+            if shaper is not None:
+                shaper.close()     # accepts what is still held, unbinds the queue
+        finally:
+            log.close()
         if tap is not None:
             tap.close()
     return code
