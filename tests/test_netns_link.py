@@ -38,6 +38,18 @@ def test_ping_rtt_and_iperf3_rate_match_the_configured_link(netns):
     assert len(stops) == 4 and all(e["link"]["released"] > 0 and e["link"]["unknown_dev"] == 0 for e in stops)
 
 
+@pytest.mark.parametrize("handlers", ["accept", "kernel"])
+def test_every_handlers_mode_holds_the_links(netns, handlers):
+    """Without the snoop handler (accept-only, plain kernel forwarding) the daemons still hold every link."""
+    cfg = chain_config(1.0, 10.0, 2, handlers, realtime=True)
+    with mesh_session(cfg, netns) as plan:
+        rtt = ping_median_ms(plan.ns("A"), plan.addrs["C"], 7, realtime=True)
+    want = expected_rtt_ms(1.0, 10.0, 2)                   # 40 ms + 4 x 0.67 ms
+    assert rtt == pytest.approx(want, rel=0.10), (rtt, want)
+    starts = [e for n in "ABC" for e in events(netns, n) if e["ev"] == "node_start"]
+    assert {e["handlers"] for e in starts} == {handlers} and all(e["realtime"] for e in starts)
+
+
 def test_without_a_link_section_nothing_is_held(netns):
     cfg = chain_config(1.0, 50.0, 1)
     cfg["link"] = {"rate_mbps": None, "delay_ms": None, "queue_packets": None}
