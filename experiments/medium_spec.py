@@ -17,12 +17,9 @@ from routing.medium import PRESETS, Medium, Phy, Topology
 MEDIUM_MODELS = ("none", "dcf")
 
 # Why a backend cannot run ``model: dcf`` (refused before the run starts, never ignored).  The sim
-# drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py);
-# netns has independent emulated links but no shared medium yet (issue 11, item 4; docs/MEDIUM.md, Not done).
+# drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py),
+# netns through a medium daemon holding the NFQUEUE verdicts of every namespace (backends/netns/medium.py).
 MEDIUM_REFUSED = {
-    "netns": "the netns backend has no medium yet (its held NFQUEUE verdicts emulate independent links, link: "
-             "rate_mbps, delay_ms, queue_packets, not a shared channel; docs/MEDIUM.md, Not done): run medium.model "
-             "dcf with --backend sim or local",
     "pi": "on the Pis the radios are the medium: an emulated one would come on top of the real 802.11 cell; "
           "use medium.model none there",
 }

@@ -12,6 +12,7 @@ import sys
 
 import pandas as pd
 import pytest
+import yaml
 
 from bench.netns_link import (chain_config, expected_goodput_mbps, expected_rtt_ms, iperf3_mbps,
                               ping_median_ms)
@@ -81,3 +82,35 @@ def test_a_run_with_a_small_link_queue_drops_tail_and_counts_it(netns):
     assert row["drops_queue"] >= counted > 0 and row["integrity_ok"]
     # 1500 segments of 1000 bytes at 4 Mbit/s take at least 3 s: the link, not the veth, set the pace
     assert row["goodput_mbps"] < 4.0
+
+
+# ---- the DCF medium on netns (experiments/backends/netns/medium.py) ---------------------------------
+def test_the_dcf_medium_carries_kernel_tcp_like_the_sim(netns):
+    """A 4-node 802.11b chain: the medium daemon holds every frame of every namespace; goodput is the
+    medium's (near the sim's for the same file, far below the plain veths'), with retries, hidden-terminal
+    collisions and a mac event per station in medium.log."""
+    doc = {"name": "t", "repetitions": 1, "medium": {"model": "dcf", "standard": "b"},
+           "loss": {"default": {"model": "none"}}, "etx": {"settle_s": 1}, "tcp": {"variant": "sack"},
+           "netns": {"realtime": True}, "limits": {"max_duration_s": 120},
+           "flows": [{"sender": "A", "receiver": "D", "segments": 600}], "variants": [{"name": "sack"}]}
+    exp = netns / "t.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    good = {}
+    for backend in ("sim", "netns"):
+        out = netns / backend
+        r = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--backend", backend,
+                            "--out", str(out), "--no-plot"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        row = pd.read_csv(run_dir(out) / "summary.csv").iloc[0]
+        assert row["status"] == "ok" and row["integrity_ok"]
+        good[backend] = row["goodput_mbps"]
+    rep = run_dir(netns / "netns") / "sack" / "rep0"
+    mac = {e["station"]: e for e in events(rep, "medium") if e["ev"] == "mac"}
+    assert set(mac) == {"A", "B", "C", "D"} and all(m["attempts"] >= m["frames"] > 0 for m in mac.values())
+    assert sum(m["hidden"] for m in mac.values()) > 0          # A and C cannot sense each other (200 m spacing)
+    frames = [e for e in events(rep, "medium") if e["ev"] == "frame"]
+    assert {(e["src"], e["dst"]) for e in frames} >= {("A", "B"), ("B", "C"), ("C", "D"), ("D", "C")}
+    stop = next(e for e in events(rep, "medium") if e["ev"] == "node_stop")
+    assert stop["frames_out"] == len(frames) and stop["unknown_dev"] == 0
+    # kernel TCP acknowledges every second segment, user TCP every one: fewer ACK frames, a bit more goodput
+    assert 0.8 * good["sim"] < good["netns"] < 1.5 * good["sim"] < 2.0, good

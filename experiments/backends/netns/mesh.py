@@ -60,6 +60,12 @@ class MeshPlan:
     loss_rates: dict[str, float] = field(default_factory=dict)   # node -> rate of its iptables statistic match
     handler_loss: set[str] = field(default_factory=set)          # nodes whose NFQUEUE handler applies the loss model
     link: LinkParams | None = None          # the emulated link of every direction (None: plain veths)
+    medium: bool = False                    # medium.model dcf: the medium daemon holds what every node hears
+
+    @property
+    def held(self) -> bool:
+        """Does every node queue what it hears (queue 1) to be held: by its link shaper or by the medium?"""
+        return self.link is not None or self.medium
 
     @property
     def advmss(self) -> int:
@@ -135,7 +141,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
             loss_rates[n] = float(spec["rate"])
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
                     cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
-                    handler_loss, netns_link(cfg))
+                    handler_loss, netns_link(cfg), cfg["medium"]["model"] != "none")
 
 
 def queued_input(plan: MeshPlan, n: str) -> bool:
@@ -190,14 +196,15 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
     ``dev`` matches the mesh interfaces (``an<rid>+`` in netns, ``wlan0`` on a Pi).
 
     With an emulated link (``plan.link``) every packet heard on a mesh interface is first queued to
-    the node's link shaper (raw PREROUTING, the earliest hook: routing/link_shaper.py), and the
+    the node's link shaper (raw PREROUTING, the earliest hook: routing/link_shaper.py; with
+    ``plan.medium`` to the medium daemon, experiments/backends/netns/medium.py), and the
     statistic match moves to mangle PREROUTING, right after it: a packet lost at the listener has
     still crossed the link (as on the sim), and an accepted NFQUEUE verdict skips the rest of its chain.
     ``--queue-bypass``: until the node's daemon has bound the queue (start-up), packets pass unheld.
     """
     q = f"-j NFQUEUE --queue-num {QUEUE_NUM}"
     out: list[tuple[str, str, str]] = []
-    if plan.link is not None:
+    if plan.held:
         out.append(("raw", "PREROUTING", f"-i {dev} -j NFQUEUE --queue-num {SHAPER_QUEUE} --queue-bypass"))
     rate = plan.loss_rates.get(n)
     if rate:
@@ -268,7 +275,7 @@ def statistic_drops(plan: MeshPlan, n: str) -> int:
 
 def statistic_table(plan: MeshPlan) -> str:
     """Where the statistic match sits: raw, or mangle behind the link shaper (:func:`rule_specs`)."""
-    return "raw" if plan.link is None else "mangle"
+    return "mangle" if plan.held else "raw"
 
 
 def parse_statistic_drops(listing: str) -> int:

@@ -56,11 +56,13 @@ class Procs:
         self.rep_dir = rep_dir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, ns: str, module: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
+    def start(self, name: str, ns: str | None, module: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
+        """Start ``python -m module --config <name>.json`` in namespace ``ns`` (None: the root namespace)."""
         cpath = self.rep_dir / f"{name}.json"
         cpath.write_text(json.dumps(conf))
+        where = ["ip", "netns", "exec", ns] if ns is not None else []
         with open(self.rep_dir / f"{name}.stderr", "wb") as err:
-            p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", module, "--config", str(cpath)],
+            p = subprocess.Popen([*where, sys.executable, "-m", module, "--config", str(cpath)],
                                  stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         self.procs[name] = p
         return p
@@ -170,8 +172,17 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
 
 def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
                    t0: float, deadline: float, apps: set[str]) -> None:
-    """One daemon per node (NFQUEUE handler, link shaper, ETX prober); returns when all are ready."""
+    """One daemon per node (NFQUEUE handler, link shaper, ETX prober), after the medium daemon if there is
+    a medium (it must hold the first probe already); returns when all are ready."""
     nx = cfg["netns"]
+    if plan.medium:
+        conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"),
+                "ready_file": str(rep_dir / "medium.ready"), "deadline": deadline, "queue": SHAPER_QUEUE,
+                "max_len": nx["queue_maxlen"], "probe_port": PROBE_PORT, "realtime": nx["realtime"],
+                "nodes": {n: {"ns": plan.ns(n), "devs": {dev: nbr for nbr, dev in plan.devs[n].items()}}
+                          for n in plan.nodes}}
+        procs.start("medium", None, "experiments.backends.netns.medium", conf)
+        _wait_files([rep_dir / "medium.ready"], procs, READY_TIMEOUT_S, apps)
     ready = []
     for n in plan.nodes:
         conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
@@ -254,7 +265,7 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     queued = [n for n in plan.nodes if plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
                                                                         or meshmod.queued_input(plan, n))]
     before = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
-    shaped = plan.nodes if plan.link is not None else []          # every node holds its incoming links
+    shaped = plan.nodes if plan.held else []     # every node's incoming links are held (shaper or medium)
     before_link = {n: meshmod.nfq_counters(plan.ns(n), SHAPER_QUEUE) for n in shaped}
     (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
     (rep_dir / "go.tmp").replace(go)
@@ -297,7 +308,7 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
             b, a = before_link[n] or {}, after_link[n] or {}
             for key in ("queue_dropped", "user_dropped"):
                 _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0),
-                              f"nfqueue link shaper {key}")
+                              f"nfqueue {'medium' if plan.medium else 'link shaper'} {key}")
         for n, devs in links.items():
             for dev, c in devs.items():
                 _append_drops(rep_dir / f"{n}.log", n, "queue", c.get("qdisc_dropped", 0), f"qdisc {dev}")
