@@ -186,3 +186,11 @@ def test_the_netns_plan_queues_what_each_node_hears_to_its_shaper_before_the_sta
                for d in conf["in"].values())
     unlimited = mesh.link_conf(mesh.plan_mesh(cfg({"delay_ms": 1}), "abc123"), "A")
     assert [d["rate_bps"] for d in unlimited["in"].values()] == [None]     # no rate: JSON null, not Infinity
+
+
+def test_with_the_dcf_medium_every_node_queues_what_it_hears_for_the_medium_daemon():
+    from experiments.backends.netns import mesh
+    p = mesh.plan_mesh(cfg(medium={"model": "dcf"}), "abc123")
+    assert p.medium and p.held and p.link is None and mesh.link_conf(p, "B") is None   # no per-node shaper
+    assert all(mesh.rule_specs(p, n, "an+")[0] == ("raw", "PREROUTING", "-i an+ -j NFQUEUE --queue-num 1 --queue-bypass")
+               for n in "ABCD")

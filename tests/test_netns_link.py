@@ -114,3 +114,27 @@ def test_the_dcf_medium_carries_kernel_tcp_like_the_sim(netns):
     assert stop["frames_out"] == len(frames) and stop["unknown_dev"] == 0
     # kernel TCP acknowledges every second segment, user TCP every one: fewer ACK frames, a bit more goodput
     assert 0.8 * good["sim"] < good["netns"] < 1.5 * good["sim"] < 2.0, good
+
+
+def test_a_dying_medium_daemon_fails_the_repetition_and_leaves_nothing(netns):
+    import os
+    import signal
+    from conftest import alive, kill_group, start_run, wait_for
+    doc = {"name": "t", "repetitions": 1, "medium": {"model": "dcf"}, "loss": {"default": {"model": "none"}},
+           "etx": {"settle_s": 0.3}, "limits": {"max_duration_s": 120},
+           "flows": [{"sender": "A", "receiver": "D", "segments": 50_000}], "variants": [{"name": "sack"}]}
+    exp = netns / "t.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    p = start_run(exp, netns / "runs", "--backend", "netns", "--no-plot")
+    try:
+        run_d = wait_for(lambda: next((netns / "runs" / "t").glob("*"), None), 60, "run dir")
+        rep = wait_for(lambda: next(run_d.glob("*/rep0"), None), 60, "rep dir")
+        wait_for(lambda: (rep / "D.log").exists() and '"deliver"' in (rep / "D.log").read_text(), 120, "data flowing")
+        pid = next(e["pid"] for e in events(rep, "medium") if e["ev"] == "node_start")
+        os.kill(pid, signal.SIGKILL)
+        p.communicate(timeout=90)
+    finally:
+        kill_group(p)
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "failed" and "medium exited with code -9" in meta["error"], meta["error"]
+    assert not alive(pid)
