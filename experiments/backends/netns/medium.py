@@ -88,7 +88,7 @@ class NetnsMedium:
         self.probe_port = probe_port
         self.stop_event = threading.Event()
         self._base_mono = time.monotonic_ns()
-        self._base_real = time.time()
+        self._seen_ns = 0          # the latest time handed to the core (advance or send)
         self.stats = {"frames_in": 0, "frames_out": 0, "dropped": 0, "stamped": 0, "unknown_dev": 0}
         self.queues: list[Any] = []
         self._socks: list[socket.socket] = []
@@ -116,11 +116,13 @@ class NetnsMedium:
                 pkt.accept()
                 return
             now = self.now_ns()
-            ts = pkt.get_timestamp()        # when it came off the veth (as in routing.link_shaper)
+            ts = pkt.get_timestamp()        # when it came off the veth (as in routing.link_shaper) ...
             ago = time.time() - ts
             if ts > 0 and 0 <= ago < 1.0:
                 self.stats["stamped"] += 1
-                now -= int(ago * 1e9)
+                # ... but not before the last time the core has seen: it cannot take events in the past
+                now = max(self._seen_ns, now - int(ago * 1e9))
+            self._seen_ns = now
             self.stats["frames_in"] += 1
             self._handle(self.medium.advance(now))
             size = pkt.get_payload_len()
@@ -144,7 +146,8 @@ class NetnsMedium:
             nxt = medium.next_timer()
             wait = MAX_SLEEP_S if nxt is None else min(MAX_SLEEP_S, max(0.0, (nxt - self.now_ns()) / 1e9))
             ready, _, _ = select.select(list(fds), [], [], wait)
-            self._handle(medium.advance(self.now_ns()))
+            self._seen_ns = self.now_ns()
+            self._handle(medium.advance(self._seen_ns))
             for fd in ready:
                 fds[fd].run(block=False)
             self.log.flush()
