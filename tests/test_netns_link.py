@@ -19,7 +19,19 @@ from bench.netns_link import (chain_config, expected_goodput_mbps, expected_rtt_
 from conftest import ROOT
 from experiments.backends.netns.run import mesh_session
 from experiments.backends.netns.sh import run
-from test_netns_backend import events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
+from test_netns_backend import REQUIRED, events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
+
+
+@pytest.fixture(autouse=True)
+def _ping_and_chrt():
+    """ping and chrt measure the RTT (bench/netns_link.py): skip without them, or fail under ASPAN_REQUIRE_ROOT_TESTS=1."""
+    import shutil
+    missing = [t for t in ("ping", "chrt") if shutil.which(t) is None]
+    if missing:
+        msg = f"the emulated links' tests need {', '.join(missing)} (.ci/run installs them)"
+        if REQUIRED:
+            pytest.fail(msg)
+        pytest.skip(msg)
 
 
 def test_ping_rtt_and_iperf3_rate_match_the_configured_link(netns):
