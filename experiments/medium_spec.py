@@ -10,17 +10,16 @@ import math
 import random
 from typing import Any
 
+from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of
 from routing.medium import PRESETS, Medium, Phy, Topology
 
 MEDIUM_MODELS = ("none", "dcf")
 
 # Why a backend cannot run ``model: dcf`` (refused before the run starts, never ignored).  The sim
-# drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py);
-# netns has no medium yet (issue 11, item 4).
+# drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py),
+# netns through a medium daemon holding the NFQUEUE verdicts of every namespace (backends/netns/medium.py).
 MEDIUM_REFUSED = {
-    "netns": "the netns backend has no medium yet (no netem on this kernel, no NFQUEUE-held frames): kernel TCP "
-             "would see plain veths; run medium.model dcf with --backend sim or local",
     "pi": "on the Pis the radios are the medium: an emulated one would come on top of the real 802.11 cell; "
           "use medium.model none there",
 }
@@ -66,9 +65,6 @@ def _names(src: str, path: str, value: Any, nodes: list[str], error: type[Config
     return True
 
 
-LINK_DEFAULTS = {"rate_mbps": 10.0, "delay_ms": 2.0, "queue_packets": 50}   # experiments.schema's link section
-
-
 def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
     """Cross-field checks of ``cfg['medium']``: known nodes, a range for every position, ranges in order,
     and every pair of neighbours on the chain within communication range of each other."""
@@ -77,8 +73,8 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
         return
     nodes = cfg["topology"]["chain"]
     n_errs = len(errs)
-    changed = [k for k, v in cfg["link"].items() if v != LINK_DEFAULTS.get(k, v)]
-    if changed:   # the medium replaces the sim's links: a link setting would be ignored, so it is refused
+    changed = explicit_link(cfg)
+    if changed:   # the medium replaces the links: a link setting would be ignored, so it is refused
         errs.append(error(src, f"link.{changed[0]}", f"medium.model {m['model']!r} replaces the links (rate, delay and "
                           "queue come from the medium section: rate_mbps, queue_packets); remove link.* or set "
                           "medium.model none"))

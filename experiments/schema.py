@@ -19,6 +19,7 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
+from experiments.link_spec import LINK_SCHEMA
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
@@ -80,11 +81,7 @@ SCHEMA: dict[str, Any] = {
         "max_mb": F(NUM, 100.0, in_range(0, lo_open=True), "size bound of each node's capture; a capture cut there "
                                                              "says so in node_stop"),
     },
-    "link": {
-        "rate_mbps": F(NUM, 10.0, in_range(0, lo_open=True), "sim: link rate"),
-        "delay_ms": F(NUM, 2.0, in_range(0), "sim: one-way propagation delay"),
-        "queue_packets": F(INT, 50, in_range(1), "sim: drop-tail queue per link"),
-    },
+    "link": LINK_SCHEMA,       # experiments.link_spec: null fields are each backend's own links
     "medium": MEDIUM_SCHEMA,   # docs/MEDIUM.md
     "etx": {
         "window": F(INT, 1000, in_range(1), "probes in the delivery-ratio window (paper: 1000)"),
@@ -128,6 +125,8 @@ SCHEMA: dict[str, Any] = {
         "mtu": F(INT, 1500, in_range(576, 9000), "veth MTU (the routes' advmss leaves room for the 8-byte option)"),
         "cwnd_poll_ms": F(NUM, 5.0, in_range(0.5, 1000), "TCP_INFO sampling period of the sender"),
         "queue_maxlen": F(INT, 4096, in_range(1), "NFQUEUE length per node (a full queue drops: logged as drop/queue)"),
+        "realtime": F(BOOL, False, None, "node daemons run SCHED_RR (priority 10): a held link verdict is released on "
+                                         "time while other processes load the CPUs (docs/NETNS.md, Emulated links)"),
     },
     "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
         "mac": F((str, bool), "auto", _auth_mode,

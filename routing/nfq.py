@@ -22,6 +22,7 @@ import time
 from typing import Any, Callable
 
 from routing.kernel import KernelForwarder
+from routing.link_shaper import LinkShaper
 
 INJECT_MARK = 0xA5
 SOCK_RCVBUF = 8 * 1024 * 1024
@@ -78,19 +79,30 @@ class NfqDriver:
         except OSError:
             pass  # the pipe is full or closed: the loop is waking up or gone already
 
-    def run(self, tick: Callable[[float], bool] | None = None) -> None:
+    def run(self, tick: Callable[[float], bool] | None = None, shaper: LinkShaper | None = None) -> None:
         """The loop; ``tick(now)`` runs at least every TICK_S and ends the loop by returning False.
 
         The agent's timers fire between batches, at most a few milliseconds late under load.
+        ``shaper``: the node's emulated links (routing.link_shaper), served by the same loop, so
+        one thread gives both queues their verdicts and a held packet is released on time.
         """
         fd = self._queue.get_fd()
+        fds = [fd, self._wake_r] + ([shaper.fileno()] if shaper is not None else [])
         try:
             while not self.stop_event.is_set():
-                ready, _, _ = select.select([fd, self._wake_r], [], [], self._timeout(time.time()))
+                now = time.time()
+                timeout = self._timeout(now) if shaper is None else shaper.timeout(now, self._timeout(now))
+                ready, _, _ = select.select(fds, [], [], timeout)
+                if shaper is not None:
+                    if shaper.fileno() in ready:
+                        shaper.on_readable()
+                    shaper.release(time.time())
                 if fd in ready:
                     self.stats["batches"] += 1
                     self._queue.run(block=False)   # every packet pending, then back here
                     self._flush()
+                    if shaper is not None:
+                        shaper.release(time.time())
                 if self._wake_r in ready:
                     os.read(self._wake_r, 64)
                 self._run_timers(time.time())

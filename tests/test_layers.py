@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "plots", "bench")
 CORES = ("aspan", "etx", "tcp_user", "routing")
 # The drivers of routing: sockets, threads, NFQUEUE, log files.  Everything else in routing is a core.
-ROUTING_DRIVERS = ("routing.udp", "routing.udp_probe", "routing.nfq", "routing.eventlog")
+ROUTING_DRIVERS = ("routing.udp", "routing.udp_probe", "routing.nfq", "routing.link_shaper", "routing.eventlog")
 APPLICATION = ("experiments", "deploy", "plots", "bench")
 
 

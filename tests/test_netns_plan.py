@@ -75,7 +75,7 @@ def test_the_plan_refuses_what_the_backend_cannot_do():
 def test_the_netns_schema_section():
     c = cfg()
     assert c["netns"] == {"handlers": "snoop", "congestion": "reno", "traffic": "bulk", "option": 94,
-                          "rate_mbit": 0.0, "mtu": 1500, "cwnd_poll_ms": 5.0, "queue_maxlen": 4096}
+                          "rate_mbit": 0.0, "mtu": 1500, "cwnd_poll_ms": 5.0, "queue_maxlen": 4096, "realtime": False}
     with pytest.raises(ExperimentError, match="netns.option"):
         cfg(netns={"option": 7})
     with pytest.raises(ExperimentError, match="netns.congestion"):

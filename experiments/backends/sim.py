@@ -13,8 +13,10 @@ from typing import Any, Callable
 
 from experiments.backends import sim_medium
 from experiments.build import build_node, overlay_tap, start_rep, write_meta
+from experiments.link_spec import sim_link
 from experiments.schema import Variant
 from routing.eventlog import EventLog
+from routing.linkem import LinkParams, LinkQueue
 from routing.node import NodeCore
 from routing.wire import Packet, wire_size
 
@@ -43,33 +45,22 @@ class EventLoop:
 
 
 class SimLink:
-    """A directed link: serialisation at ``rate_bps``, then ``delay_s``; drop-tail at ``queue_packets``."""
+    """A directed link: the rule of routing.linkem (serialisation at ``rate_bps`` behind the queue, then
+    ``delay_s``; drop-tail at ``queue_packets``), in virtual time."""
 
     def __init__(self, loop: EventLoop, rate_bps: float, delay_s: float, queue_packets: int,
                  deliver: Callable[[Packet], None], on_queue_drop: Callable[[Packet], None]) -> None:
         self.loop = loop
-        self.rate = rate_bps
-        self.delay = delay_s
-        self.limit = queue_packets
+        self.queue = LinkQueue(LinkParams(rate_bps, delay_s, queue_packets))
         self.deliver = deliver
         self.on_queue_drop = on_queue_drop
-        self.busy_until = 0.0
-        self.queued = 0  # packets waiting or being serialised
 
     def send(self, pkt: Packet) -> None:
-        if self.queued >= self.limit:
+        arrive = self.queue.admit(self.loop.now, wire_size(pkt))
+        if arrive is None:
             self.on_queue_drop(pkt)
             return
-        now = self.loop.now
-        start = max(now, self.busy_until)
-        done = start + wire_size(pkt) * 8 / self.rate
-        self.busy_until = done
-        self.queued += 1
-        self.loop.call_at(done, self._departed, pkt.copy())
-
-    def _departed(self, pkt: Packet) -> None:
-        self.queued -= 1
-        self.loop.call_at(self.loop.now + self.delay, self.deliver, pkt)
+        self.loop.call_at(arrive, self.deliver, pkt.copy())
 
 
 class SimNode:
@@ -118,7 +109,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     try:
         nodes = {n: SimNode(loop, build_node(cfg, n, seed, logs[n], 0.0), logs[n]) for n in names}
         by_addr = {addrs[n]: nodes[n] for n in names}
-        link = cfg["link"]
+        link = sim_link(cfg)   # null fields: the sim's own 10 Mbit/s, 2 ms, 50 packets
         medium = sim_medium.driver(cfg, seed, loop, nodes)  # None for medium.model none: the links below
         name_of = {a: n for n, a in addrs.items()}
         for n, node in nodes.items():
@@ -134,8 +125,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                     continue
                 # a capture names the previous hop of what a node hears
                 deliver = partial(dst.receive, frm=addrs[n]) if tap is not None else dst.receive
-                node.links[nbr] = SimLink(loop, link["rate_mbps"] * 1e6, link["delay_ms"] / 1000.0,
-                                          link["queue_packets"], deliver, node.queue_drop)
+                node.links[nbr] = SimLink(loop, link.rate_bps, link.delay_s, link.queue_packets, deliver,
+                                          node.queue_drop)
         if medium and taps:
             medium.previous_hop = dict(addrs)   # a capture names the previous hop of what a node hears
         for node in nodes.values():

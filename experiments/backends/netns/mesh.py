@@ -22,7 +22,10 @@ from experiments.backends.netns import state
 from experiments.backends.netns.sh import IPTABLES, IPTABLES_RESTORE, NetnsError, run
 from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.build import route_tables
+from experiments.link_spec import netns_link
 from routing.ipv4 import OPTION_LEN
+from routing.link_shaper import SHAPER_QUEUE
+from routing.linkem import LinkParams
 from routing.nfq import INJECT_MARK
 
 QUEUE_NUM = 0
@@ -56,6 +59,13 @@ class MeshPlan:
     handlers: str
     loss_rates: dict[str, float] = field(default_factory=dict)   # node -> rate of its iptables statistic match
     handler_loss: set[str] = field(default_factory=set)          # nodes whose NFQUEUE handler applies the loss model
+    link: LinkParams | None = None          # the emulated link of every direction (None: plain veths)
+    medium: bool = False                    # medium.model dcf: the medium daemon holds what every node hears
+
+    @property
+    def held(self) -> bool:
+        """Does every node queue what it hears (queue 1) to be held: by its link shaper or by the medium?"""
+        return self.link is not None or self.medium
 
     @property
     def advmss(self) -> int:
@@ -131,7 +141,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
             loss_rates[n] = float(spec["rate"])
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
                     cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
-                    handler_loss)
+                    handler_loss, netns_link(cfg), cfg["medium"]["model"] != "none")
 
 
 def queued_input(plan: MeshPlan, n: str) -> bool:
@@ -184,12 +194,22 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
     :func:`queued_input`).  raw: the iptables statistic match drops a packet heard with
     the node's loss rate on every node whose handler does not apply the loss model.
     ``dev`` matches the mesh interfaces (``an<rid>+`` in netns, ``wlan0`` on a Pi).
+
+    With an emulated link (``plan.link``) every packet heard on a mesh interface is first queued to
+    the node's link shaper (raw PREROUTING, the earliest hook: routing/link_shaper.py; with
+    ``plan.medium`` to the medium daemon, experiments/backends/netns/medium.py), and the
+    statistic match moves to mangle PREROUTING, right after it: a packet lost at the listener has
+    still crossed the link (as on the sim), and an accepted NFQUEUE verdict skips the rest of its chain.
+    ``--queue-bypass``: until the node's daemon has bound the queue (start-up), packets pass unheld.
     """
     q = f"-j NFQUEUE --queue-num {QUEUE_NUM}"
     out: list[tuple[str, str, str]] = []
+    if plan.held:
+        out.append(("raw", "PREROUTING", f"-i {dev} -j NFQUEUE --queue-num {SHAPER_QUEUE} --queue-bypass"))
     rate = plan.loss_rates.get(n)
     if rate:
-        out.append(("raw", "PREROUTING", f"-i {dev} -m statistic --mode random --probability {rate:.6f} -j DROP"))
+        out.append((statistic_table(plan), "PREROUTING",
+                    f"-i {dev} -m statistic --mode random --probability {rate:.6f} -j DROP"))
     if plan.handlers != "kernel":
         if queued_input(plan, n):
             out.append(("filter", "INPUT", f"-i {dev} {q}"))
@@ -203,8 +223,9 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
 def _iptables_rules(plan: MeshPlan, n: str) -> str:
     """The iptables-restore input of node ``n``'s namespace (:func:`rule_specs`)."""
     specs = rule_specs(plan, n, f"{plan.dev_prefix()}+")
-    lines = ["*raw"] + [f"-A {c} {r}" for t, c, r in specs if t == "raw"] + ["COMMIT", "*filter"]
-    lines += [f"-A {c} {r}" for t, c, r in specs if t == "filter"] + ["COMMIT"]
+    lines = []
+    for table in ("raw", "mangle", "filter"):
+        lines += [f"*{table}"] + [f"-A {c} {r}" for t, c, r in specs if t == table] + ["COMMIT"]
     return "\n".join(lines) + "\n"
 
 
@@ -247,8 +268,14 @@ def statistic_drops(plan: MeshPlan, n: str) -> int:
     """Packets the node's iptables statistic rule dropped so far (0 without such a rule)."""
     if n not in plan.loss_rates:
         return 0
-    out = run([IPTABLES, "-t", "raw", "-L", "PREROUTING", "-v", "-x", "-n"], ns=plan.ns(n), check=False).stdout
+    out = run([IPTABLES, "-t", statistic_table(plan), "-L", "PREROUTING", "-v", "-x", "-n"], ns=plan.ns(n),
+              check=False).stdout
     return parse_statistic_drops(out)
+
+
+def statistic_table(plan: MeshPlan) -> str:
+    """Where the statistic match sits: raw, or mangle behind the link shaper (:func:`rule_specs`)."""
+    return "mangle" if plan.held else "raw"
 
 
 def parse_statistic_drops(listing: str) -> int:
@@ -281,10 +308,21 @@ def parse_nfq(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
-def nfq_counters(ns: str) -> dict[str, int] | None:
-    """Counters of our queue inside ``ns`` (None if no handler has it bound)."""
+def nfq_counters(ns: str, queue: int = QUEUE_NUM) -> dict[str, int] | None:
+    """Counters of ``queue`` inside ``ns`` (None if no handler has it bound)."""
     r = run(["cat", "/proc/net/netfilter/nfnetlink_queue"], ns=ns, check=False)
-    return parse_nfq(r.stdout).get(QUEUE_NUM)
+    return parse_nfq(r.stdout).get(queue)
+
+
+def link_conf(plan: MeshPlan, n: str) -> dict[str, Any] | None:
+    """The node daemon's ``link``: its shaper's queue and, per veth of ``n``, the link that ends there."""
+    if plan.link is None:
+        return None
+    p = plan.link
+    rate = None if p.rate_bps == float("inf") else p.rate_bps       # JSON has no infinity
+    return {"queue": SHAPER_QUEUE,
+            "in": {dev: {"from": nbr, "rate_bps": rate, "delay_s": p.delay_s, "queue_packets": p.queue_packets}
+                   for nbr, dev in plan.devs[n].items()}}
 
 
 def link_counters(plan: MeshPlan, n: str) -> dict[str, dict[str, int]]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import signal
+import socket
 import sys
 import threading
 import time
@@ -23,6 +25,8 @@ from experiments.build import header_fields, node_agent, node_loss_spec, route_t
 from routing.capture import KernelTap
 from routing.eventlog import EventLog
 from routing.kernel import KernelForwarder
+from routing.link_shaper import LinkShaper
+from routing.linkem import LinkParams
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
 from routing.udp_probe import UdpProber
@@ -44,6 +48,19 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
                            option, log)
 
 
+REALTIME_PRIORITY = 10        # netns.realtime: SCHED_RR, below the kernel's own threads (50 and up)
+
+
+def link_shaper(link: dict[str, Any], name: str, log: EventLog, max_len: int) -> LinkShaper:
+    """The emulated links into node ``name`` (``link["in"]``: its veth -> the neighbour at the other end
+    and the link's rate, delay and queue; routing.link_shaper holds the verdicts)."""
+    links = {}
+    for dev, d in link["in"].items():
+        rate = math.inf if d["rate_bps"] is None else float(d["rate_bps"])
+        links[socket.if_nametoindex(dev)] = (f"{d['from']}->{name}", LinkParams(rate, d["delay_s"], d["queue_packets"]))
+    return LinkShaper(link["queue"], links, log.emit, max_len=max_len)
+
+
 def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
     cfg = conf["experiment"]
@@ -54,10 +71,15 @@ def run_node(conf: dict[str, Any]) -> int:
     driver: NfqDriver | None = None
     prober: UdpProber | None = None
     tap: KernelTap | None = None
+    shaper: LinkShaper | None = None
     code = 0
     try:
+        if conf.get("realtime"):
+            # woken on time under CPU load: a normal task can wait for the next scheduler tick (4 ms at
+            # HZ=250) before it releases a held packet; the kernel's RT throttling keeps 5 % for the rest
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
         log.emit(time.time(), "node_start", address=addr, pid=os.getpid(), handlers=conf["handlers"],
-                 ns=conf["ns"])
+                 ns=conf["ns"], realtime=bool(conf.get("realtime")))
         log.flush()
         etx_cfg = cfg["etx"]
         t_flows = conf["t0"] + etx_cfg["settle_s"]
@@ -83,6 +105,8 @@ def run_node(conf: dict[str, Any]) -> int:
             log.flush()
             if tap is not None:
                 tap.writer.flush()
+        if conf.get("link"):
+            shaper = link_shaper(conf["link"], name, log, conf["max_len"])
         if conf["queue_bound"]:
             driver = NfqDriver(conf["queue"], fw, log.emit, flush, max_len=conf["max_len"])
 
@@ -108,7 +132,9 @@ def run_node(conf: dict[str, Any]) -> int:
             return not (stop.is_set() or now >= conf["deadline"] or os.getppid() != parent)
 
         if driver is not None:
-            driver.run(tick)
+            driver.run(tick, shaper)
+        elif shaper is not None:
+            shaper.run(tick)
         else:
             while tick(time.time()):
                 stop.wait(0.2)
@@ -118,6 +144,9 @@ def run_node(conf: dict[str, Any]) -> int:
                                  "cpu_run_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3)}
         if driver is not None:
             extra["queue"] = dict(driver.stats)
+        if shaper is not None:
+            shaper.flush_drops(time.time())
+            extra["link"] = dict(shaper.stats, drops={n: q.dropped for n, q in shaper.links.values()})
         if fw is not None:
             fw.step.flush_drops(time.time(), final=True)
             extra.update(drops=dict(fw.drops), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
@@ -133,7 +162,11 @@ def run_node(conf: dict[str, Any]) -> int:
         stop.set()
         if prober is not None:
             prober.stop()
-        log.close()
+        try:
+            if shaper is not None:
+                shaper.close()     # accepts what is still held, unbinds the queue
+        finally:
+            log.close()
         if tap is not None:
             tap.close()
     return code

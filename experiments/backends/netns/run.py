@@ -14,8 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from experiments.progress import DeliveryProgress
 from experiments.backends.netns import mesh as meshmod
@@ -24,6 +25,7 @@ from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import FlowPlan, flow_plans, start_rep, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
+from routing.link_shaper import SHAPER_QUEUE
 
 START_MARGIN_S = 1.0
 READY_TIMEOUT_S = 20.0
@@ -54,11 +56,13 @@ class Procs:
         self.rep_dir = rep_dir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, ns: str, module: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
+    def start(self, name: str, ns: str | None, module: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
+        """Start ``python -m module --config <name>.json`` in namespace ``ns`` (None: the root namespace)."""
         cpath = self.rep_dir / f"{name}.json"
         cpath.write_text(json.dumps(conf))
+        where = ["ip", "netns", "exec", ns] if ns is not None else []
         with open(self.rep_dir / f"{name}.stderr", "wb") as err:
-            p = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", module, "--config", str(cpath)],
+            p = subprocess.Popen([*where, sys.executable, "-m", module, "--config", str(cpath)],
                                  stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         self.procs[name] = p
         return p
@@ -130,7 +134,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                      "links": [[l.a, l.b, l.dev_a, l.dev_b] for l in plan.links],
                      "handlers": plan.handlers, "congestion": cfg["netns"]["congestion"],
                      "loss_in_handler": sorted(plan.handler_loss), "loss_statistic": plan.loss_rates,
-                     "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg["netns"]["traffic"]}
+                     "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg["netns"]["traffic"],
+                     "link": cfg["link"] if plan.link is not None else None}   # what the shapers emulate
     procs = Procs(rep_dir)
     old_term = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
@@ -165,6 +170,63 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     return meta
 
 
+def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
+                   t0: float, deadline: float, apps: set[str]) -> None:
+    """One daemon per node (NFQUEUE handler, link shaper, ETX prober), after the medium daemon if there is
+    a medium (it must hold the first probe already); returns when all are ready."""
+    nx = cfg["netns"]
+    if plan.medium:
+        conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"),
+                "ready_file": str(rep_dir / "medium.ready"), "deadline": deadline, "queue": SHAPER_QUEUE,
+                "max_len": nx["queue_maxlen"], "probe_port": PROBE_PORT, "realtime": nx["realtime"],
+                "nodes": {n: {"ns": plan.ns(n), "devs": {dev: nbr for nbr, dev in plan.devs[n].items()}}
+                          for n in plan.nodes}}
+        procs.start("medium", None, "experiments.backends.netns.medium", conf)
+        _wait_files([rep_dir / "medium.ready"], procs, READY_TIMEOUT_S, apps)
+    ready = []
+    for n in plan.nodes:
+        conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
+                "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
+                "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
+                "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
+                "handler_loss": n in plan.handler_loss, "link": meshmod.link_conf(plan, n), "realtime": nx["realtime"],
+                "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                              or meshmod.queued_input(plan, n))}
+        procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
+        ready.append(rep_dir / f"{n}.ready")
+    _wait_files(ready, procs, READY_TIMEOUT_S, apps)
+
+
+@contextmanager
+def mesh_session(cfg: dict[str, Any], rep_dir: Path, seed: int = 1,
+                 max_s: float = 600.0) -> Iterator[meshmod.MeshPlan]:
+    """The mesh of ``cfg`` with its node daemons running and no flows (bench/netns_link.py and the
+    tests measure it with their own tools inside the namespaces); always torn down."""
+    require_prerequisites()
+    rid = state.new_run_id()
+    plan = meshmod.plan_mesh(cfg, rid)
+    with state.locked():
+        left = state.leftovers()
+        if left:
+            raise NetnsError(f"leftovers of an earlier netns run: {', '.join(left)}; remove them with `aspan clean`")
+        state.record_run(rid, plan.nodes)
+    procs = Procs(rep_dir)
+    try:
+        state.ensure_unreachable_route()
+        meshmod.setup(plan)
+        now = time.time()
+        _start_daemons(cfg, plan, procs, rep_dir, seed, now, now + max_s, set())
+        yield plan
+        msg = procs.failed(set())
+        if msg:
+            raise RunFailed(msg)
+    finally:
+        procs.stop_all()
+        meshmod.teardown(plan)
+        state.forget_run(rid)
+        state.release_route()
+
+
 def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
                variant: Variant, repetition: int, meta: dict[str, Any]) -> None:
     """Apps first (they prepare their data, then wait for ``go.json``), then t0 and the daemons.
@@ -196,24 +258,15 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     _wait_files(app_ready, procs, READY_TIMEOUT_S, apps)
     t0 = time.time() + START_MARGIN_S
     t_flows = t0 + settle
-    ready = []
-    for n in plan.nodes:
-        conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": t_flows + max_dur + 60.0,
-                "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
-                "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
-                "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
-                "handler_loss": n in plan.handler_loss,
-                "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
-                                                              or meshmod.queued_input(plan, n))}
-        procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
-        ready.append(rep_dir / f"{n}.ready")
-    _wait_files(ready, procs, READY_TIMEOUT_S, apps)
+    _start_daemons(cfg, plan, procs, rep_dir, seed, t0, t_flows + max_dur + 60.0, apps)
     late = time.time() - t_flows
     if late > 0:
         meta["late_start_s"] = round(late, 3)   # the nodes were not up by t_flows: settling was shorter
     queued = [n for n in plan.nodes if plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
                                                                         or meshmod.queued_input(plan, n))]
     before = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
+    shaped = plan.nodes if plan.held else []     # every node's incoming links are held (shaper or medium)
+    before_link = {n: meshmod.nfq_counters(plan.ns(n), SHAPER_QUEUE) for n in shaped}
     (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
     (rep_dir / "go.tmp").replace(go)
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
@@ -236,6 +289,9 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
         progress.finish()
         after = {n: meshmod.nfq_counters(plan.ns(n)) for n in queued}
         meta["nfqueue"] = {n: {"before": before[n], "after": after[n]} for n in queued}
+        after_link = {n: meshmod.nfq_counters(plan.ns(n), SHAPER_QUEUE) for n in shaped}
+        if shaped:
+            meta["nfqueue_link"] = {n: {"before": before_link[n], "after": after_link[n]} for n in shaped}
         stat = {n: meshmod.statistic_drops(plan, n) for n in plan.loss_rates}
         if stat:
             meta["statistic_drops"] = stat
@@ -248,6 +304,11 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
             b, a = before[n] or {}, after[n] or {}
             for key in ("queue_dropped", "user_dropped"):
                 _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
+        for n in shaped:      # the link shaper's kernel queue overflowed (held packets count against max_len)
+            b, a = before_link[n] or {}, after_link[n] or {}
+            for key in ("queue_dropped", "user_dropped"):
+                _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0),
+                              f"nfqueue {'medium' if plan.medium else 'link shaper'} {key}")
         for n, devs in links.items():
             for dev, c in devs.items():
                 _append_drops(rep_dir / f"{n}.log", n, "queue", c.get("qdisc_dropped", 0), f"qdisc {dev}")

@@ -1,0 +1,82 @@
+"""The ``link:`` section of an experiment: its fields, what each backend makes of them, and refusals.
+
+Every field defaults to null, meaning "the backend's own links":
+
+* sim: its independent wires, 10 Mbit/s, 2 ms, a 50-packet drop-tail queue (:data:`SIM_LINK`), exactly
+  as before the fields became optional, so the sim's results do not change;
+* netns: plain veths (no rate limit, no delay); whatever is set explicitly is emulated by the node
+  daemons holding each packet's NFQUEUE verdict (routing/link_shaper.py, docs/NETNS.md);
+* local and pi cannot emulate a link, so an explicit field is refused before the run starts
+  (:data:`LINK_REFUSED`), never ignored.
+
+The link rule itself (serialisation, delay, drop-tail) is routing.linkem, shared by sim and netns.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from routing.fieldspec import INT, NUM, ConfigError, Field, in_range
+from routing.linkem import LinkParams
+
+F = Field
+
+LINK_SCHEMA: dict[str, Field] = {
+    "rate_mbps": F(NUM, None, in_range(0, lo_open=True),
+                   "link rate per direction (null: the backend's own; sim 10, netns no limit)"),
+    "delay_ms": F(NUM, None, in_range(0), "one-way propagation delay (null: the backend's own; sim 2, netns 0)"),
+    "queue_packets": F(INT, None, in_range(1), "drop-tail queue per link direction, packets waiting or being "
+                                               "serialised (null: the backend's own; sim and netns 50)"),
+}
+
+#: The sim's own links (and the default queue of an emulated netns link): the values the schema had
+#: as defaults before they became null.
+SIM_LINK = {"rate_mbps": 10.0, "delay_ms": 2.0, "queue_packets": 50}
+
+#: Why a backend refuses an explicit ``link`` field (checked by experiments.runner.check_backend_support).
+LINK_REFUSED = {
+    "local": "the local backend's links are loopback UDP between processes and cannot be given a rate, delay or "
+             "queue; run it with --backend sim or netns, or use medium.model dcf (the medium process carries "
+             "every datagram with its airtime)",
+    "pi": "on the Pis the links are the real radios; remove link.* (an emulated link would come on top of them)",
+}
+
+
+def explicit(cfg: dict[str, Any]) -> list[str]:
+    """The ``link`` fields the experiment sets (in schema order)."""
+    return [k for k in LINK_SCHEMA if cfg["link"].get(k) is not None]
+
+
+def sim_link(cfg: dict[str, Any]) -> LinkParams:
+    """The sim's link: each null field resolved to :data:`SIM_LINK`."""
+    v = {k: (cfg["link"][k] if cfg["link"].get(k) is not None else SIM_LINK[k]) for k in LINK_SCHEMA}
+    return LinkParams(v["rate_mbps"] * 1e6, v["delay_ms"] / 1000.0, int(v["queue_packets"]))
+
+
+def netns_link(cfg: dict[str, Any]) -> LinkParams | None:
+    """The link the netns backend emulates, or None (no field set: plain veths, nothing held).
+
+    A null rate is no serialisation time (the veth's), a null delay 0, a null queue the sim's 50
+    packets (so ``link: {rate_mbps: 2}`` gives the same link on sim and netns).
+    """
+    link = cfg["link"]
+    if not explicit(cfg):
+        return None
+    rate = link["rate_mbps"] * 1e6 if link.get("rate_mbps") is not None else math.inf
+    delay = link["delay_ms"] / 1000.0 if link.get("delay_ms") is not None else 0.0
+    queue = link["queue_packets"] if link.get("queue_packets") is not None else SIM_LINK["queue_packets"]
+    return LinkParams(rate, delay, int(queue))
+
+
+def refuse_link(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+                error: type[ConfigError]) -> None:
+    """Raise ``error`` naming the first variant and field ``backend`` cannot emulate."""
+    for name, cfg in variants:
+        fields = explicit(cfg)
+        if fields and backend in LINK_REFUSED:
+            raise error(source, f"variants[{name}].link.{fields[0]}",
+                        f"cannot run on backend {backend}: {LINK_REFUSED[backend]}")
+        if fields and backend == "netns" and cfg["netns"]["rate_mbit"] > 0:
+            raise error(source, f"variants[{name}].netns.rate_mbit",
+                        "two rate limits on one veth: netns.rate_mbit (tc tbf) and link."
+                        f"{fields[0]} (held NFQUEUE verdicts); set one of them")

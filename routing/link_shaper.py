@@ -1,0 +1,185 @@
+"""Emulated links without netem: hold each packet's NFQUEUE verdict until it would have crossed the link.
+
+This kernel has no ``tc netem``.  Instead every packet a node hears on a mesh veth is queued (raw
+PREROUTING, queue :data:`SHAPER_QUEUE`) to this shaper in the node's daemon, which asks the link rule
+of routing.linkem when the packet would arrive over the link it came in on (serialisation at the
+rate behind the packets before it, then the delay; drop-tail when the queue is full) and accepts it
+only then.  netfilterqueue (>= 1.0) lets a verdict be given after the callback returned: "You can
+hang onto Packet objects and resolve them later, but note that packets continue to count against
+the queue size limit until they've been given a verdict" (its README, ``Packet.accept``).
+
+Why at the receiving end of a link, not at the sender's egress: a packet held at its sender's
+POSTROUTING still belongs to the sending socket, and TCP small queues (tcp_small_queue_check) then
+lets the sender have only about 1 ms of its pacing rate below TCP: the sender would stall at far
+below the link rate.  Crossing the veth orphans the packet (netem orphans its packets for the same
+reason), so the receiver can hold it for as long as the link says.  The veth itself takes no time,
+so "arrived at the far end of the veth at t" is "entered the link at t".
+
+Every packet over a mesh veth goes through here: data, ACKs, probes, local retransmissions, ping.
+The held packets are bounded by the kernel queue's ``max_len`` (overflow: nfnetlink_queue
+``queue_dropped``, logged as drop/queue by the backend) and, per link, by ``queue_packets`` waiting
+(drop-tail: drop/queue with ``link``, counted in :attr:`LinkShaper.stats`).
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import select
+import socket
+import time
+from typing import Any, Callable
+
+from routing.linkem import LinkParams, LinkQueue
+from routing.step import DROP_LINES_PER_S
+
+SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29)   # Python does not export it; asm-generic/socket.h: 29
+SHAPER_QUEUE = 1             # queue 0 is the snoop handler's (experiments/backends/netns/mesh.py)
+TICK_S = 0.2
+
+Emit = Callable[..., None]
+
+
+class LinkShaper:
+    """The incoming link directions of one node: ``links`` maps an ifindex to (link name, params)."""
+
+    def __init__(self, queue_num: int, links: dict[int, tuple[str, LinkParams]], emit: Emit,
+                 max_len: int = 4096, sock_len: int = 8 * 1024 * 1024) -> None:
+        from netfilterqueue import NetfilterQueue  # here: the arithmetic needs no C extension
+
+        self._init_state(links, emit, max_len, time.time)
+        self.keep_rx_timestamps()
+        self._queue = NetfilterQueue()
+        self._queue.bind(queue_num, self._on_packet, max_len=max_len, sock_len=sock_len)
+
+    @classmethod
+    def without_queue(cls, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
+                      clock: Callable[[], float]) -> "LinkShaper":
+        """The callback and the release alone, on a given clock (tests feed them fake packets)."""
+        self = cls.__new__(cls)
+        self._init_state(links, emit, max_len, clock)
+        return self
+
+    def _init_state(self, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
+                    clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.links = {ifx: (name, LinkQueue(p)) for ifx, (name, p) in links.items()}
+        self._emit = emit
+        self.max_len = max_len
+        self._held: list[tuple[float, int, Any]] = []     # (release time, order, packet): a heap
+        self._order = itertools.count()
+        self.stats = {"packets": 0, "stamped": 0, "released": 0, "link_drops": 0, "unknown_dev": 0, "held_max": 0,
+                      "late_max_us": 0, "late_sum_us": 0}
+        self._stamp_sock: socket.socket | None = None
+        self._drop_window: dict[str, list[float]] = {}   # link -> [second start, lines, not logged]
+
+    def keep_rx_timestamps(self) -> None:
+        """Hold a socket with SO_TIMESTAMP open: while any socket asks for receive timestamps the kernel
+        stamps every packet as it is received (net_enable_timestamp; ping does the same), and
+        NFQUEUE passes that stamp on (NFQA_TIMESTAMP).  Nothing is sent on it; closed in :meth:`close`."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
+        self._stamp_sock = s
+
+    # ---- the callback: netfilterqueue calls it for each packet ------------------
+    def _on_packet(self, pkt: Any) -> None:
+        now = self.clock()
+        # When the packet came off the veth (skb->tstamp, CLOCK_REALTIME, taken on receive while rx
+        # timestamping is on: :meth:`keep_rx_timestamps`), not when this callback got to it: the
+        # handler's wake-up latency must not lengthen the link.  0: no timestamp, use the clock.
+        ts = pkt.get_timestamp()
+        if 0.0 < ts <= now and now - ts < 1.0:
+            self.stats["stamped"] += 1
+            now = ts
+        self.stats["packets"] += 1
+        link = self.links.get(pkt.indev)
+        if link is None:                  # not a mesh veth of this run (the rule matches only those)
+            self.stats["unknown_dev"] += 1
+            pkt.accept()
+            return
+        name, queue = link
+        size = pkt.get_payload_len()
+        arrive = queue.admit(now, size) if len(self._held) < self.max_len else None
+        if arrive is None:
+            pkt.drop()
+            self._drop(now, name, size)
+            return
+        heapq.heappush(self._held, (arrive, next(self._order), pkt))
+        if len(self._held) > self.stats["held_max"]:
+            self.stats["held_max"] = len(self._held)
+
+    def _drop(self, now: float, link: str, size: int) -> None:
+        """A drop-tail drop: counted, logged one by one up to DROP_LINES_PER_S a second per link, then summed."""
+        self.stats["link_drops"] += 1
+        w = self._drop_window.get(link)
+        if w is None or now - w[0] >= 1.0:
+            self._flush_window(now, link)
+            w = self._drop_window[link] = [now, 0, 0]
+        if w[1] < DROP_LINES_PER_S:
+            w[1] += 1
+            self._emit(now, "drop", reason="queue", link=link, len=size)
+        else:
+            w[2] += 1
+
+    def _flush_window(self, now: float, link: str) -> None:
+        w = self._drop_window.get(link)
+        if w is not None and w[2]:
+            self._emit(now, "drop", reason="queue", link=link, count=int(w[2]), since=round(w[0], 6))
+            w[2] = 0
+
+    def flush_drops(self, now: float) -> None:
+        """The summed drop lines of every link (the daemon calls it at the end)."""
+        for link in self._drop_window:
+            self._flush_window(now, link)
+
+    # ---- the loop's side: release what is due -----------------------------------
+    def fileno(self) -> int:
+        return self._queue.get_fd()
+
+    def on_readable(self) -> None:
+        """Take every packet the kernel has queued, then accept what is due."""
+        self._queue.run(block=False)
+        self.release(self.clock())
+
+    def next_due(self) -> float | None:
+        return self._held[0][0] if self._held else None
+
+    def release(self, now: float) -> None:
+        """Accept every held packet whose arrival time has come; record how late each was."""
+        held = self._held
+        while held and held[0][0] <= now:
+            due, _, pkt = heapq.heappop(held)
+            pkt.accept()
+            late = int((now - due) * 1e6)
+            self.stats["released"] += 1
+            self.stats["late_sum_us"] += late
+            if late > self.stats["late_max_us"]:
+                self.stats["late_max_us"] = late
+
+    def timeout(self, now: float, cap: float = TICK_S) -> float:
+        """How long a select may wait before the next packet is due (at most ``cap``)."""
+        due = self.next_due()
+        return cap if due is None else min(cap, max(0.0, due - now))
+
+    def run(self, tick: Callable[[float], bool], stop_fd: int | None = None) -> None:
+        """The loop of a node with no snoop queue (the NfqDriver's loop serves both otherwise)."""
+        fds = [self.fileno()] + ([stop_fd] if stop_fd is not None else [])
+        while True:
+            ready, _, _ = select.select(fds, [], [], self.timeout(time.time()))
+            if self.fileno() in ready:
+                self.on_readable()
+            if stop_fd is not None and stop_fd in ready:
+                os.read(stop_fd, 64)
+            self.release(time.time())
+            if not tick(time.time()):
+                break
+
+    def close(self) -> None:
+        """Accept what is still held (the run is ending; nothing is left in the kernel queue), unbind."""
+        for _, _, pkt in self._held:
+            pkt.accept()
+        self._held.clear()
+        self.flush_drops(time.time())
+        self._queue.unbind()
+        if self._stamp_sock is not None:
+            self._stamp_sock.close()
