@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from plots.flows import FlowInfo, flow_events, rep_flows
-from plots.analysis import load
 from plots.logs import RepLogs, aligned_times, check_run_dir
 
 __all__ = [
@@ -426,9 +425,11 @@ def rep_row(rep: RepLogs, variant: str, repetition: int) -> dict[str, Any]:
 
 def write_summary(run_dir: Path) -> pd.DataFrame:
     """Summarize every rep of ``run_dir`` (iter_reps order, one row per flow) and write
-    ``run_dir/summary.csv``."""
+    ``run_dir/summary.csv``; the rows come from the repetitions' digests (plots.digest_store),
+    as the figures' do."""
+    from plots.digest_store import run_digests   # digests call rep_rows: one way to a row
     run_dir = check_run_dir(Path(run_dir))
-    rows = [row for v, k, logs in load(run_dir).reps() for row in rep_rows(logs, v, k)]
+    rows = [f.row for _rep_dir, digest in run_digests(run_dir) for f in digest.flows]
     return write_summary_rows(run_dir, rows)
 
 
