@@ -559,17 +559,57 @@ FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], s
 REP_FIGURES = ("snoop_cache_time", "snoop_memory")
 
 
+# What the figure workers draw: set before they are forked, so that they inherit the run's data
+# instead of receiving a pickled copy per figure.
+_WORK: tuple[Sequence[VariantGroup], Path, Sequence[SweepSeries], Sequence[VariantGroup] | None] | None = None
+# Drawn first (the slowest: one panel per variant, or many points), so two workers end together.
+_HEAVY_FIRST = ("cwnd_time", "tx_per_packet", "snoop_cache_time")
+SWEEPS = "sweep"   # the task that draws every sweep figure
+
+
+def _draw(key: str) -> list[Path]:
+    """Draw figure ``key`` (a key of FIGURES, or SWEEPS) from _WORK."""
+    assert _WORK is not None, "write_figures sets the data first"
+    groups, out_dir, sweeps, rep_groups = _WORK
+    if key == SWEEPS:
+        return sweep_figures(sweeps, out_dir)
+    use = rep_groups if (key in REP_FIGURES and rep_groups is not None) else groups
+    return FIGURES[key][0](use, out_dir)
+
+
+def _figure_jobs(groups: Sequence[VariantGroup], jobs: int | None) -> int:
+    """Worker processes for the figures: with many repetitions (where drawing takes tens of
+    seconds) as many as the runner uses (up to 2); one process, no pool, for small runs."""
+    if jobs is not None:
+        return max(1, jobs)
+    import os
+    n_reps = sum(len(g.reps) for g in groups)
+    return min(os.cpu_count() or 1, 2) if n_reps >= 40 else 1
+
+
 def write_figures(groups: Sequence[VariantGroup], out_dir: Path,
                   sweeps: Sequence[SweepSeries] = (),
-                  rep_groups: Sequence[VariantGroup] | None = None) -> dict[str, list[Path]]:
-    """Draw every figure that has data; returns {figure key: written paths}.
-    ``rep_groups`` (one rep per repetition; default ``groups``) feed REP_FIGURES."""
-    out: dict[str, list[Path]] = {}
-    for key, (func, _caption) in FIGURES.items():
-        use = rep_groups if (key in REP_FIGURES and rep_groups is not None) else groups
-        paths = func(use, Path(out_dir))
-        if paths:
-            out[key] = paths
-    for path in sweep_figures(sweeps, Path(out_dir)):
+                  rep_groups: Sequence[VariantGroup] | None = None,
+                  jobs: int | None = None) -> dict[str, list[Path]]:
+    """Draw every figure that has data; returns {figure key: written paths}, in FIGURES order
+    then the sweep figures.  ``rep_groups`` (one rep per repetition; default ``groups``) feed
+    REP_FIGURES.  The figures are independent: with ``jobs`` > 1 (default: see _figure_jobs)
+    they are drawn by forked worker processes, each file exactly as one process would write it."""
+    global _WORK
+    keys = sorted(FIGURES, key=lambda k: k not in _HEAVY_FIRST) + [SWEEPS]
+    _WORK = (groups, Path(out_dir), sweeps, rep_groups)
+    try:
+        jobs = _figure_jobs(groups, jobs)
+        if jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                drawn = dict(zip(keys, pool.map(_draw, keys)))
+        else:
+            drawn = {key: _draw(key) for key in keys}
+    finally:
+        _WORK = None
+    out: dict[str, list[Path]] = {key: drawn[key] for key in FIGURES if drawn[key]}
+    for path in drawn[SWEEPS]:
         out.setdefault(path.stem, []).append(path)
     return out

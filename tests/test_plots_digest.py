@@ -213,3 +213,15 @@ def test_digests_are_computed_in_worker_processes_the_same(tmp_path: Path) -> No
     assert len(list(run.glob(f"*/rep*/{DIGEST}"))) == 4
     frame = pd.DataFrame([f.row for _p, d in pooled for f in d.flows])
     assert list(frame["variant"]) == ["long", "long", "short", "two", "two"]
+
+
+def test_figures_drawn_by_two_workers_are_the_files_one_process_draws(tmp_path: Path) -> None:
+    from plots.figures import write_figures
+    run, _events = make_run(tmp_path)
+    data = load_run(run, write=False)
+    one = write_figures(data.groups(), tmp_path / "one", rep_groups=data.rep_groups(), jobs=1)
+    two = write_figures(data.groups(), tmp_path / "two", rep_groups=data.rep_groups(), jobs=2)
+    assert list(one) == list(two) and "cwnd_time" in one and "snoop_cache_time" in one
+    for key, paths in one.items():
+        for path, other in zip(paths, two[key]):
+            assert path.name == other.name and path.read_bytes() == other.read_bytes(), path.name
