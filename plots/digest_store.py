@@ -28,7 +28,7 @@ __all__ = ["DIGEST", "digest_key", "write_digest", "read_digest", "rep_digest", 
 DIGEST = "digest.npz"
 FORMAT = "aspan-digest-1"
 # The modules whose code decides a digest's numbers: a change to any of them invalidates digests.
-_CODE = ("digest.py", "summary.py", "flows.py", "logs.py")
+_CODE = ("digest.py", "digest_store.py", "summary.py", "flows.py", "logs.py")
 _code_hash: str | None = None
 
 

@@ -19,7 +19,8 @@ from plots.data import load_run
 from plots.digest import MAX_POINTS, Hist, reduce_series
 from plots.digest_store import DIGEST, digest_key, read_digest, rep_digest, run_digests
 from plots.logs import iter_reps, load_rep
-from plots.summary import rep_rows, write_summary, write_summary_rows
+from plots.run_summary import write_summary
+from plots.summary import rep_rows, write_summary_rows
 from plots.testing import (FLOW, FLOW_DA, NODES, basic_flow_events, ev, reverse_flow_events,
                            write_experiment, write_rep)
 
