@@ -107,7 +107,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
-    from plots.summary import write_summary
+    from plots.run_summary import write_summary
     finished = False
     with sigterm_as_interrupt():   # SIGTERM ends a run like Ctrl-C (issue 13, item 1)
         try:

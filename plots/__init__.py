@@ -3,8 +3,8 @@
 Public API (imported lazily, so ``plots.logs``/``plots.summary`` do not load matplotlib):
 ``load, Run`` (plots.analysis: a run directory as one frame per event type),
 ``read_node_log, load_rep, iter_reps, RepLogs`` (plots.logs), ``rep_flows, FlowInfo``
-(plots.flows), ``SUMMARY_COLUMNS, summarize_flows, summarize_rep, write_summary``
-(plots.summary: one row per (variant, repetition, flow)), ``write_report,
+(plots.flows), ``SUMMARY_COLUMNS, summarize_flows, summarize_rep`` (plots.summary: one row
+per (variant, repetition, flow)), ``write_summary`` (plots.run_summary), ``write_report,
 write_compare_report`` (plots.report), ``plot_command`` (plots.cli).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ _EXPORTS = {
     "iter_reps": "plots.logs", "SUMMARY_COLUMNS": "plots.summary",
     "rep_flows": "plots.flows", "FlowInfo": "plots.flows",
     "summarize_flows": "plots.summary", "write_compare_report": "plots.report",
-    "summarize_rep": "plots.summary", "write_summary": "plots.summary",
+    "summarize_rep": "plots.summary", "write_summary": "plots.run_summary",
     "write_report": "plots.report", "plot_command": "plots.cli",
 }
 __all__ = list(_EXPORTS)

@@ -9,7 +9,9 @@ Parquet file back and finding every event in it.  plots.logs.load_rep reads eith
 Columns whose values are not all strings or all numbers (``drops`` and other dicts, lists,
 mixed types) are stored as JSON text and listed in the file's metadata, so a load gives back
 the values the JSON Lines reader gives.  The lines a reader skipped (a crashed writer's last
-line) are counted per node in the metadata, as the JSON Lines reader counts them.
+line) are counted per node in the metadata, as the JSON Lines reader counts them.  The
+repetition's digest (plots.digest_store: its summary rows and what the figures draw) is
+written next to the events, so that ``aspan plot`` need not read them.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from plots.logs import PARQUET, PARQUET_JSON_COLUMNS as _META_JSON, PARQUET_BAD_LINES as _META_BAD, events_frame, read_node_log
+from plots.logs import (PARQUET, PARQUET_JSON_COLUMNS as _META_JSON, PARQUET_BAD_LINES as _META_BAD,
+                        events_frame, read_node_log)
 
 
 
@@ -71,4 +74,18 @@ def compact_rep(rep_dir: Path) -> tuple[int, int]:
     before = sum(p.stat().st_size for p in logs)
     for log in logs:
         log.unlink()
-    return before, (rep_dir / PARQUET).stat().st_size
+    digest = write_rep_digest(rep_dir)
+    return before, (rep_dir / PARQUET).stat().st_size + digest.stat().st_size
+
+
+def write_rep_digest(rep_dir: Path) -> Path:
+    """Compute and cache the digest of a compacted repetition (plots.digest_store): what
+    ``aspan plot`` and the summary read instead of its events.  Its directory name gives the
+    variant and repetition when meta.json lacks them, as plots.logs.iter_reps does."""
+    from plots.digest_store import DIGEST, digest_key, rep_digest
+    rep_dir = Path(rep_dir)
+    if digest_key(rep_dir) is None:
+        raise ValueError(f"{rep_dir}: not a compacted repetition (no {PARQUET}, or .log files left)")
+    k = int(rep_dir.name[3:]) if rep_dir.name[3:].isdigit() else 0
+    rep_digest(rep_dir, rep_dir.parent.name, k, write=True)
+    return rep_dir / DIGEST

@@ -1,5 +1,6 @@
-"""Per-run plotting data: each rep is loaded once, reduced to its summary row and the few
-series the figures need (cwnd, transmissions per packet, snoop cache size), then dropped."""
+"""Per-run plotting data: each repetition reduced to its digest (plots.digest: the summary rows,
+the histograms and the drawn series the figures need), read from disk when the repetition is
+compacted and its digest is current, else computed from its logs."""
 from __future__ import annotations
 
 import math
@@ -11,11 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from plots.flows import FlowInfo, flow_events, rep_flows
+from plots.digest import Drawn, FlowDigest, Hist, RepDigest, rep_series
 from plots.analysis import load
-from plots.logs import RepLogs, aligned_times
-from plots.summary import (SUMMARY_COLUMNS, FlowRoles, flow_roles, read_summary, rep_rows,
-                           sender_cwnd_segments, summary_frame, tx_counts, write_summary_rows)
+from plots.flows import rep_flows
+from plots.logs import load_rep
+from plots.summary import SUMMARY_COLUMNS, read_summary, summary_frame, write_summary_rows
 
 __all__ = ["RepData", "VariantGroup", "RunData", "load_run", "sweep_spec", "sweep_value_for"]
 
@@ -24,8 +25,10 @@ __all__ = ["RepData", "VariantGroup", "RunData", "load_run", "sweep_spec", "swee
 class RepData:
     """What the figures and the report need from one (variant, repetition, flow).
 
-    ``row`` is the flow's summary row; ``cwnd`` and ``tx_counts`` are the flow's; ``cache``
-    (per node) belongs to the whole repetition and is shared by its flows.
+    ``row`` is the flow's summary row; ``digest`` holds the flow's cwnd and transmissions per
+    packet (histograms and drawn series); ``cache_drawn`` (per node) belongs to the whole
+    repetition and is shared by its flows.  ``cwnd``, ``tx_counts`` and ``cache`` give the full
+    series, read from the logs when first asked for (the figures never need them).
     """
 
     variant: str
@@ -35,12 +38,13 @@ class RepData:
     row: dict[str, Any]
     bad_lines: int
     bad_lines_by_node: dict[str, int]
-    cwnd: pd.DataFrame          # t (s since flow start), cwnd_seg
-    tx_counts: np.ndarray       # transmissions per segment, in (flow, seq) order
-    cache: dict[str, pd.DataFrame] = field(default_factory=dict)  # node -> t, segments
+    digest: FlowDigest
+    cache_drawn: dict[str, Drawn] = field(default_factory=dict)  # node -> t, segments (drawn)
     sweep_value: Any = None
     flow: str = ""
     n_flows: int = 1
+    _full: tuple[pd.DataFrame, np.ndarray, dict[str, pd.DataFrame]] | None = field(
+        default=None, repr=False)
 
     @property
     def status(self) -> str:
@@ -52,6 +56,42 @@ class RepData:
     @property
     def failed(self) -> bool:
         return self.status == "failed"
+
+    @property
+    def has_cache(self) -> bool:
+        """True when the repetition logged cache sizes (some node snooped)."""
+        return bool(self.cache_drawn)
+
+    @property
+    def cwnd_hist(self) -> Hist:
+        return self.digest.cwnd
+
+    @property
+    def tx_hist(self) -> Hist:
+        return self.digest.tx
+
+    def _series(self) -> tuple[pd.DataFrame, np.ndarray, dict[str, pd.DataFrame]]:
+        if self._full is None:
+            logs = load_rep(self.rep_dir)
+            flows = rep_flows(logs)
+            flow = next((f for f in flows if f.label == self.flow), flows[0])
+            self._full = rep_series(logs, flow, flows)
+        return self._full
+
+    @property
+    def cwnd(self) -> pd.DataFrame:
+        """The flow's cwnd: ``t`` (s since the first flow start), ``cwnd_seg`` (from the logs)."""
+        return self._series()[0]
+
+    @property
+    def tx_counts(self) -> np.ndarray:
+        """Transmissions per segment, in (flow, seq) order (from the logs)."""
+        return self._series()[1]
+
+    @property
+    def cache(self) -> dict[str, pd.DataFrame]:
+        """Per node: ``t``, ``segments`` of every cache event of the repetition (from the logs)."""
+        return self._series()[2]
 
 
 @dataclass
@@ -194,40 +234,10 @@ def sweep_value_for(meta: dict[str, Any], variant: str, experiment: dict[str, An
     return None
 
 
-def _rep_data(rep: RepLogs, variant: str, repetition: int, row: dict[str, Any],
-              flow: FlowInfo, flows: list[FlowInfo]) -> RepData:
-    ev = rep.events
-    roles = flow_roles(rep)
-    t_all = aligned_times(ev, rep.meta)
-    starts = t_all[(ev["ev"] == "flow_start") & ev["node"].isin(list(roles.senders))]
-    t0 = float(starts.min()) if len(starts) else (float(t_all.min()) if len(t_all) else 0.0)
-    if len(flows) > 1:
-        view = RepLogs(meta=rep.meta, events=flow_events(rep, flow, flows), rep_dir=rep.rep_dir)
-        cwnd = sender_cwnd_segments(view, FlowRoles(frozenset({flow.sender}),
-                                                    frozenset({flow.receiver}), 1))
-    else:
-        view = rep
-        cwnd = sender_cwnd_segments(rep, roles)
-    cwnd = cwnd[["t", "cwnd_seg"]].dropna()
-    cwnd = cwnd.assign(t=cwnd["t"] - t0).reset_index(drop=True)
-    return RepData(variant, repetition, rep.rep_dir or Path("."), rep.meta, row,
-                   rep.bad_lines, dict(rep.bad_lines_by_node), cwnd, tx_counts(view.events),
-                   _cache_series(rep, t_all, t0), flow=flow.label, n_flows=len(flows))
-
-
-def _cache_series(rep: RepLogs, t_all: pd.Series, t0: float) -> dict[str, pd.DataFrame]:
-    """Per node: t (s since the first flow start), segments of every ``cache`` event."""
-    ev = rep.events
-    cache_ev = ev[ev["ev"] == "cache"]
-    cache: dict[str, pd.DataFrame] = {}
-    if not cache_ev.empty and "segments" in cache_ev:
-        t_cache = t_all[cache_ev.index] - t0
-        frame = pd.DataFrame({"node": cache_ev["node"].astype(str).to_numpy(),
-                              "t": t_cache.to_numpy(dtype=np.float64),
-                              "segments": cache_ev["segments"].to_numpy(dtype=np.float64)})
-        for node, part in frame.groupby("node", sort=True):
-            cache[str(node)] = part[["t", "segments"]].dropna().reset_index(drop=True)
-    return cache
+def _rep_data(digest: RepDigest, rep_dir: Path, flow: FlowDigest) -> RepData:
+    return RepData(digest.variant, digest.repetition, rep_dir, digest.meta, dict(flow.row),
+                   digest.bad_lines, dict(digest.bad_lines_by_node), flow, digest.cache,
+                   flow=flow.flow, n_flows=flow.n_flows)
 
 
 def _rep_key(row: dict[str, Any]) -> tuple[str, int, str]:
@@ -244,18 +254,17 @@ def load_run(run_dir: Path, resummarize: bool = False, write: bool = True) -> Ru
     When summary.csv exists and is kept, its rows are the ones shown (matched on variant,
     repetition and flow); a flow missing from it uses the row computed from its logs (noted).
     """
+    from plots.digest_store import run_digests
     run = load(run_dir)              # the analysis API (plots.analysis): the same reading of the logs
     run_dir, experiment = run.run_dir, run.experiment
     spec = sweep_spec(experiment)
     reps: list[RepData] = []
-    for variant, k, logs in run.reps():
-        flows = rep_flows(logs)
-        for flow, row in zip(flows, rep_rows(logs, variant, k)):
-            data = _rep_data(logs, variant, k, row, flow, flows)
+    for rep_dir, digest in run_digests(run_dir, write=write):
+        for flow in digest.flows:
+            data = _rep_data(digest, rep_dir, flow)
             if spec is not None:
-                data.sweep_value = sweep_value_for(logs.meta, variant, experiment, spec)
+                data.sweep_value = sweep_value_for(digest.meta, digest.variant, experiment, spec)
             reps.append(data)
-        del logs
     notes: list[str] = []
     csv = run_dir / "summary.csv"
     computed = summary_frame([r.row for r in reps])

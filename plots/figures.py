@@ -23,6 +23,7 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
                                NullFormatter)
 
 from plots.data import RepData, VariantGroup  # noqa: E402
+from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 
 __all__ = [
     "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
@@ -31,7 +32,6 @@ __all__ = [
     "write_figures", "log_ticks", "tail_squeezes",
 ]
 
-MAX_POINTS = 2000  # points per drawn line; longer series are reduced (see _reduce)
 OVERLAY_MAX = 3     # time series of more groups than this get one panel per group
 TAIL_RATIO = 20.0   # a log axis when the largest value exceeds the body this many times
 SWEEP_METRICS: dict[str, str] = {
@@ -74,23 +74,6 @@ def _new(width: float = 6.4, height: float = 4.2) -> tuple[Figure, Axes]:
     return fig, fig.add_subplot()
 
 
-def _ecdf_weights(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values and how often each occurs: what ``Axes.ecdf`` needs for the exact ECDF
-    (drawn with one step per distinct value, not one per sample: the figure files stay small)."""
-    return np.unique(values, return_counts=True)
-
-
-def _reduce(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reduce a long time series to MAX_POINTS time bins keeping each bin's maximum."""
-    if len(t) <= MAX_POINTS:
-        return t, y
-    edges = np.linspace(t.min(), t.max(), MAX_POINTS + 1)
-    b = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, MAX_POINTS - 1)
-    frame = pd.DataFrame({"b": b, "t": t, "y": y}).groupby("b").agg(t=("t", "first"),
-                                                                     y=("y", "max"))
-    return frame["t"].to_numpy(), frame["y"].to_numpy()
-
-
 def _stats(values: Sequence[float]) -> tuple[float, float, float]:
     """mean, min, max of the finite values (NaN if none)."""
     arr = np.asarray([v for v in values if v is not None], dtype=float)
@@ -110,7 +93,7 @@ def _row_values(group: VariantGroup, col: str) -> list[float]:
 
 def _snooping(groups: Sequence[VariantGroup]) -> list[VariantGroup]:
     """Groups with at least one usable rep that logged cache events."""
-    return [g for g in groups if any(r.cache for r in g.usable)]
+    return [g for g in groups if any(r.has_cache for r in g.usable)]
 
 
 def log_ticks(axis: Any, lo: float | None = None, hi: float | None = None) -> None:
@@ -178,28 +161,27 @@ def _grouped_bars(groups: Sequence[VariantGroup], metrics: dict[str, str], ylabe
     return _save(fig, out_dir, name)
 
 
-def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.ndarray],
+def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], Hist],
                 xlabel: str, title: str, out_dir: Path, name: str,
                 logx_above: float | None = None, integer_x: bool = False) -> list[Path]:
-    """ECDF per group, pooled over repetitions. Curves that coincide stay visible (line
-    styles cycle, earlier curves drawn wider). Log x when the largest value exceeds
+    """ECDF per group, pooled over repetitions (their histograms merged: the exact ECDF, drawn
+    with one step per distinct value, so the figure files stay small). Curves that coincide stay
+    visible (line styles cycle, earlier curves drawn wider). Log x when the largest value exceeds
     ``logx_above`` or TAIL_RATIO x the smallest group median (a tail squeezing the body)."""
     fig, ax = _new()
     xmax, xmin, medians = 0.0, np.inf, []
     drawn = 0
     for i, (g, color) in enumerate(zip(groups, _colors(len(groups)))):
-        parts = [values(r) for r in g.usable]
-        pooled = np.concatenate(parts) if parts else np.zeros(0)
-        pooled = pooled[np.isfinite(pooled)]
-        if not len(pooled):
+        pooled = Hist.pooled([values(r) for r in g.usable]).finite()
+        if not pooled.n:
             continue
-        x, counts = _ecdf_weights(pooled)
+        x, counts = pooled.values, pooled.counts
         ax.ecdf(x, weights=counts, label=g.label, color=color, ls=_STYLES[i % len(_STYLES)],
                 lw=max(0.9, 2.6 - 0.4 * i))
         xmax = max(xmax, float(x[-1]))
         if (x > 0).any():
             xmin = min(xmin, float(x[x > 0].min()))
-        medians.append(float(np.median(pooled)))
+        medians.append(pooled.median())
         drawn += 1
     if not drawn:
         return []
@@ -217,6 +199,24 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], np.n
     ax.legend()
     ax.grid(alpha=0.3)
     return _save(fig, out_dir, name)
+
+
+def _unshare(fig: Figure) -> None:
+    """Fix every panel's shared limits as they now are, then let the panels stop sharing them.
+
+    A figure of 63 panels that share x and y spends most of its drawing time in matplotlib's
+    bookkeeping of the shared limits (every limit lookup visits every sibling, several times per
+    tick).  Once every panel is drawn, nothing changes the limits any more: fixed, they are the
+    same numbers and the same figure, without that cost.  (matplotlib has no public way to stop
+    sharing; ``Figure.delaxes`` leaves the groups the same way.)"""
+    axes = fig.get_axes()
+    limits = [(ax.get_xlim(), ax.get_ylim()) for ax in axes]
+    for ax in axes:
+        for name in ("x", "y"):
+            ax._shared_axes[name].remove(ax)
+    for ax, (xlim, ylim) in zip(axes, limits):
+        ax.set_xlim(xlim, emit=False, auto=False)
+        ax.set_ylim(ylim, emit=False, auto=False)
 
 
 def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str, xlabel: str,
@@ -249,6 +249,7 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
         ax.grid(alpha=0.3)
     if not kept:
         return []
+    _unshare(fig)
     fig.supxlabel(xlabel)
     fig.supylabel(ylabel)
     fig.suptitle(title)
@@ -259,44 +260,45 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
 
 def cwnd_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """CDF of the sender's cwnd in segments, pooled over repetitions (paper Fig. 2b, 4b, 5b, 7b)."""
-    return _cdf_figure(groups, lambda r: r.cwnd["cwnd_seg"].to_numpy(dtype=float),
+    return _cdf_figure(groups, lambda r: r.cwnd_hist,
                        "congestion window (segments)",
                        "Congestion window size at the sender", out_dir, "cwnd_cdf")
 
 
 def _series_figure(groups: Sequence[VariantGroup],
-                   get: Callable[[RepData], tuple[np.ndarray, np.ndarray]], title: str,
+                   get: Callable[[RepData], tuple[Drawn, Hist]], title: str,
                    ylabel: str, xlabel: str, out_dir: Path, name: str,
                    step: bool = True) -> list[Path]:
     """A series of the representative rep of each group: overlaid for up to OVERLAY_MAX
     groups, else one panel per group (shared axes). Log y when the largest value exceeds
-    TAIL_RATIO x the smallest group median."""
+    TAIL_RATIO x the smallest group median.  ``get`` gives the series as drawn and the
+    histogram of all its values (whose largest, median and smallest positive value decide
+    the axis, as they would on the whole series)."""
     chosen = []
     for g in groups:
         rep = g.representative()
         if rep is None:
             continue
-        t, y = get(rep)
-        if len(t):
-            chosen.append((g, rep, t, y))
+        drawn, hist = get(rep)
+        if hist.n:
+            chosen.append((g, rep, drawn.t, drawn.y, hist))
     if not chosen:
         return []
-    largest = max(float(np.nanmax(y)) for _g, _r, _t, y in chosen)
-    medians = [float(np.nanmedian(y)) for _g, _r, _t, y in chosen]
+    largest = max(h.largest() for *_x, h in chosen)
+    medians = [h.median() for *_x, h in chosen]
     positive = [m for m in medians if m > 0]
     logy = bool(positive) and tail_squeezes(largest, min(positive))
-    smallest = min((float(np.nanmin(y[y > 0])) for *_x, y in chosen if (y > 0).any()),
+    smallest = min((v for *_x, h in chosen if (v := h.smallest_positive()) is not None),
                    default=None)
 
     def plot(ax: Axes, t: np.ndarray, y: np.ndarray, **kw: Any) -> None:
-        t, y = _reduce(t, y)
         if step:
             ax.step(t, y, where="post", **kw)
         else:
             ax.plot(t, y, lw=0.8, **kw)
 
     if len(chosen) > OVERLAY_MAX:
-        by_rep = {id(r): (t, y) for _g, r, t, y in chosen}
+        by_rep = {id(r): (t, y) for _g, r, t, y, _h in chosen}
 
         def draw(ax: Axes, rep: RepData, color: Any) -> bool:
             t, y = by_rep[id(rep)]
@@ -306,7 +308,7 @@ def _series_figure(groups: Sequence[VariantGroup],
                                    out_dir, name, sharey=True,
                                    logy=(smallest, largest) if logy else None)
     fig, ax = _new()
-    for i, ((g, rep, t, y), color) in enumerate(zip(chosen, _colors(len(chosen)))):
+    for i, ((g, rep, t, y, _h), color) in enumerate(zip(chosen, _colors(len(chosen)))):
         plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
              ls=_STYLES[i % len(_STYLES)])
     if logy:
@@ -323,8 +325,8 @@ def _series_figure(groups: Sequence[VariantGroup],
 def cwnd_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """Sender cwnd over time, one representative rep per variant (and flow) (paper Fig. 10a);
     one panel per variant when there are more than OVERLAY_MAX."""
-    def get(rep: RepData) -> tuple[np.ndarray, np.ndarray]:
-        return rep.cwnd["t"].to_numpy(float), rep.cwnd["cwnd_seg"].to_numpy(float)
+    def get(rep: RepData) -> tuple[Drawn, Hist]:
+        return rep.digest.cwnd_drawn, rep.cwnd_hist
     return _series_figure(groups, get, "Congestion window at the sender over time",
                           "congestion window (segments)", "time since flow start (s)",
                           out_dir, "cwnd_time")
@@ -340,7 +342,7 @@ def losses_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
 def tx_per_pkt_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """CDF of transmissions per packet over all nodes, pooled (paper Fig. 3, 6, 8); log x if
     the largest count exceeds 20."""
-    return _cdf_figure(groups, lambda r: r.tx_counts.astype(float),
+    return _cdf_figure(groups, lambda r: r.tx_hist,
                        "transmissions per packet (count, all nodes)",
                        "Number of transmissions per packet", out_dir, "tx_per_pkt_cdf",
                        logx_above=20, integer_x=True)
@@ -349,8 +351,8 @@ def tx_per_pkt_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
 def tx_per_packet(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """Transmissions of each packet of a flow in sequence order, one representative rep per
     variant (and flow) (paper Fig. 10b); long flows are reduced to the maximum per bin."""
-    def get(rep: RepData) -> tuple[np.ndarray, np.ndarray]:
-        return (np.arange(len(rep.tx_counts), dtype=float), rep.tx_counts.astype(float))
+    def get(rep: RepData) -> tuple[Drawn, Hist]:
+        return rep.digest.tx_drawn, rep.tx_hist
     return _series_figure(groups, get, "Transmissions per packet along the flow",
                           "transmissions per packet (count)",
                           "packet (index in sequence order)", out_dir, "tx_per_packet",
@@ -361,12 +363,11 @@ def snoop_cache_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list
     """Snoop cache size over time per snooping node, one representative rep per snooping
     variant (one panel each); variants without cache events are left out."""
     def draw(ax: Axes, rep: RepData, _color: Any) -> bool:
-        if not rep.cache:
+        if not rep.has_cache:
             return False
-        for node, color in zip(sorted(rep.cache), _colors(len(rep.cache))):
-            part = rep.cache[node]
-            t, y = _reduce(part["t"].to_numpy(float), part["segments"].to_numpy(float))
-            ax.step(t, y, where="post", label=f"node {node}", color=color)
+        for node, color in zip(sorted(rep.cache_drawn), _colors(len(rep.cache_drawn))):
+            part = rep.cache_drawn[node]
+            ax.step(part.t, part.y, where="post", label=f"node {node}", color=color)
         ax.legend(fontsize="small")
         return True
     return _per_variant_panels(_snooping(groups), "Snoop cache size over time",
@@ -577,17 +578,57 @@ FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], s
 REP_FIGURES = ("snoop_cache_time", "snoop_memory")
 
 
+# What the figure workers draw: set before they are forked, so that they inherit the run's data
+# instead of receiving a pickled copy per figure.
+_WORK: tuple[Sequence[VariantGroup], Path, Sequence[SweepSeries], Sequence[VariantGroup] | None] | None = None
+# Drawn first (the slowest: one panel per variant, or many points), so two workers end together.
+_HEAVY_FIRST = ("cwnd_time", "tx_per_packet", "snoop_cache_time")
+SWEEPS = "sweep"   # the task that draws every sweep figure
+
+
+def _draw(key: str) -> list[Path]:
+    """Draw figure ``key`` (a key of FIGURES, or SWEEPS) from _WORK."""
+    assert _WORK is not None, "write_figures sets the data first"
+    groups, out_dir, sweeps, rep_groups = _WORK
+    if key == SWEEPS:
+        return sweep_figures(sweeps, out_dir)
+    use = rep_groups if (key in REP_FIGURES and rep_groups is not None) else groups
+    return FIGURES[key][0](use, out_dir)
+
+
+def _figure_jobs(groups: Sequence[VariantGroup], jobs: int | None) -> int:
+    """Worker processes for the figures: with many repetitions (where drawing takes tens of
+    seconds) as many as the runner uses (up to 2); one process, no pool, for small runs."""
+    if jobs is not None:
+        return max(1, jobs)
+    import os
+    n_reps = sum(len(g.reps) for g in groups)
+    return min(os.cpu_count() or 1, 2) if n_reps >= 40 else 1
+
+
 def write_figures(groups: Sequence[VariantGroup], out_dir: Path,
                   sweeps: Sequence[SweepSeries] = (),
-                  rep_groups: Sequence[VariantGroup] | None = None) -> dict[str, list[Path]]:
-    """Draw every figure that has data; returns {figure key: written paths}.
-    ``rep_groups`` (one rep per repetition; default ``groups``) feed REP_FIGURES."""
-    out: dict[str, list[Path]] = {}
-    for key, (func, _caption) in FIGURES.items():
-        use = rep_groups if (key in REP_FIGURES and rep_groups is not None) else groups
-        paths = func(use, Path(out_dir))
-        if paths:
-            out[key] = paths
-    for path in sweep_figures(sweeps, Path(out_dir)):
+                  rep_groups: Sequence[VariantGroup] | None = None,
+                  jobs: int | None = None) -> dict[str, list[Path]]:
+    """Draw every figure that has data; returns {figure key: written paths}, in FIGURES order
+    then the sweep figures.  ``rep_groups`` (one rep per repetition; default ``groups``) feed
+    REP_FIGURES.  The figures are independent: with ``jobs`` > 1 (default: see _figure_jobs)
+    they are drawn by forked worker processes, each file exactly as one process would write it."""
+    global _WORK
+    keys = sorted(FIGURES, key=lambda k: k not in _HEAVY_FIRST) + [SWEEPS]
+    _WORK = (groups, Path(out_dir), sweeps, rep_groups)
+    try:
+        jobs = _figure_jobs(groups, jobs)
+        if jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                drawn = dict(zip(keys, pool.map(_draw, keys)))
+        else:
+            drawn = {key: _draw(key) for key in keys}
+    finally:
+        _WORK = None
+    out: dict[str, list[Path]] = {key: drawn[key] for key in FIGURES if drawn[key]}
+    for path in drawn[SWEEPS]:
         out.setdefault(path.stem, []).append(path)
     return out

@@ -89,8 +89,9 @@ def rep_flows(rep: RepLogs) -> list[FlowInfo]:
     logged: list[str] = []
     if "flow" in ev:
         data_dir = ev[ev["ev"].isin(DATA_EVENTS)]  # not drop: a dropped ACK names its own direction
-        ids = (list(starts["flow"].dropna().astype(str))
-               + list(data_dir["flow"].dropna().astype(str)))
+        # each part's distinct ids in order of first appearance: what dict.fromkeys keeps of all
+        ids = (list(pd.unique(starts["flow"].dropna().astype(str)))
+               + list(pd.unique(data_dir["flow"].dropna().astype(str))))
         logged = [k for k in dict.fromkeys(ids) if ">" in k]
     start_of = {}
     if "flow" in starts:

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from plots.logs import iter_reps, load_experiment  # noqa: E402
+from plots.logs import PARQUET, iter_reps, load_experiment  # noqa: E402
 
 __all__ = ["medium_variants", "mac_frame", "medium_figures", "medium_section"]
 
@@ -46,17 +46,34 @@ def _mac_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _mac_events(rep_dir: Path) -> list[tuple[dict[str, Any], str]]:
+    """The repetition's ``mac`` events with the node its file names: from the JSON Lines logs, and
+    from ``events.parquet`` once compacted (only those rows are read; a field the event did not
+    carry is left out, as in its JSON line)."""
+    out = [(e, log.stem) for log in sorted(rep_dir.glob("*.log")) for e in _mac_lines(log)]
+    compacted = rep_dir / PARQUET
+    if compacted.is_file():
+        import pyarrow.parquet as pq
+        try:
+            table = pq.read_table(compacted, filters=[("ev", "==", "mac")])
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{compacted}: not readable as the repetition's events ({exc})") from None
+        for rec in table.to_pylist():
+            e = {k: v for k, v in rec.items() if v is not None and v == v}   # NaN: not carried
+            out.append((e, str(e.get("node", ""))))
+    return out
+
+
 def mac_frame(run_dir: Path) -> pd.DataFrame:
     """One row per (variant, repetition, node) with the node's MAC counters, ``end_s`` (how long the
     medium ran: ``elapsed_s``) and ``airtime_share`` (airtime / end_s)."""
     rows = []
     for variant, rep, rep_dir in iter_reps(Path(run_dir)):
-        for log in sorted(rep_dir.glob("*.log")):
-            for e in _mac_lines(log):
-                node = e.get("station") or e.get("node", log.stem)   # medium.log (local backend): one per station
-                row = {"variant": variant, "repetition": rep, "node": node, "end_s": e.get("elapsed_s", e["t"])}
-                row.update({k: e.get(k, 0) for k in MAC_FIELDS})
-                rows.append(row)
+        for e, file_node in _mac_events(rep_dir):
+            node = e.get("station") or e.get("node", file_node)   # medium.log (local backend): one per station
+            row = {"variant": variant, "repetition": rep, "node": node, "end_s": e.get("elapsed_s", e["t"])}
+            row.update({k: e.get(k, 0) for k in MAC_FIELDS})
+            rows.append(row)
     frame = pd.DataFrame(rows, columns=["variant", "repetition", "node", "end_s", *MAC_FIELDS])
     frame["airtime_share"] = frame["airtime_ns"] / 1e9 / frame["end_s"].where(frame["end_s"] > 0)
     return frame

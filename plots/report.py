@@ -75,7 +75,7 @@ def snoops(data: RunData) -> bool:
     for r in data.reps:
         policy = (r.meta.get("snoop") or {}).get("policy") if isinstance(
             r.meta.get("snoop"), dict) else None
-        if (policy and policy != "none") or r.cache:
+        if (policy and policy != "none") or r.has_cache:
             return True
     return False
 

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 from plots.flows import FlowInfo, flow_events, rep_flows
-from plots.analysis import load
-from plots.logs import RepLogs, aligned_times, check_run_dir
+from plots.logs import RepLogs, aligned_times
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -32,7 +31,6 @@ __all__ = [
     "rep_rows",
     "summary_frame",
     "write_summary_rows",
-    "write_summary",
     "read_summary",
 ]
 
@@ -422,14 +420,6 @@ def rep_row(rep: RepLogs, variant: str, repetition: int) -> dict[str, Any]:
     if len(rows) != 1:
         raise ValueError(f"{rep.rep_dir}: {len(rows)} flows; use rep_rows")
     return rows[0]
-
-
-def write_summary(run_dir: Path) -> pd.DataFrame:
-    """Summarize every rep of ``run_dir`` (iter_reps order, one row per flow) and write
-    ``run_dir/summary.csv``."""
-    run_dir = check_run_dir(Path(run_dir))
-    rows = [row for v, k, logs in load(run_dir).reps() for row in rep_rows(logs, v, k)]
-    return write_summary_rows(run_dir, rows)
 
 
 def read_summary(path: Path) -> pd.DataFrame:

@@ -1,4 +1,5 @@
 """plots.compact: a finished repetition's logs as one Parquet file, read back as the JSON Lines were."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,18 @@ def test_a_compacted_run_has_the_same_summary_on_a_fifth_of_the_disk_or_less(tmp
     assert not list(compacted.glob("*/rep*/*.log")) and len(list(compacted.glob("*/rep*/" + PARQUET))) == 2
     size = lambda d: sum(p.stat().st_size for p in d.glob("*/rep*/*") if p.suffix in (".log", ".parquet"))  # noqa: E731
     assert size(compacted) * 5 <= size(plain)
+
+
+def test_the_medium_counters_are_read_from_a_compacted_repetition(tmp_path):
+    from plots.medium import mac_frame
+    mac = dict(frames=10, attempts=12, retries=2, collisions=1, hidden=0, ack_lost=1, mac_drops=0,
+               queue_drops=0, airtime_ns=5_000_000, elapsed_s=4.0)
+    rep = write_rep(tmp_path / "run", "aspan", 0, basic_flow_events())
+    for n in ("A", "B", "C", "D"):          # written as the nodes write them: no spaces
+        with (rep / f"{n}.log").open("a") as f:
+            f.write(json.dumps(ev(9.0, n, "mac", **mac), separators=(",", ":")) + "\n")
+    before = mac_frame(tmp_path / "run")
+    compact_rep(rep)
+    after = mac_frame(tmp_path / "run")
+    assert len(before) == 4 and list(after["node"]) == ["A", "B", "C", "D"]
+    pd.testing.assert_frame_equal(after, before, check_dtype=False)

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plots.logs import aligned_times, iter_reps, load_rep, read_node_log
+from plots.run_summary import write_summary
 from plots.summary import (REP_COLUMNS, SUMMARY_COLUMNS, read_summary, summarize_flows,
-                           summarize_rep, write_summary)
+                           summarize_rep)
 from plots.testing import (FLOW, basic_flow_events, ev, reverse_flow_events, write_experiment,
                            write_rep)
 
