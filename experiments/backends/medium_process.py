@@ -27,10 +27,10 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from experiments.backends.medium_daemon import config_main, log_mac_stats, watch_parent
 from experiments.medium_spec import build_medium
 from routing.eventlog import EventLog
 from routing.medium import Delivered, Frame, Medium, Output
@@ -155,12 +155,6 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
     return proc, peers
 
 
-def _watch_parent(proc: MediumProcess, parent: int) -> None:
-    while not proc.stop_event.wait(1.0):
-        if os.getppid() != parent:
-            proc.stop()
-            return
-
 
 def run_medium(conf: dict[str, Any]) -> int:
     log = EventLog(Path(conf["log"]), "medium", batch=True)
@@ -172,7 +166,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: proc.stop())
-        threading.Thread(target=_watch_parent, args=(proc, os.getppid()), daemon=True).start()
+        watch_parent(proc)
         log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), pairs=len(pairs))
         log.flush()
         Path(conf["ready_file"]).write_text("ready")
@@ -181,8 +175,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         finally:
             t = time.time()
             elapsed = round(proc.now_ns() / 1e9, 6)
-            for name, st in medium.stations.items():
-                log.emit(t, "mac", station=name, elapsed_s=elapsed, **asdict(st.stats))
+            log_mac_stats(log, medium, t, elapsed)
             log.emit(t, "node_stop", address="medium", frames_in=proc.frames_in, frames_out=proc.frames_out,
                      send_errors=proc.send_errors)
             proc.close()
@@ -196,15 +189,7 @@ def run_medium(conf: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "--config":
-        print("usage: python -m experiments.backends.medium_process --config FILE", file=sys.stderr)
-        return 2
-    try:
-        conf = json.loads(Path(argv[1]).read_text())
-    except (OSError, ValueError) as e:
-        print(f"medium process: cannot read config {argv[1]}: {e}", file=sys.stderr)
-        return 2
-    return run_medium(conf)
+    return config_main(argv, "experiments.backends.medium_process", "medium process", run_medium)
 
 
 if __name__ == "__main__":

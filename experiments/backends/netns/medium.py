@@ -24,7 +24,6 @@ Run by the runner: ``python -m experiments.backends.netns.medium --config FILE``
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import select
 import signal
@@ -33,10 +32,10 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from experiments.backends.medium_daemon import config_main, log_mac_stats, watch_parent
 from experiments.medium_spec import build_medium
 from routing.eventlog import EventLog
 from routing.link_shaper import SO_TIMESTAMP
@@ -184,12 +183,6 @@ class NetnsMedium:
         self._stamp.close()
 
 
-def _watch_parent(proc: NetnsMedium, parent: int) -> None:
-    while not proc.stop_event.wait(1.0):
-        if os.getppid() != parent:
-            proc.stop()
-            return
-
 
 def run_medium(conf: dict[str, Any]) -> int:
     log = EventLog(Path(conf["log"]), "medium", batch=True)
@@ -204,7 +197,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         proc = NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: proc.stop() if proc is not None else None)
-        threading.Thread(target=_watch_parent, args=(proc, os.getppid()), daemon=True).start()
+        watch_parent(proc)
         log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), nodes=len(nodes))
         log.flush()
         ready = Path(conf["ready_file"])
@@ -215,8 +208,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         finally:
             t = time.time()
             elapsed = round(proc.now_ns() / 1e9, 6)
-            for name, st in medium.stations.items():
-                log.emit(t, "mac", station=name, elapsed_s=elapsed, **asdict(st.stats))
+            log_mac_stats(log, medium, t, elapsed)
             log.emit(t, "node_stop", address="medium", **proc.stats)
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
@@ -232,15 +224,7 @@ def run_medium(conf: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "--config":
-        print("usage: python -m experiments.backends.netns.medium --config FILE", file=sys.stderr)
-        return 2
-    try:
-        conf = json.loads(Path(argv[1]).read_text())
-    except (OSError, ValueError) as e:
-        print(f"netns medium: cannot read config {argv[1]}: {e}", file=sys.stderr)
-        return 2
-    return run_medium(conf)
+    return config_main(argv, "experiments.backends.netns.medium", "netns medium", run_medium)
 
 
 if __name__ == "__main__":
