@@ -80,13 +80,18 @@ def expected_goodput_mbps(rate_mbps: float, handlers: str) -> float:
 def ping_median_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtime: bool = False) -> float:
     """The median RTT of ``count`` pings; ``realtime``: ping itself runs SCHED_RR, so that its own
     wake-up under CPU load (up to a scheduler tick) is not counted as the links' time."""
+    return statistics.median(ping_rtts_ms(ns, dst, count, interval, realtime))
+
+
+def ping_rtts_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtime: bool = False) -> list[float]:
+    """The RTT of each of ``count`` pings that got a reply (RuntimeError if fewer than half did)."""
     pre = ["chrt", "-r", "10"] if realtime else []
     r = run([*pre, "ping", "-U", "-n", "-c", str(count), "-i", str(interval), dst], ns=ns, check=False,
             timeout=count * interval + 30)
     rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]
     if len(rtts) < count // 2:
         raise RuntimeError(f"ping {dst}: {len(rtts)} of {count} replies: {r.stdout[-300:]} {r.stderr[-300:]}")
-    return statistics.median(rtts)
+    return rtts
 
 
 def iperf3_mbps(server_ns: str, client_ns: str, dst: str, seconds: float, omit: float) -> float:
