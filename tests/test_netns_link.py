@@ -8,7 +8,7 @@ loading the CPUs does not decide the result (docs/NETNS.md, "Emulated links").
 RTT bounds: the issue's 10 % on the smallest RTT of the pings, which is what the links add, and
 25 % on the median.  On this machine the handlers' release lateness (node_stop ``link.late_max_us``:
 10-19 ms at times even on an idle machine) put the median of 11 pings 15-29 % above the configured
-RTT in 3 of about 13 runs, while the smallest RTT stayed within 2-3 % (docs/NETNS.md).
+RTT in 2 of 4 runs on an idle machine, while the smallest RTT of 25 pings stayed within 2 % (docs/NETNS.md).
 """
 import statistics
 import json
