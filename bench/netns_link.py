@@ -18,6 +18,7 @@ Run (root): .venv/bin/python -m bench netns_link [--pairs 1:5,10:2,2:20] [--hops
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
@@ -25,6 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from experiments.backends.netns.run import mesh_session
 from experiments.backends.netns.sh import run
@@ -94,24 +96,32 @@ def ping_rtts_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtime:
     return rtts
 
 
-def iperf3_mbps(server_ns: str, client_ns: str, dst: str, seconds: float, omit: float) -> float:
-    """The receiver's goodput of a TCP iperf3 test, the first ``omit`` seconds (slow start) left out."""
-    srv = subprocess.Popen(["ip", "netns", "exec", server_ns, "iperf3", "-s", "-1"],
+@contextlib.contextmanager
+def iperf3_server(ns: str) -> Iterator[None]:
+    """A one-test iperf3 server (``-s -1``) in namespace ``ns``, given half a second to listen;
+    waited for on exit (killed if it has not ended 10 s later)."""
+    srv = subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-s", "-1"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        r = run(["iperf3", "-c", dst, "-t", str(seconds), "-O", str(omit), "-J"], ns=client_ns, check=False,
-                timeout=seconds + omit + 60)
-        data = json.loads(r.stdout or "{}")
-        if "end" not in data or "sum_received" not in data["end"]:
-            raise RuntimeError(f"iperf3 -c {dst}: {data.get('error', r.stderr[-300:])}")
-        return data["end"]["sum_received"]["bits_per_second"] / 1e6
+        yield
     finally:
         try:
             srv.wait(timeout=10)
         except subprocess.TimeoutExpired:
             srv.kill()
             srv.wait()
+
+
+def iperf3_mbps(server_ns: str, client_ns: str, dst: str, seconds: float, omit: float) -> float:
+    """The receiver's goodput of a TCP iperf3 test, the first ``omit`` seconds (slow start) left out."""
+    with iperf3_server(server_ns):
+        r = run(["iperf3", "-c", dst, "-t", str(seconds), "-O", str(omit), "-J"], ns=client_ns, check=False,
+                timeout=seconds + omit + 60)
+    data = json.loads(r.stdout or "{}")
+    if "end" not in data or "sum_received" not in data["end"]:
+        raise RuntimeError(f"iperf3 -c {dst}: {data.get('error', r.stderr[-300:])}")
+    return data["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
 def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float]:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from bench.medium_capacity import FAST
+from bench.netns_link import iperf3_server
 from experiments.backends.netns.run import mesh_session
 from experiments.backends.netns.sh import run
 from experiments.schema import load_experiment
@@ -33,18 +32,9 @@ def measure(rate: int, seconds: float, realtime: bool) -> dict[str, float]:
                            "flows": [{"sender": "A", "receiver": "B", "segments": 1}]}, "capacity").variants[0].config
     with tempfile.TemporaryDirectory(prefix="netns-medcap-") as tmp:
         with mesh_session(cfg, Path(tmp)) as plan:
-            srv = subprocess.Popen(["ip", "netns", "exec", plan.ns("B"), "iperf3", "-s", "-1"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                time.sleep(0.5)
+            with iperf3_server(plan.ns("B")):
                 r = run(["iperf3", "-c", plan.addrs["B"], "-u", "-l", str(PAYLOAD), "-b", str(rate * PAYLOAD * 8),
                          "-t", str(seconds), "-J"], ns=plan.ns("A"), check=False, timeout=seconds + 60)
-            finally:
-                try:
-                    srv.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    srv.kill()
-                    srv.wait()
             data = json.loads(r.stdout or "{}")
             if "end" not in data or "sum" not in data["end"]:
                 raise RuntimeError(f"iperf3 -u: {data.get('error', r.stderr[-300:])}")
