@@ -1,7 +1,10 @@
 """Goodput of one bulk flow over the 3-hop loopback chain (local backend), no loss and 0.5 % per node.
 
 Prints goodput, each forwarder's datagrams/s and CPU share, and the ratio against a plain UDP
-relay chain measured in the same run (bench/relay_baseline.py).  Each loss setting runs with the
+relay chain measured in the same run (bench/relay_baseline.py).  A relay's CPU per datagram is
+printed with how many datagrams it found per wake-up of its loop, next to the plain relays' in the
+same run driven with small windows (``--floor-windows``): at the same datagrams per wake-up, the
+difference is what the forwarding step costs on top of a bare ``recv`` + ``sendto``.  Each loss setting runs with the
 authenticated overlay off and on (``auth.mac``, routing.auth), so the MAC's cost is measured in the
 same run (``--mac off`` or ``on`` runs only one).
 Run: .venv/bin/python -m bench local_goodput [--segments N] [--mac both|off|on]
@@ -15,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.relay_baseline import relay_baseline_mbps
+from bench.relay_baseline import relay_baseline
 from experiments.runner import run_experiment
 from experiments.schema import load_experiment
 
@@ -34,8 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", default="sack", choices=["reno", "sack"])
     ap.add_argument("--mac", default="both", choices=["both", "off", "on"],
                     help="the authenticated overlay: off, on, or both side by side (default)")
+    ap.add_argument("--floor-windows", default="2,4,8",
+                    help="windows (datagrams in flight) of the plain relay chain's small-window runs; '' for none")
     args = ap.parse_args(argv)
-    baseline = relay_baseline_mbps()
+    base = relay_baseline()
+    baseline = base.mbps
+    floors = [relay_baseline(seconds=3.0, window=int(w), port=47900 + 10 * (i + 1))
+              for i, w in enumerate(x for x in args.floor_windows.split(",") if x)]
     doc = {"name": "bench-goodput", "backend": "local", "repetitions": 1, "etx": {"settle_s": 2.0},
            "tcp": {"variant": args.variant},
            "flows": [{"sender": "A", "receiver": "D", "segments": args.segments}],
@@ -48,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         run = run_experiment(load_experiment(doc, "bench-goodput.yaml"), out=Path(tmp), plot=False)
         df = pd.read_csv(run / "summary.csv")
         print(f"\nplain UDP relay chain (baseline, same run): {baseline:8.2f} Mbit/s")
+        for b in [base] + floors:
+            print(f"{'':>17}plain relays, window {b.window:3d}: {b.relay_cpu_us:5.1f} us of CPU per datagram, "
+                  f"{b.relay_datagrams_per_sleep:5.1f} datagrams per wake-up, {b.mbps:7.2f} Mbit/s")
         for _, row in df.iterrows():
             rep = run / row["variant"] / "rep0"
             dur = row["duration_s"]
@@ -58,10 +69,12 @@ def main(argv: list[str] | None = None) -> int:
                 st = _node_stats(rep, n)
                 rx, cpu = st.get("rx_datagrams", 0), st.get("cpu_s", float("nan"))
                 fcpu, frx = st.get("cpu_flow_s") or float("nan"), st.get("rx_flow_datagrams") or 0
+                sleeps = st.get("sleeps_flow")
+                per_wake = f"{frx / max(sleeps, 1):5.1f}" if sleeps is not None else "  n/a"
                 print(f"{'':>17}forwarder {n}: {rx / dur:8.0f} datagrams/s received, "
                       f"CPU {cpu:.2f} s = {100 * cpu / dur:5.1f} % of one core over the transfer "
                       f"(includes settling); {1e6 * fcpu / max(frx, 1):5.1f} us of CPU per datagram "
-                      "received once data flows")
+                      f"received once data flows, {per_wake} datagrams per wake-up")
     return 0
 
 

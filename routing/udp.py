@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import resource
 import select
 import signal
 import socket
@@ -47,6 +48,13 @@ def socket_drops(bind: tuple[str, int], proc: str = "/proc/net/udp") -> int | No
     return None
 
 
+def _loop_sleeps() -> int:
+    """Voluntary context switches of the calling thread: how often it slept waiting (for its poll, a
+    lock).  On a relay each one is a wake-up whose cost (the scheduler, an inter-processor interrupt
+    on a VM) is shared by the datagrams it finds waiting."""
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+
+
 class UdpNode:
     """Runs ``core`` on a UDP socket bound to ``bind`` until stopped.
 
@@ -78,9 +86,11 @@ class UdpNode:
         self.send_errors = 0
         self.rx_datagrams = 0
         self.tx_datagrams = 0
-        # process CPU time and datagrams received when the first data segment went through this node:
-        # what a node spends per datagram once the flows run, without the probing before them
-        self.flow_start: tuple[float, int] | None = None
+        # process CPU time, datagrams received and the loop's sleeps when the first data segment went
+        # through this node: what a node spends per datagram once the flows run, without the probing
+        # before them, and how many datagrams it handles per wake-up (bench/local_goodput.py)
+        self.flow_start: tuple[float, int, int] | None = None
+        self._sleeps_end: int | None = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
@@ -189,12 +199,13 @@ class UdpNode:
                         core.engine.tap.writer.flush()
                     flushed = now
                 if self.flow_start is None and self._data_seen():
-                    self.flow_start = (time.process_time(), self.rx_datagrams)
+                    self.flow_start = (time.process_time(), self.rx_datagrams, _loop_sleeps())
                 if not self._done_said and self._done is not None and self._done():
                     self._done_said = True
                     if self._on_done:
                         self._on_done()
         finally:
+            self._sleeps_end = _loop_sleeps()
             stop.set()
             for p in probers:
                 p.join(timeout=2.0)
@@ -227,12 +238,14 @@ class UdpNode:
         tx = self.core.engine.step.tx
         return tx["send"] + tx["fwd"] > 0
 
-    def flow_cpu(self) -> tuple[float, int] | None:
-        """(CPU seconds, datagrams received) since the first data segment went through this node."""
+    def flow_cpu(self) -> tuple[float, int, int | None] | None:
+        """(CPU seconds, datagrams received, times the loop slept) since the first data segment went
+        through this node (sleeps: None before :meth:`run` ended)."""
         if self.flow_start is None:
             return None
-        cpu0, rx0 = self.flow_start
-        return time.process_time() - cpu0, self.rx_datagrams - rx0
+        cpu0, rx0, sleeps0 = self.flow_start
+        sleeps = None if self._sleeps_end is None else self._sleeps_end - sleeps0
+        return time.process_time() - cpu0, self.rx_datagrams - rx0, sleeps
 
     def _drain(self, budget: int = 256) -> None:
         """Read what the socket holds (up to ``budget`` datagrams) and process each, holding the

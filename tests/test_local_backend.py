@@ -54,6 +54,10 @@ def test_local_run_carries_every_segment_and_cleans_up(tmp_path, no_leftover_nod
         assert meta["status"] == "ok" and set(meta["exit_codes"].values()) == {0}
         for pid in node_pids(rep).values():
             assert not alive(pid)
+        # a relay's cost once data flows (bench/local_goodput.py): CPU, datagrams, wake-ups of its loop
+        [stop] = [json.loads(l) for l in (rep / "B.log").read_text().splitlines() if '"node_stop"' in l]
+        assert stop["rx_flow_datagrams"] >= 400 and stop["cpu_flow_s"] > 0
+        assert type(stop["sleeps_flow"]) is int and 1 <= stop["sleeps_flow"] <= stop["rx_flow_datagrams"] + 1000
 
 
 def start_long_run(tmp_path: Path):

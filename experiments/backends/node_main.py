@@ -93,6 +93,7 @@ def run_node(conf: dict[str, Any]) -> int:
                  tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),
                  socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
                  rx_flow_datagrams=None if flow is None else flow[1],
+                 sleeps_flow=None if flow is None else flow[2],
                  **({"capture": tap.writer.stats()} if tap is not None else {}))
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
