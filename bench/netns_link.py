@@ -47,6 +47,7 @@ class Measured:
     goodput_mbps: float
     link_drops: int
     late_mean_us: float
+    late_1ms: int             # releases more than 1 ms late (all nodes)
 
     @property
     def rtt_error(self) -> float:
@@ -124,9 +125,10 @@ def iperf3_mbps(server_ns: str, client_ns: str, dst: str, seconds: float, omit: 
     return data["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float]:
-    """Drop-tail drops and the mean lateness of released packets, from the daemons' node_stop."""
-    drops = released = late = 0
+def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float, int]:
+    """Drop-tail drops, the mean lateness of released packets and the releases more than 1 ms late,
+    from the daemons' node_stop."""
+    drops = released = late = late_1ms = 0
     for n in nodes:
         for line in (rep_dir / f"{n}.log").read_text().splitlines():
             e = json.loads(line)
@@ -134,7 +136,8 @@ def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float]:
                 drops += e["link"]["link_drops"]
                 released += e["link"]["released"]
                 late += e["link"]["late_sum_us"]
-    return drops, (late / released if released else 0.0)
+                late_1ms += e["link"]["late_1ms"]
+    return drops, (late / released if released else 0.0), late_1ms
 
 
 def measure(rate_mbps: float, delay_ms: float, hops: int, pings: int = 20, seconds: float = 8.0,
@@ -148,19 +151,19 @@ def measure(rate_mbps: float, delay_ms: float, hops: int, pings: int = 20, secon
             dst = plan.addrs[chain[-1]]
             rtt = ping_median_ms(plan.ns(chain[0]), dst, pings, realtime=realtime)
             good = iperf3_mbps(plan.ns(chain[-1]), plan.ns(chain[0]), dst, seconds, omit) if rate else float("nan")
-        drops, late = _link_stats(rep, chain)
+        drops, late, late_1ms = _link_stats(rep, chain)
     return Measured(rate_mbps, delay_ms, hops, expected_rtt_ms(rate_mbps, delay_ms, hops), rtt,
-                    expected_goodput_mbps(rate_mbps, handlers), good, drops, late)
+                    expected_goodput_mbps(rate_mbps, handlers), good, drops, late, late_1ms)
 
 
 def table(rows: list[Measured]) -> str:
     out = ["| R Mbit/s | D ms | hops | RTT expected ms | RTT median ms | error | goodput expected Mbit/s "
-           "| goodput Mbit/s | error | drop-tail drops | mean lateness us |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| goodput Mbit/s | error | drop-tail drops | mean lateness us | late > 1 ms |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for m in rows:
         out.append(f"| {m.rate_mbps:g} | {m.delay_ms:g} | {m.hops} | {m.rtt_expected_ms:.2f} | {m.rtt_median_ms:.2f} | "
                    f"{m.rtt_error:+.1%} | {m.goodput_expected_mbps:.3f} | {m.goodput_mbps:.3f} | {m.rate_error:+.1%} | "
-                   f"{m.link_drops} | {m.late_mean_us:.0f} |")
+                   f"{m.link_drops} | {m.late_mean_us:.0f} | {m.late_1ms} |")
     return "\n".join(out)
 
 
