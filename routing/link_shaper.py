@@ -70,7 +70,9 @@ class LatenessBoard:
     node posts (packet key, lateness) here and the next node takes the packet as having entered its link
     that much earlier: its own hold absorbs the lateness when the hold is longer, and whatever is left
     is late again there and passed on.  Only the last hop's lateness (and the receiving application's
-    own wake-up) stays in the end-to-end time.
+    own wake-up) stays in the end-to-end time.  The link stays FIFO (the earlier entry goes through
+    LinkQueue.admit like any other): a packet that got onto the link after the late one should have,
+    but before it arrived, still goes first, and the correction is lost by that much.
 
     A shared memory file (memfd, inherited from the runner) of ``SLOTS`` slots, indexed by the packet
     key: (key, lateness in us, release time).  Entries are taken once.  A slot another packet has
