@@ -47,6 +47,8 @@ class Measured:
     goodput_mbps: float
     link_drops: int
     late_mean_us: float
+    late_1ms: int             # releases more than 1 ms late (all nodes)
+    steal: float              # share of the vCPUs' time the hypervisor took during the measurement
 
     @property
     def rtt_error(self) -> float:
@@ -77,6 +79,20 @@ def expected_rtt_ms(rate_mbps: float, delay_ms: float, hops: int) -> float:
 def expected_goodput_mbps(rate_mbps: float, handlers: str) -> float:
     ip = PAYLOAD + 12 + 40 + (8 if handlers == "snoop" else 0)
     return rate_mbps * PAYLOAD / ip
+
+
+def cpu_times() -> tuple[int, int]:
+    """(steal, total) of all CPUs since boot, in USER_HZ ticks (/proc/stat): on a VM, steal is the time
+    its vCPUs were ready to run but the hypervisor ran something else (docs/NETNS.md, "Emulated links")."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the CPUs' time stolen between two :func:`cpu_times` readings."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 def ping_median_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtime: bool = False) -> float:
@@ -124,9 +140,10 @@ def iperf3_mbps(server_ns: str, client_ns: str, dst: str, seconds: float, omit: 
     return data["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float]:
-    """Drop-tail drops and the mean lateness of released packets, from the daemons' node_stop."""
-    drops = released = late = 0
+def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float, int]:
+    """Drop-tail drops, the mean lateness of released packets and the releases more than 1 ms late,
+    from the daemons' node_stop."""
+    drops = released = late = late_1ms = 0
     for n in nodes:
         for line in (rep_dir / f"{n}.log").read_text().splitlines():
             e = json.loads(line)
@@ -134,7 +151,8 @@ def _link_stats(rep_dir: Path, nodes: list[str]) -> tuple[int, float]:
                 drops += e["link"]["link_drops"]
                 released += e["link"]["released"]
                 late += e["link"]["late_sum_us"]
-    return drops, (late / released if released else 0.0)
+                late_1ms += e["link"]["late_1ms"]
+    return drops, (late / released if released else 0.0), late_1ms
 
 
 def measure(rate_mbps: float, delay_ms: float, hops: int, pings: int = 20, seconds: float = 8.0,
@@ -146,21 +164,23 @@ def measure(rate_mbps: float, delay_ms: float, hops: int, pings: int = 20, secon
         rep = Path(tmp)
         with mesh_session(cfg, rep) as plan:
             dst = plan.addrs[chain[-1]]
+            t0 = cpu_times()
             rtt = ping_median_ms(plan.ns(chain[0]), dst, pings, realtime=realtime)
+            steal = steal_share(t0, cpu_times())
             good = iperf3_mbps(plan.ns(chain[-1]), plan.ns(chain[0]), dst, seconds, omit) if rate else float("nan")
-        drops, late = _link_stats(rep, chain)
+        drops, late, late_1ms = _link_stats(rep, chain)
     return Measured(rate_mbps, delay_ms, hops, expected_rtt_ms(rate_mbps, delay_ms, hops), rtt,
-                    expected_goodput_mbps(rate_mbps, handlers), good, drops, late)
+                    expected_goodput_mbps(rate_mbps, handlers), good, drops, late, late_1ms, steal)
 
 
 def table(rows: list[Measured]) -> str:
     out = ["| R Mbit/s | D ms | hops | RTT expected ms | RTT median ms | error | goodput expected Mbit/s "
-           "| goodput Mbit/s | error | drop-tail drops | mean lateness us |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| goodput Mbit/s | error | drop-tail drops | mean lateness us | late > 1 ms | steal during pings |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for m in rows:
         out.append(f"| {m.rate_mbps:g} | {m.delay_ms:g} | {m.hops} | {m.rtt_expected_ms:.2f} | {m.rtt_median_ms:.2f} | "
                    f"{m.rtt_error:+.1%} | {m.goodput_expected_mbps:.3f} | {m.goodput_mbps:.3f} | {m.rate_error:+.1%} | "
-                   f"{m.link_drops} | {m.late_mean_us:.0f} |")
+                   f"{m.link_drops} | {m.late_mean_us:.0f} | {m.late_1ms} | {m.steal:.0%} |")
     return "\n".join(out)
 
 

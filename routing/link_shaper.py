@@ -19,15 +19,22 @@ Every packet over a mesh veth goes through here: data, ACKs, probes, local retra
 The held packets are bounded by the kernel queue's ``max_len`` (overflow: nfnetlink_queue
 ``queue_dropped``, logged as drop/queue by the backend) and, per link, by ``queue_packets`` waiting
 (drop-tail: drop/queue with ``link``, counted in :attr:`LinkShaper.stats`).
+
+A release's lateness is not link time (:class:`LatenessBoard`): a packet the previous hop let go late
+enters the next link as if it had been let go on time, so the lateness of one hop's wake-up (the
+vCPU descheduled by the hypervisor for 3-20 ms, measured) does not lengthen the next hop as well.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
+import mmap
 import os
 import select
 import socket
+import struct
 import time
+import zlib
 from typing import Any, Callable
 
 from routing.linkem import LinkParams, LinkQueue
@@ -40,36 +47,111 @@ TICK_S = 0.2
 Emit = Callable[..., None]
 
 
+def packet_key(ip: bytes) -> int:
+    """What identifies an IPv4 packet on every hop of its path: ID, fragment field, protocol, addresses and
+    the first 8 bytes after the IP header (ports and sequence number, ICMP id and sequence, UDP length and
+    checksum), not the TTL, the header checksum or the options, which forwarding changes (the A-SPAN option
+    is rewritten on each forwarder)."""
+    ihl = (ip[0] & 0x0F) * 4
+    crc = zlib.crc32(ip[4:8])
+    crc = zlib.crc32(ip[9:10], crc)
+    crc = zlib.crc32(ip[12:20], crc)
+    return zlib.crc32(ip[ihl:ihl + 8], crc)
+
+
+class LatenessBoard:
+    """How late each node let its packets go, read by the next hop (shared by the daemons of one run).
+
+    A daemon's release can come late for reasons that are not the link's: its vCPU descheduled by the
+    hypervisor (on the 2-core VM, 3-20 ms gaps a few times a second that coincide with the steal count of
+    /proc/stat: docs/NETNS.md, "Emulated links"), a scheduler tick, the handler busy.  The kernel
+    stamps the packet when it comes off the next veth, so without this the next hop would take the late
+    release as link time, and every hop's lateness would add up along the path.  Instead the releasing
+    node posts (packet key, lateness) here and the next node takes the packet as having entered its link
+    that much earlier: its own hold absorbs the lateness when the hold is longer, and whatever is left
+    is late again there and passed on.  Only the last hop's lateness (and the receiving application's
+    own wake-up) stays in the end-to-end time.  The link stays FIFO (the earlier entry goes through
+    LinkQueue.admit like any other): a packet that got onto the link after the late one should have,
+    but before it arrived, still goes first, and the correction is lost by that much.
+
+    A shared memory file (memfd, inherited from the runner) of ``SLOTS`` slots, indexed by the packet
+    key: (key, lateness in us, release time).  Entries are taken once.  A slot another packet has
+    overwritten only loses that packet's correction; the release time must be at most ``WINDOW_S``
+    before the next hop's receive stamp, so a later copy of the same bytes (a local retransmission) is
+    never corrected with its original's lateness.  Writers of different processes do not lock: a slot
+    is written with one 16-byte copy, and a torn read would need two packets with keys in the same slot
+    released within the microsecond.
+    """
+
+    SLOTS = 4096
+    WINDOW_S = 0.2
+    _SLOT = struct.Struct("<IId")          # key, lateness us, release time (CLOCK_REALTIME, s)
+    SIZE = SLOTS * _SLOT.size
+
+    def __init__(self, buf: Any) -> None:
+        self._buf = buf
+
+    @classmethod
+    def from_fd(cls, fd: int) -> "LatenessBoard":
+        """The run's board from an inherited file descriptor (closed here: the mapping keeps the memory)."""
+        try:
+            return cls(mmap.mmap(fd, cls.SIZE))
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def create_fd(cls) -> int:
+        """A new board for a run: an anonymous shared memory file of the right size (the runner passes it
+        to every daemon and closes its own copy; it is gone when the last daemon exits)."""
+        fd = os.memfd_create("aspan-link-lateness")
+        os.ftruncate(fd, cls.SIZE)
+        return fd
+
+    def post(self, key: int, late_s: float, released: float) -> None:
+        self._SLOT.pack_into(self._buf, (key % self.SLOTS) * self._SLOT.size,
+                             key, min(int(late_s * 1e6), 0xFFFFFFFF), released)
+
+    def take(self, key: int, stamp: float) -> float:
+        """The lateness (s) of the release that sent this packet here, 0.0 when none was posted."""
+        off = (key % self.SLOTS) * self._SLOT.size
+        k, late_us, released = self._SLOT.unpack_from(self._buf, off)
+        if k != key or not -0.001 <= stamp - released <= self.WINDOW_S:
+            return 0.0
+        self._SLOT.pack_into(self._buf, off, 0, 0, 0.0)
+        return late_us / 1e6
+
+
 class LinkShaper:
     """The incoming link directions of one node: ``links`` maps an ifindex to (link name, params)."""
 
     def __init__(self, queue_num: int, links: dict[int, tuple[str, LinkParams]], emit: Emit,
-                 max_len: int = 4096, sock_len: int = 8 * 1024 * 1024) -> None:
+                 max_len: int = 4096, sock_len: int = 8 * 1024 * 1024, board: LatenessBoard | None = None) -> None:
         from netfilterqueue import NetfilterQueue  # here: the arithmetic needs no C extension
 
-        self._init_state(links, emit, max_len, time.time)
+        self._init_state(links, emit, max_len, time.time, board)
         self.keep_rx_timestamps()
         self._queue = NetfilterQueue()
         self._queue.bind(queue_num, self._on_packet, max_len=max_len, sock_len=sock_len)
 
     @classmethod
     def without_queue(cls, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
-                      clock: Callable[[], float]) -> "LinkShaper":
+                      clock: Callable[[], float], board: LatenessBoard | None = None) -> "LinkShaper":
         """The callback and the release alone, on a given clock (tests feed them fake packets)."""
         self = cls.__new__(cls)
-        self._init_state(links, emit, max_len, clock)
+        self._init_state(links, emit, max_len, clock, board)
         return self
 
     def _init_state(self, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
-                    clock: Callable[[], float]) -> None:
+                    clock: Callable[[], float], board: LatenessBoard | None) -> None:
         self.clock = clock
         self.links = {ifx: (name, LinkQueue(p)) for ifx, (name, p) in links.items()}
         self._emit = emit
         self.max_len = max_len
-        self._held: list[tuple[float, int, Any]] = []     # (release time, order, packet): a heap
+        self._held: list[tuple[float, int, Any, int]] = []     # (release time, order, packet, key): a heap
         self._order = itertools.count()
+        self._board = board
         self.stats = {"packets": 0, "stamped": 0, "released": 0, "link_drops": 0, "unknown_dev": 0, "held_max": 0,
-                      "late_max_us": 0, "late_sum_us": 0}
+                      "late_max_us": 0, "late_sum_us": 0, "late_1ms": 0, "carried": 0, "carried_max_us": 0}
         self._stamp_sock: socket.socket | None = None
         self._drop_window: dict[str, list[float]] = {}   # link -> [second start, lines, not logged]
 
@@ -99,12 +181,21 @@ class LinkShaper:
             return
         name, queue = link
         size = pkt.get_payload_len()
+        key = 0
+        if self._board is not None:
+            key = packet_key(pkt.get_payload())
+            carried = self._board.take(key, now)     # the previous hop let it go this late: not link time
+            if carried > 0.0:
+                now -= carried
+                self.stats["carried"] += 1
+                if carried * 1e6 > self.stats["carried_max_us"]:
+                    self.stats["carried_max_us"] = int(carried * 1e6)
         arrive = queue.admit(now, size) if len(self._held) < self.max_len else None
         if arrive is None:
             pkt.drop()
             self._drop(now, name, size)
             return
-        heapq.heappush(self._held, (arrive, next(self._order), pkt))
+        heapq.heappush(self._held, (arrive, next(self._order), pkt, key))
         if len(self._held) > self.stats["held_max"]:
             self.stats["held_max"] = len(self._held)
 
@@ -145,14 +236,20 @@ class LinkShaper:
         return self._held[0][0] if self._held else None
 
     def release(self, now: float) -> None:
-        """Accept every held packet whose arrival time has come; record how late each was."""
+        """Accept every held packet whose arrival time has come; record how late each was (and post it
+        for the next hop, before the verdict lets the packet go there)."""
         held = self._held
+        board = self._board
         while held and held[0][0] <= now:
-            due, _, pkt = heapq.heappop(held)
+            due, _, pkt, key = heapq.heappop(held)
+            if board is not None:
+                board.post(key, now - due, now)
             pkt.accept()
             late = int((now - due) * 1e6)
             self.stats["released"] += 1
             self.stats["late_sum_us"] += late
+            if late > 1000:
+                self.stats["late_1ms"] += 1
             if late > self.stats["late_max_us"]:
                 self.stats["late_max_us"] = late
 
@@ -176,7 +273,7 @@ class LinkShaper:
 
     def close(self) -> None:
         """Accept what is still held (the run is ending; nothing is left in the kernel queue), unbind."""
-        for _, _, pkt in self._held:
+        for _, _, pkt, _ in self._held:
             pkt.accept()
         self._held.clear()
         self.flush_drops(time.time())

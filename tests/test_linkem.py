@@ -113,11 +113,14 @@ def test_netns_refuses_two_rate_limits():
 
 # ---- the netns driver's side (routing.link_shaper) with fake packets and a fake clock -------------
 class FakePacket:
-    def __init__(self, indev: int, size: int) -> None:
-        self.indev, self.size, self.verdict = indev, size, None
+    def __init__(self, indev: int, size: int, payload: bytes = b"") -> None:
+        self.indev, self.size, self.payload, self.verdict = indev, size, payload, None
 
     def get_payload_len(self) -> int:
         return self.size
+
+    def get_payload(self) -> bytes:
+        return self.payload
 
     def get_timestamp(self) -> float:
         return 0.0          # no receive timestamp: the shaper uses its clock
@@ -163,6 +166,50 @@ def test_the_shaper_logs_at_most_a_line_rate_of_drops_and_sums_the_rest():
     sh.flush_drops(2.0)
     assert sh.stats["link_drops"] == DROP_LINES_PER_S + 30
     assert len(lines) == DROP_LINES_PER_S + 1 and lines[-1]["count"] == 30
+
+
+def ipv4(ttl: int = 64, ident: int = 7, option: bytes = b"", l4: bytes = bytes(range(8)) + b"payload") -> bytes:
+    """An IPv4 packet as far as packet_key reads it (the header checksum is left wrong: not read)."""
+    ihl = (20 + len(option)) // 4
+    head = bytes([0x40 | ihl, 0]) + (20 + len(option) + len(l4)).to_bytes(2, "big") + ident.to_bytes(2, "big") + \
+        b"\x40\x00" + bytes([ttl, 6]) + b"\x12\x34" + bytes([10, 2, 1, 1, 10, 2, 1, 4])
+    return head + option + l4
+
+
+def test_the_packet_key_is_the_same_on_every_hop_and_tells_packets_apart():
+    from routing.link_shaper import packet_key
+    k = packet_key(ipv4(option=bytes([94, 8, 1, 2, 3, 4, 5, 6])))
+    assert k == packet_key(ipv4(ttl=63, option=bytes([94, 8, 9, 9, 9, 9, 9, 9])))   # forwarded: TTL, option rewritten
+    assert k != packet_key(ipv4(ident=8, option=bytes(8)))                          # the next packet of the socket
+    assert k != packet_key(ipv4(option=bytes(8), l4=bytes(range(1, 9))))            # another segment
+
+
+def test_the_next_hop_does_not_count_a_late_release_as_link_time():
+    """B lets a packet go 7 ms late; C takes it as having entered C's link when B should have let it go,
+    so the two 10 ms links still take 20 ms (plus C's own lateness), once, and only for that packet."""
+    from routing.link_shaper import LatenessBoard, LinkShaper
+    t = [0.0]
+    board = LatenessBoard(bytearray(LatenessBoard.SIZE))
+    link = LinkParams(math.inf, 0.010, 50)
+    b = LinkShaper.without_queue({1: ("A->B", link)}, lambda *a, **f: None, 100, lambda: t[0], board)
+    c = LinkShaper.without_queue({2: ("B->C", link)}, lambda *a, **f: None, 100, lambda: t[0], board)
+    pkt = ipv4()
+    b._on_packet(FakePacket(1, len(pkt), pkt))
+    t[0] = 0.017                                   # B's daemon was not running when the packet was due
+    b.release(t[0])
+    assert b.stats["late_max_us"] == 7000 and b.stats["late_1ms"] == 1
+    at_c = FakePacket(2, len(pkt), pkt)
+    c._on_packet(at_c)                             # stamped when it came off B's veth: 17 ms
+    assert c.next_due() == pytest.approx(0.020)    # 10 + 10 ms, not 17 + 10
+    assert c.stats["carried"] == 1 and c.stats["carried_max_us"] == 7000
+    again = FakePacket(2, len(pkt), pkt)           # the same bytes again (a local retransmission): taken once
+    c._on_packet(again)
+    assert c.stats["carried"] == 1
+    b._on_packet(FakePacket(1, len(pkt), pkt))     # 17 ms: due 27 ms, let go at 127 ms (100 ms late) ...
+    b.release(0.127)
+    t[0] = 0.127 + LatenessBoard.WINDOW_S + 0.01   # ... but it reaches C only after the window: not corrected
+    c._on_packet(FakePacket(2, len(pkt), pkt))
+    assert c.stats["carried"] == 1
 
 
 # ---- the netns plan: where the shaper and the statistic match sit -----------------------------------

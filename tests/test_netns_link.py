@@ -5,10 +5,12 @@ Skips without root and the tools like tests/test_netns_backend.py; fails instead
 ASPAN_REQUIRE_ROOT_TESTS=1.  The daemons and ping run SCHED_RR (netns.realtime) so that another job
 loading the CPUs does not decide the result (docs/NETNS.md, "Emulated links").
 
-RTT bounds: the issue's 10 % on the smallest RTT of the pings, which is what the links add, and
-25 % on the median.  On this machine the handlers' release lateness (node_stop ``link.late_max_us``:
-10-19 ms at times even on an idle machine) put the median of 11 pings 15-29 % above the configured
-RTT in 2 of 4 runs on an idle machine, while the smallest RTT of 25 pings stayed within 2 % (docs/NETNS.md).
+RTT bounds: the issue's 10 % on the median of the pings, and on the smallest (what the links add when
+no release came late).  Releases do come late by 3-20 ms a few times a second on this VM (the
+hypervisor deschedules a vCPU; node_stop ``link.late_max_us``), which used to put the median 15-29 %
+over: each hop counted the previous hop's late release as link time.  The next hop now takes such a
+packet as let go on time (routing.link_shaper.LatenessBoard), so only the last hop of each direction
+can still lengthen a ping (docs/NETNS.md, "Emulated links").
 """
 import statistics
 import json
@@ -19,7 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench.netns_link import chain_config, expected_goodput_mbps, expected_rtt_ms, iperf3_mbps, ping_rtts_ms
+from bench.netns_link import (chain_config, cpu_times, expected_goodput_mbps, expected_rtt_ms, iperf3_mbps,
+                               ping_rtts_ms, steal_share)
 from conftest import ROOT
 from experiments.backends.netns.run import mesh_session
 from experiments.backends.netns.sh import run
@@ -43,17 +46,25 @@ def test_ping_rtt_and_iperf3_rate_match_the_configured_link(netns):
     cfg = chain_config(rate, delay, hops, realtime=True)
     a, d = cfg["topology"]["chain"][0], cfg["topology"]["chain"][-1]
     with mesh_session(cfg, netns) as plan:
+        t0 = cpu_times()
         rtts = ping_rtts_ms(plan.ns(a), plan.addrs[d], 11, realtime=True)
+        steal = steal_share(t0, cpu_times())          # the hypervisor's share: said on failure, not excused
         good = iperf3_mbps(plan.ns(d), plan.ns(a), plan.addrs[d], 5, 2)
         rules = run(["iptables-legacy", "-t", "raw", "-S", "PREROUTING"], ns=plan.ns("B")).stdout
     assert "NFQUEUE --queue-num 1" in rules
     want_rtt = expected_rtt_ms(rate, delay, hops)          # 60 ms of delay + 0.8 ms of serialisation
-    assert min(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, want_rtt)
-    assert statistics.median(rtts) == pytest.approx(want_rtt, rel=0.25), (rtts, want_rtt)
+    print(f"RTT median {statistics.median(rtts):.1f} ms ({statistics.median(rtts) / want_rtt - 1:+.1%}), "
+          f"min {min(rtts):.1f}, max {max(rtts):.1f}, expected {want_rtt:.2f}; goodput {good:.3f} Mbit/s; "
+          f"steal {steal:.0%}")
+    assert min(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, want_rtt, f"steal {steal:.0%}")
+    assert statistics.median(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, want_rtt, f"steal {steal:.0%}")
     want = expected_goodput_mbps(rate, "snoop")
     assert good == pytest.approx(want, rel=0.10), (good, want)
     stops = [e for n in cfg["topology"]["chain"] for e in events(netns, n) if e["ev"] == "node_stop"]
     assert len(stops) == 4 and all(e["link"]["released"] > 0 and e["link"]["unknown_dev"] == 0 for e in stops)
+    # every forwarded ping and TCP segment was looked up on the LatenessBoard: C and D took the requests B
+    # and C let go, A and B the replies C and B let go (each with at least the wake-up's lateness)
+    assert all(e["link"]["carried"] >= len(rtts) for e in stops), [e["link"] for e in stops]
 
 
 @pytest.mark.parametrize("handlers", ["accept", "kernel"])
@@ -64,7 +75,7 @@ def test_every_handlers_mode_holds_the_links(netns, handlers):
         rtts = ping_rtts_ms(plan.ns("A"), plan.addrs["C"], 7, realtime=True)
     want = expected_rtt_ms(1.0, 10.0, 2)                   # 40 ms + 4 x 0.67 ms
     assert min(rtts) == pytest.approx(want, rel=0.10), (rtts, want)
-    assert statistics.median(rtts) == pytest.approx(want, rel=0.25), (rtts, want)
+    assert statistics.median(rtts) == pytest.approx(want, rel=0.10), (rtts, want)
     starts = [e for n in "ABC" for e in events(netns, n) if e["ev"] == "node_start"]
     assert {e["handlers"] for e in starts} == {handlers} and all(e["realtime"] for e in starts)
 

@@ -25,7 +25,7 @@ from experiments.build import header_fields, node_agent, node_loss_spec, route_t
 from routing.capture import KernelTap
 from routing.eventlog import EventLog
 from routing.kernel import KernelForwarder
-from routing.link_shaper import LinkShaper
+from routing.link_shaper import LatenessBoard, LinkShaper
 from routing.linkem import LinkParams
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
@@ -53,12 +53,14 @@ REALTIME_PRIORITY = 10        # netns.realtime: SCHED_RR, below the kernel's own
 
 def link_shaper(link: dict[str, Any], name: str, log: EventLog, max_len: int) -> LinkShaper:
     """The emulated links into node ``name`` (``link["in"]``: its veth -> the neighbour at the other end
-    and the link's rate, delay and queue; routing.link_shaper holds the verdicts)."""
+    and the link's rate, delay and queue; routing.link_shaper holds the verdicts).  ``link["board_fd"]``:
+    the run's LatenessBoard, inherited from the runner (absent: every hop counts from the kernel's stamp)."""
     links = {}
     for dev, d in link["in"].items():
         rate = math.inf if d["rate_bps"] is None else float(d["rate_bps"])
         links[socket.if_nametoindex(dev)] = (f"{d['from']}->{name}", LinkParams(rate, d["delay_s"], d["queue_packets"]))
-    return LinkShaper(link["queue"], links, log.emit, max_len=max_len)
+    board = LatenessBoard.from_fd(link["board_fd"]) if link.get("board_fd") is not None else None
+    return LinkShaper(link["queue"], links, log.emit, max_len=max_len, board=board)
 
 
 def run_node(conf: dict[str, Any]) -> int:

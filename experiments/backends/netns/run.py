@@ -25,7 +25,7 @@ from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import FlowPlan, flow_plans, start_rep, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
-from routing.link_shaper import SHAPER_QUEUE
+from routing.link_shaper import SHAPER_QUEUE, LatenessBoard
 
 START_MARGIN_S = 1.0
 READY_TIMEOUT_S = 20.0
@@ -56,14 +56,16 @@ class Procs:
         self.rep_dir = rep_dir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, ns: str | None, module: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
-        """Start ``python -m module --config <name>.json`` in namespace ``ns`` (None: the root namespace)."""
+    def start(self, name: str, ns: str | None, module: str, conf: dict[str, Any],
+              pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+        """Start ``python -m module --config <name>.json`` in namespace ``ns`` (None: the root namespace);
+        ``pass_fds``: descriptors the process inherits under the same numbers."""
         cpath = self.rep_dir / f"{name}.json"
         cpath.write_text(json.dumps(conf))
         where = ["ip", "netns", "exec", ns] if ns is not None else []
         with open(self.rep_dir / f"{name}.stderr", "wb") as err:
             p = subprocess.Popen([*where, sys.executable, "-m", module, "--config", str(cpath)],
-                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, pass_fds=pass_fds)
         self.procs[name] = p
         return p
 
@@ -184,16 +186,27 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
         procs.start("medium", None, "experiments.backends.netns.medium", conf)
         _wait_files([rep_dir / "medium.ready"], procs, READY_TIMEOUT_S, apps)
     ready = []
-    for n in plan.nodes:
-        conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
-                "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
-                "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
-                "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
-                "handler_loss": n in plan.handler_loss, "link": meshmod.link_conf(plan, n), "realtime": nx["realtime"],
-                "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
-                                                              or meshmod.queued_input(plan, n))}
-        procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf)
-        ready.append(rep_dir / f"{n}.ready")
+    # the daemons' shared LatenessBoard (routing/link_shaper.py): each inherits the memfd; ours is closed
+    # once they are started, so the memory goes with the last daemon and nothing is left to clean up
+    board = LatenessBoard.create_fd() if plan.link is not None else None
+    try:
+        for n in plan.nodes:
+            link = meshmod.link_conf(plan, n)
+            if link is not None:
+                link["board_fd"] = board
+            conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
+                    "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
+                    "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
+                    "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
+                    "handler_loss": n in plan.handler_loss, "link": link, "realtime": nx["realtime"],
+                    "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                                  or meshmod.queued_input(plan, n))}
+            procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf,
+                        pass_fds=(board,) if board is not None else ())
+            ready.append(rep_dir / f"{n}.ready")
+    finally:
+        if board is not None:
+            os.close(board)
     _wait_files(ready, procs, READY_TIMEOUT_S, apps)
 
 
