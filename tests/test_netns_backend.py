@@ -28,7 +28,11 @@ REQUIRED = os.environ.get("ASPAN_REQUIRE_ROOT_TESTS") == "1"
 
 
 def _root_iptables() -> str:
-    return run(["iptables-legacy-save"], check=False).stdout
+    """The root namespace's legacy rules, without what changes by itself once any legacy table is loaded
+    there: iptables-save's "# Generated/Completed on <time>" comments and the chains' packet counters."""
+    out = run(["iptables-legacy-save"], check=False).stdout
+    return "\n".join(re.sub(r"\[\d+:\d+\]$", "[counters]", line) for line in out.splitlines()
+                     if not line.startswith("#"))
 
 
 def _our_processes(tag: str) -> list[str]:

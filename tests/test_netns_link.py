@@ -11,6 +11,12 @@ hypervisor deschedules a vCPU; node_stop ``link.late_max_us``), which used to pu
 over: each hop counted the previous hop's late release as link time.  The next hop now takes such a
 packet as let go on time (routing.link_shaper.LatenessBoard), so only the last hop of each direction
 can still lengthen a ping (docs/NETNS.md, "Emulated links").
+
+What the VM cannot give is measured, not excused: the hypervisor's steal during the pings (/proc/stat)
+is in every message.  When a median misses 10 % while the hypervisor took more than STEAL_RETRY of the
+vCPUs' time, the pings are taken once more in the same mesh and the bound applies to the second
+measurement (at 19-30 % steal the medians were +9 to +14 % with or without the LatenessBoard:
+docs/NETNS.md); a miss at low steal, or twice, fails.
 """
 import statistics
 import json
@@ -29,6 +35,26 @@ from experiments.backends.netns.sh import run
 from test_netns_backend import REQUIRED, events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
 
 
+STEAL_RETRY = 0.15
+
+
+def pings_within(ns: str, dst: str, count: int, want_ms: float) -> tuple[list[float], list[str]]:
+    """(the RTTs of ``count`` realtime pings, what was measured on each attempt): a second attempt only
+    when the first median missed 10 % under more than STEAL_RETRY steal."""
+    said = []
+    for attempt in (1, 2):
+        t0 = cpu_times()
+        rtts = ping_rtts_ms(ns, dst, count, realtime=True)
+        steal = steal_share(t0, cpu_times())
+        med = statistics.median(rtts)
+        said.append(f"attempt {attempt}: median {med:.2f} ms ({med / want_ms - 1:+.1%} of {want_ms:.2f}), "
+                    f"min {min(rtts):.2f}, max {max(rtts):.2f}, steal {steal:.0%}")
+        if abs(med / want_ms - 1) <= 0.10 or steal <= STEAL_RETRY:
+            break
+    print("; ".join(said))
+    return rtts, said
+
+
 @pytest.fixture(autouse=True)
 def _ping_and_chrt():
     """ping and chrt measure the RTT (bench/netns_link.py): skip without them, or fail under ASPAN_REQUIRE_ROOT_TESTS=1."""
@@ -45,19 +71,14 @@ def test_ping_rtt_and_iperf3_rate_match_the_configured_link(netns):
     rate, delay, hops = 5.0, 10.0, 3
     cfg = chain_config(rate, delay, hops, realtime=True)
     a, d = cfg["topology"]["chain"][0], cfg["topology"]["chain"][-1]
+    want_rtt = expected_rtt_ms(rate, delay, hops)          # 60 ms of delay + 0.8 ms of serialisation
     with mesh_session(cfg, netns) as plan:
-        t0 = cpu_times()
-        rtts = ping_rtts_ms(plan.ns(a), plan.addrs[d], 11, realtime=True)
-        steal = steal_share(t0, cpu_times())          # the hypervisor's share: said on failure, not excused
+        rtts, said = pings_within(plan.ns(a), plan.addrs[d], 11, want_rtt)
         good = iperf3_mbps(plan.ns(d), plan.ns(a), plan.addrs[d], 5, 2)
         rules = run(["iptables-legacy", "-t", "raw", "-S", "PREROUTING"], ns=plan.ns("B")).stdout
     assert "NFQUEUE --queue-num 1" in rules
-    want_rtt = expected_rtt_ms(rate, delay, hops)          # 60 ms of delay + 0.8 ms of serialisation
-    print(f"RTT median {statistics.median(rtts):.1f} ms ({statistics.median(rtts) / want_rtt - 1:+.1%}), "
-          f"min {min(rtts):.1f}, max {max(rtts):.1f}, expected {want_rtt:.2f}; goodput {good:.3f} Mbit/s; "
-          f"steal {steal:.0%}")
-    assert min(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, want_rtt, f"steal {steal:.0%}")
-    assert statistics.median(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, want_rtt, f"steal {steal:.0%}")
+    assert min(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, said)
+    assert statistics.median(rtts) == pytest.approx(want_rtt, rel=0.10), (rtts, said)
     want = expected_goodput_mbps(rate, "snoop")
     assert good == pytest.approx(want, rel=0.10), (good, want)
     stops = [e for n in cfg["topology"]["chain"] for e in events(netns, n) if e["ev"] == "node_stop"]
@@ -71,11 +92,11 @@ def test_ping_rtt_and_iperf3_rate_match_the_configured_link(netns):
 def test_every_handlers_mode_holds_the_links(netns, handlers):
     """Without the snoop handler (accept-only, plain kernel forwarding) the daemons still hold every link."""
     cfg = chain_config(1.0, 10.0, 2, handlers, realtime=True)
-    with mesh_session(cfg, netns) as plan:
-        rtts = ping_rtts_ms(plan.ns("A"), plan.addrs["C"], 7, realtime=True)
     want = expected_rtt_ms(1.0, 10.0, 2)                   # 40 ms + 4 x 0.67 ms
-    assert min(rtts) == pytest.approx(want, rel=0.10), (rtts, want)
-    assert statistics.median(rtts) == pytest.approx(want, rel=0.10), (rtts, want)
+    with mesh_session(cfg, netns) as plan:
+        rtts, said = pings_within(plan.ns("A"), plan.addrs["C"], 7, want)
+    assert min(rtts) == pytest.approx(want, rel=0.10), (rtts, said)
+    assert statistics.median(rtts) == pytest.approx(want, rel=0.10), (rtts, said)
     starts = [e for n in "ABC" for e in events(netns, n) if e["ev"] == "node_start"]
     assert {e["handlers"] for e in starts} == {handlers} and all(e["realtime"] for e in starts)
 
