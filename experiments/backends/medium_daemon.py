@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -24,6 +26,11 @@ class Stoppable(Protocol):
     stop_event: threading.Event
 
     def stop(self) -> None: ...
+
+
+class Daemon(Stoppable, Protocol):
+    def run(self, deadline: float | None) -> None: ...
+    def now_ns(self) -> int: ...
 
 
 def watch_parent(proc: Stoppable) -> None:
@@ -44,6 +51,28 @@ def log_mac_stats(log: EventLog, medium: Medium, now: float, elapsed_s: float) -
     """One ``mac`` event per station: its link layer's counters over the ``elapsed_s`` of the run."""
     for name, st in medium.stations.items():
         log.emit(now, "mac", station=name, elapsed_s=elapsed_s, **asdict(st.stats))
+
+
+def serve(proc: Daemon, medium: Medium, log: EventLog, conf: dict[str, Any], started: dict[str, Any],
+          stopped: Callable[[], dict[str, Any]]) -> None:
+    """A medium daemon's life once ``proc`` is built: SIGTERM/SIGINT and the parent's end stop it,
+    ``node_start`` (with ``started``), the ready file the runner waits for (written whole), the run until
+    stopped or ``conf["deadline"]``, then, however the run ended, the ``mac`` counters and ``node_stop``
+    (with ``stopped()``)."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: proc.stop())
+    watch_parent(proc)
+    log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), **started)
+    log.flush()
+    ready = Path(conf["ready_file"])
+    ready.with_suffix(".tmp").write_text(str(os.getpid()))
+    ready.with_suffix(".tmp").replace(ready)
+    try:
+        proc.run(conf.get("deadline"))
+    finally:
+        t = time.time()
+        log_mac_stats(log, medium, t, round(proc.now_ns() / 1e9, 6))
+        log.emit(t, "node_stop", address="medium", **stopped())
 
 
 def config_main(argv: list[str], module: str, what: str, run: Callable[[dict[str, Any]], int]) -> int:

@@ -18,9 +18,7 @@ Run by the runner: ``python -m experiments.backends.medium_process --config FILE
 from __future__ import annotations
 
 import json
-import os
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.medium_daemon import config_main, log_mac_stats, watch_parent
+from experiments.backends.medium_daemon import config_main, serve
 from experiments.medium_spec import build_medium
 from routing.eventlog import EventLog
 from routing.medium import Delivered, Frame, Medium, Output
@@ -164,20 +162,10 @@ def run_medium(conf: dict[str, Any]) -> int:
         medium = build_medium(cfg, conf["seed"])
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: proc.stop())
-        watch_parent(proc)
-        log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), pairs=len(pairs))
-        log.flush()
-        Path(conf["ready_file"]).write_text("ready")
         try:
-            proc.run(conf.get("deadline"))
+            serve(proc, medium, log, conf, {"pairs": len(pairs)},
+                  lambda: {"frames_in": proc.frames_in, "frames_out": proc.frames_out, "send_errors": proc.send_errors})
         finally:
-            t = time.time()
-            elapsed = round(proc.now_ns() / 1e9, 6)
-            log_mac_stats(log, medium, t, elapsed)
-            log.emit(t, "node_stop", address="medium", frames_in=proc.frames_in, frames_out=proc.frames_out,
-                     send_errors=proc.send_errors)
             proc.close()
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import os
 import select
-import signal
 import socket
 import sys
 import threading
@@ -35,7 +34,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.medium_daemon import config_main, log_mac_stats, watch_parent
+from experiments.backends.medium_daemon import config_main, serve
 from experiments.medium_spec import build_medium
 from routing.eventlog import EventLog
 from routing.link_shaper import SO_TIMESTAMP
@@ -195,21 +194,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         medium = build_medium(cfg, conf["seed"])
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}
         proc = NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: proc.stop() if proc is not None else None)
-        watch_parent(proc)
-        log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), nodes=len(nodes))
-        log.flush()
-        ready = Path(conf["ready_file"])
-        ready.with_suffix(".tmp").write_text(str(os.getpid()))
-        ready.with_suffix(".tmp").replace(ready)
-        try:
-            proc.run(conf.get("deadline"))
-        finally:
-            t = time.time()
-            elapsed = round(proc.now_ns() / 1e9, 6)
-            log_mac_stats(log, medium, t, elapsed)
-            log.emit(t, "node_stop", address="medium", **proc.stats)
+        serve(proc, medium, log, conf, {"nodes": len(nodes)}, lambda: dict(proc.stats))
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
         traceback.print_exc()
