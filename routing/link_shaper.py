@@ -38,7 +38,7 @@ import zlib
 from typing import Any, Callable
 
 from routing.linkem import LinkParams, LinkQueue
-from routing.step import DROP_LINES_PER_S
+from routing.step import DropLines
 
 SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29)   # Python does not export it; asm-generic/socket.h: 29
 SHAPER_QUEUE = 1             # queue 0 is the snoop handler's (experiments/backends/netns/mesh.py)
@@ -153,7 +153,8 @@ class LinkShaper:
         self.stats = {"packets": 0, "stamped": 0, "released": 0, "link_drops": 0, "unknown_dev": 0, "held_max": 0,
                       "late_max_us": 0, "late_sum_us": 0, "late_1ms": 0, "carried": 0, "carried_max_us": 0}
         self._stamp_sock: socket.socket | None = None
-        self._drop_window: dict[str, list[float]] = {}   # link -> [second start, lines, not logged]
+        self._drop_lines = DropLines(lambda now, link, count, since: emit(now, "drop", reason="queue", link=link,
+                                                                          count=count, since=since))
 
     def keep_rx_timestamps(self) -> None:
         """Hold a socket with SO_TIMESTAMP open: while any socket asks for receive timestamps the kernel
@@ -200,28 +201,14 @@ class LinkShaper:
             self.stats["held_max"] = len(self._held)
 
     def _drop(self, now: float, link: str, size: int) -> None:
-        """A drop-tail drop: counted, logged one by one up to DROP_LINES_PER_S a second per link, then summed."""
+        """A drop-tail drop: counted, and logged at the drop logs' line rate (routing.step.DropLines)."""
         self.stats["link_drops"] += 1
-        w = self._drop_window.get(link)
-        if w is None or now - w[0] >= 1.0:
-            self._flush_window(now, link)
-            w = self._drop_window[link] = [now, 0, 0]
-        if w[1] < DROP_LINES_PER_S:
-            w[1] += 1
+        if self._drop_lines.one_line(now, link):
             self._emit(now, "drop", reason="queue", link=link, len=size)
-        else:
-            w[2] += 1
-
-    def _flush_window(self, now: float, link: str) -> None:
-        w = self._drop_window.get(link)
-        if w is not None and w[2]:
-            self._emit(now, "drop", reason="queue", link=link, count=int(w[2]), since=round(w[0], 6))
-            w[2] = 0
 
     def flush_drops(self, now: float) -> None:
         """The summed drop lines of every link (the daemon calls it at the end)."""
-        for link in self._drop_window:
-            self._flush_window(now, link)
+        self._drop_lines.flush(now)
 
     # ---- the loop's side: release what is due -----------------------------------
     def fileno(self) -> int:

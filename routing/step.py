@@ -42,6 +42,41 @@ DROP_LINES_PER_S = 20
 TX_KINDS = ("send", "fwd", "local")
 
 
+class DropLines:
+    """The line rate of drop logs (issue 13, item 4: junk at line rate must not fill a disk), per kind
+    (a drop reason, an emulated link): the first DROP_LINES_PER_S drops of a kind in a second get a line
+    each, the rest of that second one line with their ``count`` and the second's start (``since``),
+    written by ``count_line(now, kind, count, since)`` when the kind's next second starts or at
+    :meth:`flush`.  The counters that say how many drops there were are the caller's."""
+
+    def __init__(self, count_line: Callable[[float, str, int, float], None]) -> None:
+        self._count_line = count_line
+        self._windows: dict[str, list[float]] = {}     # kind -> [second start, lines written, not written]
+
+    def one_line(self, now: float, kind: str) -> bool:
+        """A drop of ``kind`` at ``now``: True when it gets its own line, False when it is counted."""
+        w = self._windows.get(kind)
+        if w is None or now - w[0] >= 1.0:
+            if w is not None and w[2]:
+                self._write(now, kind, w)
+            w = self._windows[kind] = [now, 0, 0]
+        if w[1] < DROP_LINES_PER_S:
+            w[1] += 1
+            return True
+        w[2] += 1
+        return False
+
+    def flush(self, now: float, final: bool = True) -> None:
+        """The count lines of every kind whose second is over (of every kind when ``final``)."""
+        for kind, w in self._windows.items():
+            if w[2] and (final or now - w[0] >= 1.0):
+                self._write(now, kind, w)
+
+    def _write(self, now: float, kind: str, w: list[float]) -> None:
+        self._count_line(now, kind, int(w[2]), round(w[0], 6))
+        w[2] = 0
+
+
 def cache_note(policy: str, effort: float, p: float, pkt_qos: float) -> str:
     """Why a node cached a segment, for a capture's packet comment."""
     if policy in ("adaptive", "perfect"):
@@ -93,8 +128,8 @@ class ForwardingStep:
         self.lost: Callable[[float, int], bool] = packet_dropper(loss)
         self.log = log
         self.drops = dict.fromkeys(DROP_REASONS, 0)
-        #: per reason: [start of its one-second window, lines written in it, drops not written one by one]
-        self._drop_window: dict[str, list[float]] = {}
+        self._drop_lines = DropLines(lambda now, reason, count, since: self.log.drop(now, reason, count=count,
+                                                                                    since=since))
         self.tx = dict.fromkeys(TX_KINDS, 0)
         self.acks_generated = 0
         #: the ACK's window, SNACK entries and bytes are read only by agents that use them
@@ -186,24 +221,10 @@ class ForwardingStep:
         one, the rest of that second as one line with ``count`` (written by :meth:`flush_drops`)."""
         self.drops[reason] += 1
         self.last_drop = reason
-        w = self._drop_window.get(reason)
-        if w is None or now - w[0] >= 1.0:
-            if w is not None and w[2]:
-                self._drop_total_line(now, reason, w)
-            w = self._drop_window[reason] = [now, 0, 0]
-        if w[1] < DROP_LINES_PER_S:
-            w[1] += 1
+        if self._drop_lines.one_line(now, reason):
             self.log.drop(now, reason, ptype, flow, seq, ack, length, **detail)
-        else:
-            w[2] += 1
 
     def flush_drops(self, now: float, final: bool = False) -> None:
         """Write the count of drops not logged one by one, for every reason whose second is over (all of
         them when ``final``: before node_stop).  Drivers call it now and then and at the end."""
-        for reason, w in self._drop_window.items():
-            if w[2] and (final or now - w[0] >= 1.0):
-                self._drop_total_line(now, reason, w)
-
-    def _drop_total_line(self, now: float, reason: str, w: list[float]) -> None:
-        self.log.drop(now, reason, count=int(w[2]), since=round(w[0], 6))
-        w[2] = 0
+        self._drop_lines.flush(now, final)
