@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from experiments.backends.netns.node import REALTIME_PRIORITY
 from experiments.backends.netns.run import mesh_session
 from experiments.backends.netns.sh import run
 from experiments.schema import load_experiment
@@ -103,7 +104,7 @@ def ping_median_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtim
 
 def ping_rtts_ms(ns: str, dst: str, count: int, interval: float = 0.2, realtime: bool = False) -> list[float]:
     """The RTT of each of ``count`` pings that got a reply (RuntimeError if fewer than half did)."""
-    pre = ["chrt", "-r", "10"] if realtime else []
+    pre = ["chrt", "-r", str(REALTIME_PRIORITY)] if realtime else []   # as the node daemons
     r = run([*pre, "ping", "-U", "-n", "-c", str(count), "-i", str(interval), dst], ns=ns, check=False,
             timeout=count * interval + 30)
     rtts = [float(x.split("time=")[1].split()[0]) for x in r.stdout.splitlines() if "time=" in x]

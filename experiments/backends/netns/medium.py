@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.medium_daemon import config_main, serve
+from experiments.backends.netns.node import go_realtime
 from experiments.medium_spec import build_medium
 from routing.eventlog import EventLog
 from routing.link_shaper import SO_TIMESTAMP
@@ -189,7 +190,7 @@ def run_medium(conf: dict[str, Any]) -> int:
     proc: NetnsMedium | None = None
     try:
         if conf.get("realtime"):
-            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(10))   # as the node daemons (netns.realtime)
+            go_realtime()                                   # as the node daemons
         cfg = conf["experiment"]
         medium = build_medium(cfg, conf["seed"])
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}

@@ -51,6 +51,13 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
 REALTIME_PRIORITY = 10        # netns.realtime: SCHED_RR, below the kernel's own threads (50 and up)
 
 
+def go_realtime() -> None:
+    """netns.realtime: this thread (and the threads it starts) SCHED_RR at REALTIME_PRIORITY, woken on time
+    under CPU load: a normal task can wait for the next scheduler tick (4 ms at HZ=250) before it releases
+    a held packet; the kernel's RT throttling keeps 5 % for the rest."""
+    os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
+
+
 def link_shaper(link: dict[str, Any], name: str, log: EventLog, max_len: int) -> LinkShaper:
     """The emulated links into node ``name`` (``link["in"]``: its veth -> the neighbour at the other end
     and the link's rate, delay and queue; routing.link_shaper holds the verdicts).  ``link["board_fd"]``:
@@ -77,9 +84,7 @@ def run_node(conf: dict[str, Any]) -> int:
     code = 0
     try:
         if conf.get("realtime"):
-            # woken on time under CPU load: a normal task can wait for the next scheduler tick (4 ms at
-            # HZ=250) before it releases a held packet; the kernel's RT throttling keeps 5 % for the rest
-            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
+            go_realtime()
         log.emit(time.time(), "node_start", address=addr, pid=os.getpid(), handlers=conf["handlers"],
                  ns=conf["ns"], realtime=bool(conf.get("realtime")))
         log.flush()
