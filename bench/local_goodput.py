@@ -4,9 +4,9 @@ Prints goodput, each forwarder's datagrams/s and CPU share, and the ratio agains
 relay chain measured in the same run (bench/relay_baseline.py).  A relay's CPU per datagram is
 printed with how many datagrams it found per wake-up of its loop, next to the plain relays' in the
 same run driven with small windows (``--floor-windows``): at the same datagrams per wake-up, the
-difference is what the forwarding step costs on top of a bare ``recv`` + ``sendto``.  Each loss setting runs with the
-authenticated overlay off and on (``auth.mac``, routing.auth), so the MAC's cost is measured in the
-same run (``--mac off`` or ``on`` runs only one).
+difference is what the forwarding step costs on top of a bare ``recv`` + ``sendto``.  Each loss
+setting runs with the authenticated overlay off and on (``auth.mac``, routing.auth), so the MAC's
+cost is measured in the same run (``--mac off`` or ``on`` runs only one).
 Run: .venv/bin/python -m bench local_goodput [--segments N] [--mac both|off|on]
 """
 from __future__ import annotations

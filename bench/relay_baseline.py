@@ -128,6 +128,3 @@ def relay_baseline(seconds: float = 5.0, window: int = 64, port: int = 47900) ->
     relays = [RelayCost(n, cpu, sleeps) for kind, n, cpu, sleeps in reports if kind == "relay"]
     return Baseline(received * PAYLOAD * 8 / seconds / 1e6, window, relays)
 
-
-def relay_baseline_mbps(seconds: float = 5.0, window: int = 64, port: int = 47900) -> float:
-    return relay_baseline(seconds, window, port).mbps
