@@ -240,9 +240,10 @@ class LinkEstimator:
         return self.initial if self._forward is None else self._forward
 
     def quality(self) -> float:
-        """Link quality in [0, 1] (1 = perfect) per ``mode``."""
+        """Link quality in [0, 1] (1 = perfect) per ``mode``.  (Asked for every data packet a node sends:
+        :meth:`forward` is written out for the default mode.)"""
         if self.mode == "forward":
-            return self.forward()
+            return self.initial if self._forward is None else self._forward
         return self.forward() * self.reverse()
 
     def __repr__(self) -> str:
@@ -286,7 +287,8 @@ class EtxTable:
         return self.link(neighbour).next_probe(now)
 
     def quality(self, neighbour: str) -> float:
-        return self.link(neighbour).quality()
+        e = self._links.get(neighbour)
+        return (self.link(neighbour) if e is None else e).quality()   # link(): the KeyError that names the neighbours
 
     def snapshot(self) -> dict[str, dict[str, float]]:
         """{neighbour: {"forward", "reverse", "quality"}} for the ``etx`` log event."""

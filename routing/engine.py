@@ -14,11 +14,12 @@ from typing import Any
 
 from aspan.agent import SnoopAgent, flow_name
 from aspan.events import Emit, EventSink, as_sink
-from aspan.fields import AspanFields
+from aspan.fields import FIXED_ONE, AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
 from routing.step import DROP_REASONS, HOP_LIMIT, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
-from routing.wire import DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, wire_size
+from routing.wire import (DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, ntoa, plain_data, plain_packet,
+                          relayed, wire_size)
 from tcp_user.segment import ACK, Segment
 
 __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Transmit"]
@@ -26,7 +27,7 @@ __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Tra
 
 @dataclass(slots=True)
 class Transmit:
-    packet: Packet
+    packet: Packet | bytearray   # a relayed datagram is sent as the bytes it came in, rewritten (_relay)
     next_hop: str
     note: str | None = None      # what this node did to the packet, for a capture's comment
 
@@ -126,8 +127,13 @@ class ForwardingEngine:
 
     def _on_datagram(self, data: bytes, now: float) -> list[Action]:
         lost = self.step.lost(now, len(data) + IP_UDP_OVERHEAD)
+        h = plain_data(data)
+        if h is not None and not lost and self.tap is None:
+            actions = self._relay(data, h, now)
+            if actions is not None:
+                return actions
         try:
-            pkt = decode(data)
+            pkt = decode(data) if h is None else plain_packet(h, data)
         except WireError as e:
             if lost:
                 self.step.drop(now, "loss", "?")
@@ -137,6 +143,47 @@ class ForwardingEngine:
         if lost:
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
+
+    def _relay(self, data: bytes, h: tuple, now: float) -> list[Action] | None:
+        """The relay path: a data segment or a pure ACK this node passes on, handled from the datagram's
+        fields (wire.plain_data) and sent as the same bytes with the header rewritten (wire.relayed),
+        without decoding the payload into a Packet.  The step gets the same calls as on the packet path
+        (:meth:`_forward`, :meth:`_ack`; tests/test_step_conformance.py drives both).  None: this
+        datagram takes the packet path (addressed here, out of hops, an ACK whose details the agent
+        reads, not a data segment or pure ACK, or a byte at its limit that the rewrite could overflow)."""
+        (_m, _v, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
+         seq, ack, flags, _ns, _nsn, window, paylen) = h
+        dst = ntoa(dst)
+        step = self.step
+        if dst == self.address or step.expired(hops) or hops == 255 or s_count == 255:
+            return None
+        key = (ntoa(src), sport, dst, dport)
+        if paylen:
+            held = Held(None, key, self._names.get(key) or self._name(key), seq, paylen, hops)
+            fields = AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count)
+            nxt = step.data(now, held, dst, fields, "fwd")
+            if nxt is None:
+                return [self._drop_tcp(now, "no_route", key, seq, ack, paylen)]
+            held.packet = relayed(data, hops + 1, fields)
+            if self._makes_acks:
+                actions = self._generated(now)
+                actions.append(Transmit(held.packet, nxt))
+                return actions
+            return [Transmit(held.packet, nxt)]
+        if flags != ACK or step.ack_details or self._makes_acks:
+            return None
+        verdict = step.ack(now, (dst, dport, key[0], sport), ack, None, (), None)
+        actions: list[Action] = [Transmit(held.packet, nxt, LOCAL_RTX_NOTE)
+                                 for held, nxt in step.local(now, verdict.retransmit)]
+        if not verdict.forward:
+            actions.append(self._drop_tcp(now, "suppressed", key, seq, ack, 0))
+            return actions
+        nxt = self.routes.next_hop(dst)
+        if nxt is None:
+            actions.append(self._drop_tcp(now, "no_route", key, seq, ack, 0))
+            return actions
+        actions.append(Transmit(relayed(data, hops + 1), nxt))
+        return actions
 
     def _on_packet(self, pkt: Packet, now: float, size: int | None = None) -> list[Action]:
         if self.step.lost(now, wire_size(pkt) if size is None else size):
@@ -160,8 +207,11 @@ class ForwardingEngine:
     def next_timer(self) -> float | None:
         return self.step.next_timer()
 
-    def drop(self, pkt: Packet, reason: str, now: float, **detail: Any) -> Drop:
-        """Count and log ``pkt`` as dropped for ``reason`` (also used by the drivers' queues)."""
+    def drop(self, pkt: Packet | bytearray, reason: str, now: float, **detail: Any) -> Drop:
+        """Count and log ``pkt`` as dropped for ``reason`` (also used by the drivers' queues, which may
+        hold a relayed datagram: :meth:`_relay`)."""
+        if pkt.__class__ is not Packet:
+            pkt = decode(bytes(pkt))
         seg = pkt.segment
         if seg is not None:
             self.step.drop(now, reason, "tcp", self._name((pkt.src, pkt.sport, pkt.dst, pkt.dport)), seg.seq,
@@ -169,6 +219,12 @@ class ForwardingEngine:
         else:
             self.step.drop(now, reason, _PTYPES.get(pkt.ptype, str(pkt.ptype)), **detail)
         return Drop(pkt, reason)
+
+    def _drop_tcp(self, now: float, reason: str, key: tuple[str, int, str, int], seq: int, ack: int,
+                  length: int) -> Drop:
+        """:meth:`drop` for a segment the relay path did not decode (the Drop carries no packet)."""
+        self.step.drop(now, reason, "tcp", self._name(key), seq, ack, length)
+        return Drop(None, reason)
 
     # ---- internals ---------------------------------------------------------
     def _name(self, key: tuple[str, int, str, int]) -> str:

@@ -167,9 +167,10 @@ class NodeCore:
     def _run(self, actions: list[Any], now: float) -> Out:
         out: Out = []
         for a in actions:
-            if isinstance(a, Transmit):
+            cls = a.__class__
+            if cls is Transmit:
                 out.append((a.next_hop, a.packet))
-            elif isinstance(a, Deliver):
+            elif cls is Deliver:
                 out.extend(self._deliver(a.packet, now))
         return out
 

@@ -21,7 +21,7 @@ from etx.prober import ProberThread
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog
 from routing.node import NodeCore, Out
-from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, AuthError, WireError, encode
+from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, AuthError, Packet, WireError, encode
 
 SOCKET_BUFFER = 4 * 1024 * 1024
 TICK_S = 0.2          # the loop wakes at least this often (stop requests, deadline)
@@ -145,7 +145,10 @@ class UdpNode:
                 self.core.engine.drop(pkt, "no_route", time.time(), detail=f"no UDP peer for {nxt}")
                 continue
             try:
-                sendto(encode(pkt) if self.auth is None else self.auth.seal(pkt, nxt), addr)
+                if pkt.__class__ is not Packet:     # a datagram the relay path rewrote (ForwardingEngine._relay)
+                    sendto(pkt, addr)
+                else:
+                    sendto(encode(pkt) if self.auth is None else self.auth.seal(pkt, nxt), addr)
                 self.tx_datagrams += 1
             except BlockingIOError:
                 # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)

@@ -77,7 +77,8 @@ def _aton(addr: str) -> bytes:
     return raw
 
 
-def _ntoa(raw: bytes) -> str:
+def ntoa(raw: bytes) -> str:
+    """4-byte address -> dotted string (memoised)."""
     addr = _NTOA.get(raw)
     if addr is None:
         addr = socket.inet_ntoa(raw)
@@ -259,26 +260,69 @@ def decode_auth(data: bytes, key: MacKey, link: bytes) -> tuple[Packet, int]:
          tseq, ack, flags, nsack, nsnack, window, paylen) = _PLAIN_DATA.unpack_from(data)
         if (magic == MAGIC and version == AUTH_VERSION and not nsack and not nsnack
                 and not flags & ~KNOWN_FLAGS and _PLAIN_LEN + paylen == body_end):
-            return Packet(DATA, _ntoa(src), sport, _ntoa(dst), dport, hops,
+            return Packet(DATA, ntoa(src), sport, ntoa(dst), dport, hops,
                           AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
                           Segment(tseq, ack, flags, window, (), bytes(data[_PLAIN_LEN:body_end]), ())), seq
     return _parse_general(data, body_end, AUTH_VERSION), seq
 
 
-def decode(data: bytes) -> Packet:
-    """bytes -> Packet.  Raises WireError (and nothing else) for anything that is not a valid packet."""
+def plain_data(data: bytes) -> tuple | None:
+    """The header and DATA body fields of ``data`` when it is the common DATA packet (no SACK blocks, no
+    SNACK entries) and valid (magic, version, flags, lengths, CRC), in ``_PLAIN_DATA``'s order: magic,
+    version, type, src, sport, dst, dport, hops, snoop_after, snoop_limit, snoop_count, pkt_effort,
+    pkt_qos (16-bit words), seq, ack, flags, nsack, nsnack, window, paylen.  None for anything else
+    (:func:`decode` then takes the general path and names what is wrong)."""
     n = len(data)
     if n >= _PLAIN_LEN + _CRC.size and data[2] == DATA:
-        (magic, version, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
-         seq, ack, flags, nsack, nsnack, window, paylen) = _PLAIN_DATA.unpack_from(data)
+        h = _PLAIN_DATA.unpack_from(data)
         body_end = n - _CRC.size
-        if (magic == MAGIC and version == VERSION and not nsack and not nsnack and not flags & ~KNOWN_FLAGS
-                and _PLAIN_LEN + paylen == body_end
+        if (h[0] == MAGIC and h[1] == VERSION and not h[16] and not h[17] and not h[15] & ~KNOWN_FLAGS
+                and _PLAIN_LEN + h[19] == body_end
                 and zlib.crc32(memoryview(data)[:body_end]) == _CRC.unpack_from(data, body_end)[0]):
-            return Packet(DATA, _ntoa(src), sport, _ntoa(dst), dport, hops,
-                          AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
-                          Segment(seq, ack, flags, window, (), bytes(data[_PLAIN_LEN:body_end]), ()))
-    return _decode_general(data)
+            return h
+    return None
+
+
+def decode(data: bytes) -> Packet:
+    """bytes -> Packet.  Raises WireError (and nothing else) for anything that is not a valid packet."""
+    h = plain_data(data)
+    if h is None:
+        return _decode_general(data)
+    return plain_packet(h, data)
+
+
+def plain_packet(h: tuple, data: bytes) -> Packet:
+    """The Packet of a datagram :func:`plain_data` accepted (``h``: its fields)."""
+    (_m, _v, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
+     seq, ack, flags, _ns, _nsn, window, paylen) = h
+    return Packet(DATA, ntoa(src), sport, ntoa(dst), dport, hops,
+                  AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
+                  Segment(seq, ack, flags, window, (), bytes(data[_PLAIN_LEN:_PLAIN_LEN + paylen]), ()))
+
+
+# Where a relay rewrites a datagram it passes on (routing.engine's relay path): the hop count and the
+# A-SPAN fields, which follow the addresses and ports in the header.
+_HOPS_AT = struct.calcsize("!BBB4sH4sH")
+_RELAY_FIELDS = struct.Struct("!BBBBHH")     # hops | snoop_after | snoop_limit | snoop_count | pkt_effort | pkt_qos
+
+
+def relayed(data: bytes, hops: int, fields: AspanFields | None = None) -> bytearray:
+    """A datagram :func:`plain_data` accepted, as a relay sends it on: with hop count ``hops`` and, when
+    given, the A-SPAN ``fields`` the snoop agent left (else those it came with), its CRC recomputed.
+    The same bytes :func:`encode` gives for the decoded packet so changed, without decoding the payload.
+    Raises WireError when a value does not fit its field (a hop count over 255, say)."""
+    buf = bytearray(data)
+    body_end = len(buf) - _CRC.size
+    try:
+        if fields is None:
+            buf[_HOPS_AT] = hops
+        else:
+            _RELAY_FIELDS.pack_into(buf, _HOPS_AT, hops, fields.snoop_after, fields.snoop_limit,
+                                    fields.snoop_count, to_fixed(fields.pkt_effort), to_fixed(fields.pkt_qos))
+    except (struct.error, ValueError, TypeError) as e:
+        raise WireError(f"cannot relay packet: {e}") from None
+    _CRC.pack_into(buf, body_end, zlib.crc32(memoryview(buf)[:body_end]))
+    return buf
 
 
 def _decode_general(data: bytes) -> Packet:
@@ -302,7 +346,7 @@ def _parse_general(data: bytes, body_end: int, expected_version: int) -> Packet:
     if version != expected_version:
         raise WireError(f"unsupported version {version}")
     fields = AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count)
-    pkt = Packet(ptype, _ntoa(src), sport, _ntoa(dst), dport, hops, fields)
+    pkt = Packet(ptype, ntoa(src), sport, ntoa(dst), dport, hops, fields)
     off = HEADER_LEN
     if ptype == DATA:
         if off + _DATA.size > body_end:

@@ -4,7 +4,7 @@ from aspan.fields import AspanFields, quantise
 from aspan.policy import SnoopConfig
 from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
 from routing.routes import RouteTable, chain_routes
-from routing.wire import DATA, PROBE, Packet, Probe, encode
+from routing.wire import DATA, PROBE, Packet, Probe, decode, encode
 from tcp_user.segment import ACK, Segment
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
@@ -124,10 +124,36 @@ def test_a_routing_loop_ends_at_the_hop_limit_with_reason_ttl():
         [act] = engines[at].on_datagram(encode(pkt), 1.0)
         if isinstance(act, Drop):
             break
-        hops_seen.append(act.packet.hops)
-        pkt, at = act.packet, act.next_hop
+        out = act.packet if isinstance(act.packet, Packet) else decode(bytes(act.packet))   # relayed: bytes
+        hops_seen.append(out.hops)
+        pkt, at = out, act.next_hop
     assert isinstance(act, Drop) and act.reason == "ttl"
     assert hops_seen == [2, 3, 4]
     assert engines[at].drops["ttl"] == 1
     assert ("drop", {"reason": "ttl", "ptype": "tcp", "flow": f"{A}:5000>{D}:6000", "seq": 0, "ack": 0,
                      "len": 1000}) in events
+
+
+def test_a_relayed_datagram_in_a_full_queue_is_logged_as_the_packet_it_carries():
+    """The UDP driver drops what its socket cannot take with engine.drop; a datagram the relay path
+    rewrote (bytes, not a Packet) is counted and logged with its flow, seq and length like a Packet."""
+    eng, events = engine()
+    [act] = eng.on_datagram(encode(data(0)), 1.0)
+    assert isinstance(act, Transmit) and not isinstance(act.packet, Packet)
+    dropped = eng.drop(act.packet, "queue", 1.1)
+    assert dropped.reason == "queue" and dropped.packet == decode(bytes(act.packet))
+    assert eng.drops["queue"] == 1
+    assert ("drop", {"reason": "queue", "ptype": "tcp", "flow": f"{A}:5000>{D}:6000", "seq": 0, "ack": 0,
+                     "len": 1000}) in events
+
+
+def test_a_relay_hands_datagrams_with_a_byte_at_its_limit_to_the_packet_path():
+    """Hostile input: a hop count or snoop_count of 255 cannot be rewritten in place; such a datagram
+    takes the packet path (where the hop limit drops it as ttl) and never stops the node."""
+    eng, _ = engine()
+    [act] = eng.on_datagram(encode(data(0, hops=255)), 1.0)
+    assert isinstance(act, Drop) and act.reason == "ttl"
+    pkt = data(1000)
+    pkt.fields.snoop_count = 255
+    [act] = eng.on_datagram(encode(pkt), 1.0)
+    assert isinstance(act, Transmit) and isinstance(act.packet, Packet)

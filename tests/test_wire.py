@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aspan.fields import FIXED_ONE, AspanFields
-from routing.wire import (DATA, PROBE, Packet, Probe, WireError, decode, encode,
+from routing.wire import (DATA, PROBE, Packet, Probe, WireError, decode, encode, plain_data, plain_packet, relayed,
                           wire_size)
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
@@ -131,3 +131,37 @@ def test_fast_encode_and_decode_agree_with_the_general_code(pkt, where, value):
     mangled = bytearray(data)
     mangled[where % len(data)] = value
     assert _outcome(decode, bytes(mangled)) == _outcome(_decode_general, bytes(mangled))
+
+
+@settings(max_examples=300)
+@given(packets(), byte, fields_st)
+def test_a_relayed_datagram_is_the_encoding_of_the_rewritten_packet(pkt, hops, fields):
+    """wire.relayed (the relay path's rewrite, routing.engine) gives, for every datagram plain_data
+    accepts, the bytes encode gives for the decoded packet with the new hop count and A-SPAN fields,
+    CRC included; plain_data accepts exactly the plain DATA packets (no SACK blocks, no SNACK entries)."""
+    data = encode(pkt)
+    h = plain_data(data)
+    plain = pkt.ptype == DATA and not pkt.segment.sack and not pkt.segment.snack
+    assert (h is not None) == plain
+    if not plain:
+        return
+    assert plain_packet(h, data) == pkt
+    out = decode(data)
+    out.hops = hops
+    assert bytes(relayed(data, hops)) == encode(out)
+    out.fields = fields
+    assert bytes(relayed(data, hops, fields)) == encode(out)
+
+
+def test_plain_data_rejects_a_flipped_bit_and_relayed_rejects_what_does_not_fit():
+    pkt = Packet(DATA, "10.0.0.1", 1, "10.0.0.4", 2, 3, AspanFields(0.5, 0.9, 1, 2, 3),
+                 Segment(7, 8, ACK, 9, (), b"x" * 100))
+    data = encode(pkt)
+    for i in range(len(data)):
+        bad = bytearray(data)
+        bad[i] ^= 0x10
+        assert plain_data(bytes(bad)) is None, i
+    with pytest.raises(WireError, match="cannot relay"):
+        relayed(data, 256)
+    with pytest.raises(WireError, match="cannot relay"):
+        relayed(data, 4, AspanFields(0.5, 0.9, 1, 2, 256))
