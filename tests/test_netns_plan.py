@@ -147,3 +147,20 @@ def test_the_payload_in_pieces_is_the_bulk_payload_of_the_other_backends(size):
     assert b"".join(payload_chunks(7, size)) == bulk_payload(7, size)
     import hashlib
     assert payload_sha256(7, size) == hashlib.sha256(bulk_payload(7, size)).hexdigest()
+
+
+def test_the_iperf3_client_retries_while_the_server_refuses(tmp_path):
+    """iperf3 3.12 with -J exits 0 on a refused connection (the error is in its JSON): the client is run
+    again while the server does not listen yet, and the refusal is returned once the wait is over."""
+    from experiments.backends.netns.tcpapp import run_iperf3_client
+    count = tmp_path / "calls"
+    fake = tmp_path / "iperf3"
+    fake.write_text('#!/bin/sh\necho x >> "$1"\nif [ "$(wc -l < "$1")" -le "$2" ]; then\n'
+                    '  echo \'{"error": "unable to connect to server: Connection refused"}\'\n'
+                    'else\n  echo \'{"end": {}}\'\nfi\nexit 0\n')
+    fake.chmod(0o755)
+    r = run_iperf3_client([str(fake), str(count), "3"], wait_s=30.0)
+    assert r.stdout.strip() == '{"end": {}}' and len(count.read_text().split()) == 4
+    count.unlink()
+    r = run_iperf3_client([str(fake), str(count), "1000"], wait_s=0.3)
+    assert "refused" in r.stdout and 2 <= len(count.read_text().split()) <= 10

@@ -283,6 +283,12 @@ def run_receiver(conf: dict[str, Any], log: EventLog) -> None:
 
 
 # ---- iperf3 ----------------------------------------------------------------------------
+#: How long the iperf3 client retries while the server does not listen yet.  Both start at the go signal;
+#: a loaded machine or a slow Pi can take seconds to exec and bind the server (a count of 50 quick
+#: retries ran out under a load average of 8 here).
+IPERF3_SERVER_WAIT_S = 30.0
+
+
 def run_iperf3_receiver(conf: dict[str, Any], log: EventLog) -> None:
     fl = conf["flow"]
     size = fl["segments"] * fl["segment_size"]
@@ -313,12 +319,7 @@ def run_iperf3_sender(conf: dict[str, Any], log: EventLog) -> None:
     cmd = ["iperf3", "-c", fl["dst"], "-p", str(fl["dport"]), "-B", fl["src"], "--cport", str(fl["sport"]),
            "-n", str(size), "-C", conf["congestion"], "-J", "-i", "0.1",
            "-M", str(fl["segment_size"] + (TIMESTAMP_OPTION_LEN if _timestamps_on() else 0))]
-    r = None
-    for _ in range(50):   # the server may not listen yet
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode == 0 or "connection refused" not in (r.stdout + r.stderr).lower():
-            break
-        time.sleep(0.1)
+    r = run_iperf3_client(cmd)
     sampler.halt.set()
     sampler.join()
     sampler.sample(time.time())
@@ -333,6 +334,18 @@ def run_iperf3_sender(conf: dict[str, Any], log: EventLog) -> None:
     sent = res["end"]["sum_sent"]
     log.emit(time.time(), "flow_end", flow=fl["name"], bytes=int(sent["bytes"]), sha256=None,
              retransmits=int(sent.get("retransmits", 0)), tcpext=sampler.losses.totals(), traffic="iperf3")
+
+
+def run_iperf3_client(cmd: list[str], wait_s: float = IPERF3_SERVER_WAIT_S) -> subprocess.CompletedProcess[str]:
+    """Run the iperf3 client ``cmd``, again every 0.1 s for up to ``wait_s`` while the server refuses
+    the connection (it may not listen yet).  iperf3 3.12 with -J exits 0 when the connection is
+    refused, with the error in its JSON, so the output is what tells."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if "connection refused" not in (r.stdout + r.stderr).lower() or time.monotonic() >= deadline:
+            return r
+        time.sleep(0.1)
 
 
 def _iperf3_json(r: subprocess.CompletedProcess[str] | None, side: str) -> dict[str, Any]:
