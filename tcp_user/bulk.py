@@ -6,6 +6,7 @@ expected SHA-256 without it ever crossing the network.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from typing import Any, Callable
@@ -26,10 +27,8 @@ def _no_emit(now: float, ev: str, **fields: Any) -> None:
 
 
 def _tagged(emit: Emit, flow: str) -> Emit:
-    """The connection's events, tagged with the flow they belong to."""
-    def tagged(now: float, ev: str, **fields: Any) -> None:
-        emit(now, ev, flow=flow, **fields)
-    return tagged
+    """The connection's events, tagged with the flow they belong to (``flow`` comes first)."""
+    return functools.partial(emit, flow=flow)
 
 
 def bulk_payload(seed: int, size: int) -> bytes:
@@ -87,7 +86,7 @@ class BulkSender:
         return self.conn.segments_to_send(now) if self.started else []
 
     def _check_done(self, now: float) -> None:
-        if not self.done and self.conn.all_acked and self.conn.bytes_acked >= self.size:
+        if not self.done and self.conn.bytes_acked >= self.size and self.conn.all_acked:
             self.done = True
             self._emit(now, "flow_end", flow=self.flow, bytes=self.conn.bytes_acked, sha256=self.sha256)
 
