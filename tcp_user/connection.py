@@ -250,8 +250,12 @@ class TcpConnection:
         n = len(buf) if max_bytes < 0 else min(max_bytes, len(buf))
         if n <= 0:
             return b""
-        data = bytes(buf[:n])
-        del buf[:n]
+        if n == len(buf):                   # all of it (the usual case): one copy
+            data = bytes(buf)
+            buf.clear()
+        else:
+            data = bytes(buf[:n])
+            del buf[:n]
         if self._have_irs and self.state in RECV_STATES:
             pending = self._pending
             if pending and pending[-1].flags == ACK and not pending[-1].payload:
@@ -316,7 +320,7 @@ class TcpConnection:
         self._rcv_adv_edge = 0
         if ack_ok:
             self._established(now)
-            self._process_ack(seg, now)
+            self._process_ack(seg, 0, now)  # the SYN: sequence number 0 of the peer's side
             self._queue_ack()
         else:                               # simultaneous open: resend SYN as SYN+ACK
             self._snd_wnd = self._max_snd_wnd = seg.window
@@ -347,7 +351,7 @@ class TcpConnection:
                 if flags & ACK and 0 < ack <= self._snd_max:
                     # simultaneous open (RFC 9293 fig. 7): the peer's SYN+ACK acks our SYN
                     self._established(now)
-                    self._process_ack(seg, now)
+                    self._process_ack(seg, seq, now)
                     self._queue_ack()
                 else:
                     self._snd_nxt = 0       # peer repeated its SYN: repeat our SYN+ACK
@@ -371,7 +375,7 @@ class TcpConnection:
             if not 0 < ack <= self._snd_max:
                 return
             self._established(now)
-        if not self._process_ack(seg, now) or self.state == State.CLOSED:
+        if not self._process_ack(seg, seq, now) or self.state == State.CLOSED:
             return
         if seglen and self.state in RECV_STATES:   # seventh/eighth: text and FIN
             self._process_data(seq, seg.payload, bool(flags & FIN), now)
@@ -379,8 +383,9 @@ class TcpConnection:
             self._queue_ack()
 
     # ------------------------------------------------------------------ ACK processing
-    def _process_ack(self, seg: Segment, now: float) -> bool:
-        """RFC 9293 sec. 3.10.7.4, fifth: the ACK field.  False: drop the segment."""
+    def _process_ack(self, seg: Segment, seq: int, now: float) -> bool:
+        """RFC 9293 sec. 3.10.7.4, fifth: the ACK field.  False: drop the segment.
+        ``seq``: the segment's sequence number, unwrapped (relative to IRS)."""
         una = self._snd_una
         ack = unwrap(seg.ack, self._iss, una)
         top = self._snd_max if self._snd_max > self._probe_end else self._probe_end
@@ -390,7 +395,6 @@ class TcpConnection:
         if ack < una:                       # old duplicate ACK: ignore it (not the data)
             return True
         prev_wnd = self._snd_wnd
-        seq = unwrap(seg.seq, self._irs, self._rcv_nxt)
         # RFC 9293 sec. 3.10.7.4: send window update
         if self._snd_wl1 < seq or (self._snd_wl1 == seq and self._snd_wl2 <= ack):
             self._snd_wnd = seg.window
