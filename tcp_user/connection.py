@@ -378,7 +378,7 @@ class TcpConnection:
         if not self._process_ack(seg, seq, now) or self.state == State.CLOSED:
             return
         if seglen and self.state in RECV_STATES:   # seventh/eighth: text and FIN
-            self._process_data(seq, seg.payload, bool(flags & FIN), now)
+            self._process_data(seq, seg.payload, bool(flags & FIN), wnd, now)
         elif seglen:
             self._queue_ack()
 
@@ -440,7 +440,8 @@ class TcpConnection:
             self._rtt_sample(now - self._rtt_time)
             self._rtt_seq = None
         data_end = self._data_end
-        newly = min(ack, data_end) - max(una, 1)
+        acked = ack if ack < data_end else data_end     # data acknowledged up to here (no FIN)
+        newly = acked - (una if una > 1 else 1)
         if newly > 0:
             self.bytes_acked += newly
         else:
@@ -450,7 +451,7 @@ class TcpConnection:
             self._snd_max = ack
         if self._snd_nxt < ack:
             self._snd_nxt = ack
-        drop = min(ack, data_end) - self._sndbuf_base
+        drop = acked - self._sndbuf_base
         if drop > 0:
             del self._sndbuf[:drop]
             self._sndbuf_base += drop
@@ -469,9 +470,11 @@ class TcpConnection:
             self._fire(now, Event.FIN_ACKED)
 
     # ------------------------------------------------------------------ data receipt
-    def _process_data(self, seq: int, payload: bytes, fin: bool, now: float) -> None:
+    def _process_data(self, seq: int, payload: bytes, fin: bool, wnd: int, now: float) -> None:
+        """RFC 9293 sec. 3.10.7.4, seventh and eighth: the segment text and the FIN bit, within
+        ``wnd``, the receive window the segment was found acceptable in."""
         rcv_nxt = self._rcv_nxt
-        right = rcv_nxt + self._rcv_wnd()
+        right = rcv_nxt + wnd
         data = payload
         if seq < rcv_nxt:                   # trim what we already have
             data = data[rcv_nxt - seq:]
@@ -573,12 +576,12 @@ class TcpConnection:
 
     # ------------------------------------------------------------------ output
     def segments_to_send(self, now: float) -> list[Segment]:
-        out: list[Segment] = []
-        if self._pending:
-            self.stats["acks_sent"] += len(self._pending)
-            self.stats["segments_sent"] += len(self._pending)
-            out.extend(self._pending)
-            self._pending.clear()
+        out = self._pending                 # the ACKs / RSTs queued on input go first
+        self._pending = []
+        if out:
+            stats = self.stats
+            stats["acks_sent"] += len(out)
+            stats["segments_sent"] += len(out)
         st = self.state
         if st in (State.SYN_SENT, State.SYN_RCVD):
             if self._snd_nxt == 0:
@@ -634,18 +637,23 @@ class TcpConnection:
                 if skip != nxt:
                     self._snd_nxt = skip
                     continue
-            n = self._seg_len(nxt) if nxt < data_end else 0
-            if self._force_one:
+            if self._force_one:                         # after an RTO: one segment, windows or not
                 self._force_one = False
-            elif n > 0:
+                n = self._seg_len(nxt) if nxt < data_end else 0
+            elif nxt >= data_end:
+                n = 0                                   # the FIN alone needs no window
+            else:
                 outstanding = nxt - una
                 if cc.rto_recovery and sb is not None:   # RFC 6675 sec. 5.1: SACKed
                     outstanding -= sb.sacked_between(una, nxt)  # data is not in flight
                 usable = min(cwnd - outstanding, right - nxt)
+                if usable <= 0:                         # the windows are full
+                    break
+                n = self._seg_len(nxt)
                 if usable < n:
                     # RFC 1122 sec. 4.2.3.4 sender SWS avoidance: a partial segment only if
                     # it is at least half the largest window the peer ever offered.
-                    if usable > 0 and (self._force_small or 2 * usable >= self._max_snd_wnd):
+                    if self._force_small or 2 * usable >= self._max_snd_wnd:
                         n = usable
                     else:
                         break
