@@ -75,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"CPU {cpu:.2f} s = {100 * cpu / dur:5.1f} % of one core over the transfer "
                       f"(includes settling); {1e6 * fcpu / max(frx, 1):5.1f} us of CPU per datagram "
                       f"received once data flows, {per_wake} datagrams per wake-up")
+            for n, role in (("A", "sender"), ("D", "receiver")):
+                # the receiver sends no data segment, so it has no cpu_flow_s: its whole life is shown
+                st = _node_stats(rep, n)
+                fcpu = st.get("cpu_flow_s")
+                cpu = fcpu if fcpu is not None else st.get("cpu_s", float("nan"))
+                when = "once data flows" if fcpu is not None else "over its whole life (start-up and settling included)"
+                print(f"{'':>17}endpoint {n} ({role}): {1e6 * cpu / args.segments:5.1f} us of CPU per segment {when}")
     return 0
 
 
