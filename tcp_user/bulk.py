@@ -128,9 +128,13 @@ class BulkReceiver:
         if not self.done and self.received >= self.size and self.conn.state in _PEER_DONE:
             self.done = True
             self.conn.close(now)
-            digest = self._hash.hexdigest()
+            digest = self.digest()
             self.ok = digest == self.expected and self.received == self.size
             self._emit(now, "flow_end", flow=self.flow, bytes=self.received, sha256=digest, ok=self.ok)
 
     def segments_to_send(self, now: float) -> list[Segment]:
         return self.conn.segments_to_send(now)
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the bytes received so far."""
+        return self._hash.hexdigest()
