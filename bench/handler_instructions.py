@@ -52,23 +52,29 @@ print(len(stream))
 """
 
 
-def _instructions(tree: Path, node: str, policy: str, n: int, passes: int) -> tuple[int, int]:
-    """(instructions of the whole process, packets in the stream)."""
+def instructions(tree: Path, probe: str, args: list[str], passes: int) -> tuple[int, int]:
+    """(instructions of the whole process, packets in one pass) of ``probe`` (a script that makes
+    ``passes`` passes over a stream of packets and prints the stream's length) run in ``tree``."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                        sys.executable, "-c", _PROBE, node, policy, str(n), str(passes)],
+                        sys.executable, "-c", probe, *args, str(passes)],
                        cwd=tree, env=env, capture_output=True, text=True, timeout=3600)
     m = re.search(r"Collected : (\d+)", r.stderr)
     if r.returncode != 0 or m is None:
-        raise SystemExit(f"bench handler_instructions: {node} {policy} in {tree} failed (exit {r.returncode}):\n"
+        raise SystemExit(f"bench: {' '.join(args)} in {tree} failed under callgrind (exit {r.returncode}):\n"
                          f"{r.stdout}\n{r.stderr[-2000:]}")
     return int(m.group(1)), int(r.stdout.split()[-1])
 
 
-def per_packet(tree: Path, node: str, policy: str, n: int) -> float:
-    one, packets = _instructions(tree, node, policy, n, 1)
-    two, _ = _instructions(tree, node, policy, n, 2)
+def per_packet_of(tree: Path, probe: str, args: list[str]) -> float:
+    """Instructions per packet of one pass: two passes minus one (start-up and the stream cancel out)."""
+    one, packets = instructions(tree, probe, args, 1)
+    two, _ = instructions(tree, probe, args, 2)
     return (two - one) / packets
+
+
+def per_packet(tree: Path, node: str, policy: str, n: int) -> float:
+    return per_packet_of(tree, _PROBE, [node, policy, str(n)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,91 @@
+"""Instructions per datagram of an overlay relay, counted by valgrind: a load-independent relay cost.
+
+``bench local_goodput`` measures a relay's CPU per datagram in a real run, which on this shared
+2-core machine moves by 20 % or more between runs.  This feeds relay B of the paper's chain, built
+as a local node process builds it (``experiments.build.build_node``, with its batched event log),
+the datagrams of one bulk flow A -> D: each data segment (1,000 bytes, hop 1, stamped by A) and one
+pure ACK of D's per two segments, each acknowledging the segment before, so the cache stays small.
+What the node hands back is encoded as the UDP driver would send it (routing.udp.UdpNode._send), so
+the count covers decoding, the forwarding step, the snoop agent, the log and encoding; not the
+socket calls.  The instructions per datagram are those of two passes minus one pass, as in
+``bench handler_instructions``; ``--tree DIR`` measures another checkout the same way::
+
+    git worktree add --detach /tmp/before 257af2c
+    .venv/bin/python -m bench relay_instructions --tree /tmp/before
+
+Needs valgrind (apt install valgrind); no root.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from bench.handler_instructions import ROOT, per_packet_of
+
+MODES = [("aspan", "adaptive"), ("aspan", "every"), ("classic", "every")]
+
+# passes over one stream of datagrams at relay B, in the tree on PYTHONPATH (relay paths that return a
+# Packet and those that return the datagram's bytes alike)
+_PROBE = r"""
+import sys, tempfile
+from pathlib import Path
+from aspan.fields import AspanFields
+from experiments.build import build_node
+from experiments.schema import load_experiment
+from routing.eventlog import EventLog
+from routing.wire import DATA, Packet, encode
+from tcp_user.segment import ACK, Segment
+
+scheme, policy, n, passes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+doc = {"name": "relay", "backend": "local", "snoop": {"scheme": scheme, "policy": policy},
+       "flows": [{"sender": "A", "receiver": "D", "segments": n}]}
+cfg = load_experiment(doc, "relay.yaml").variants[0].config
+addr = cfg["topology"]["addresses"]
+stream = []
+for p in range(2):      # two passes' worth whatever ``passes`` is: building the stream cancels out
+    for i in range(n):
+        seq = (p * n + i) * 1000
+        stream.append(encode(Packet(DATA, addr["A"], 40000, addr["D"], 5001, 1, AspanFields.stamped(0.98, 1, 1),
+                                    Segment(seq, 1, ACK, 65535, (), bytes(1000), ()))))
+        if i % 2:
+            stream.append(encode(Packet(DATA, addr["D"], 5001, addr["A"], 40000, 2, AspanFields(),
+                                        Segment(1, seq, ACK, 65535, (), b"", ()))))
+with tempfile.TemporaryDirectory() as tmp:
+    log = EventLog(Path(tmp) / "B.log", "B", batch=True)
+    node = build_node(cfg, "B", 1, log, 0.0, apps=False)
+    on_datagram, t = node.on_datagram, 100.0
+    for k, data in enumerate(stream[:len(stream) // 2 * passes]):
+        t += 1e-4
+        for nxt, pkt in on_datagram(data, t):
+            encode(pkt) if pkt.__class__ is Packet else pkt
+        if k % 64 == 63:
+            log.flush()
+    log.close()
+print(len(stream) // 2)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench relay_instructions")
+    ap.add_argument("--segments", type=int, default=3000, help="data segments of the flow per pass")
+    ap.add_argument("--tree", type=Path, help="also measure this checkout (before), next to this tree (after)")
+    args = ap.parse_args(argv)
+    if shutil.which("valgrind") is None:
+        raise SystemExit("bench relay_instructions: valgrind is not installed (apt install valgrind)")
+    trees = ([("before", args.tree.resolve())] if args.tree else []) + [("after", ROOT)]
+    print(f"relay B under callgrind, {args.segments} data segments and an ACK per two: instructions per "
+          f"datagram, one pass (two passes minus one)")
+    print(f"{'scheme':<8} {'policy':<9} " + " ".join(f"{name:>12}" for name, _ in trees)
+          + (f" {'after / before':>15}" if args.tree else ""))
+    for scheme, policy in MODES:
+        counts = [per_packet_of(tree, _PROBE, [scheme, policy, str(args.segments)]) for _, tree in trees]
+        row = f"{scheme:<8} {policy:<9} " + " ".join(f"{c:12,.0f}" for c in counts)
+        if args.tree:
+            row += f" {counts[1] / counts[0]:15.3f}"
+        print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
