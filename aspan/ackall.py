@@ -59,6 +59,8 @@ class AckAllSnoopAgent(ClassicSnoopAgent):
     """Classic Snoop plus ACK-all and held-back dupacks (rules above)."""
 
     flow_cls = AckAllFlow
+    reads_ack_details = True     # the window and the ACK itself (the template of new ACKs)
+    generates_acks = True
 
     def on_data(self, flow: FlowKey, seq: int, length: int, fields: AspanFields,
                 p_next: float, hop_index: int, now: float, packet: Any) -> bool:

@@ -48,6 +48,8 @@ class SlackSnoopAgent(ClassicSnoopAgent):
     """Classic Snoop plus the SLACK release."""
 
     flow_cls = SlackFlow
+    reads_ack_details = True     # the window and the ACK itself (the template of new ACKs)
+    generates_acks = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

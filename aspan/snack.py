@@ -38,6 +38,7 @@ class SnackSnoopAgent(ClassicSnoopAgent):
     """Classic Snoop plus the SNACK rules above."""
 
     flow_cls = SnackFlow
+    reads_ack_details = True     # the SNACK entries
 
     def on_ack(self, flow: FlowKey, ack: int, now: float, *, window: int | None = None,
                snack: tuple[int, ...] = (), packet: Any = None) -> AckVerdict:

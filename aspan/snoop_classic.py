@@ -103,8 +103,12 @@ class ClassicSnoopAgent(SnoopAgent):
     """ns-2 Snoop at every node the placement policy (``snoop.policy``) picks."""
 
     flow_cls: type[ClassicFlow] = ClassicFlow
-    reads_ack_details = True     # SNACK-Snoop reads the SNACK entries; ACK-all and SLACK the window and bytes
-    generates_acks = True        # ACK-all and SLACK (the outbox of take_generated)
+    # Classic and multihop Snoop read only an ACK's number and make no ACKs of their own; the schemes
+    # built on them that do say so (SNACK-Snoop reads the SNACK entries, ACK-all and SLACK the window
+    # and the ACK itself, and fill the outbox of take_generated).  A relay hands an ACK on without
+    # decoding it only to an agent that reads no details (routing.engine's relay path).
+    reads_ack_details = False
+    generates_acks = False
 
     def __init__(self, node: str, config: SnoopConfig, emit: Emit | None = None,
                  scheme: SchemeConfig | None = None) -> None:
