@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from aspan.cache import FlowCache, unwrap
+from aspan.cache import HALF, SEQ_MOD, FlowCache
 from aspan.events import Emit, EventSink, as_sink
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig, update_effort, wants_cache
@@ -43,6 +43,13 @@ class AckVerdict:
     forward: bool = True
     retransmit: list[Any] = field(default_factory=list)
     snack: tuple[int, ...] | None = None
+
+    def __init__(self, forward: bool = True, retransmit: list[Any] | None = None,
+                 snack: tuple[int, ...] | None = None) -> None:
+        # The generated __init__, written out: it would call list() for the default (a call per ACK).
+        self.forward = forward
+        self.retransmit = [] if retransmit is None else retransmit
+        self.snack = snack
 
 
 @dataclass(slots=True)
@@ -162,12 +169,13 @@ class SnoopAgent:
                 return False
         else:
             st.last_active = now
-        ref = st.last_ack if st.last_ack is not None else st.high_end    # st.ref(), inline (every segment)
-        useq = seq if ref is None else unwrap(ref, seq)
+        last, high = st.last_ack, st.high_end
+        ref = last if last is not None else high          # st.ref(), inline (every segment)
+        useq = seq if ref is None else ref + (seq - ref + HALF) % SEQ_MOD - HALF   # unwrap(ref, seq), inline
         end = useq + length
-        if st.high_end is None or end > st.high_end:
+        if high is None or end > high:
             st.high_end = end
-        if st.last_ack is not None and end <= st.last_ack:
+        if last is not None and end <= last:
             update_effort(fields, p_next, cached=False)  # already acknowledged: nothing to protect
             return False
         cache = wants_cache(self.config, fields, p_next, hop_index)
@@ -196,12 +204,13 @@ class SnoopAgent:
         if st is None:
             return AckVerdict()
         st.last_active = now
-        ref = st.ref()
-        uack = ack if ref is None else unwrap(ref, ack)
-        if st.last_ack is None or uack > st.last_ack:
+        last = st.last_ack
+        ref = last if last is not None else st.high_end    # st.ref(), inline (every ACK)
+        uack = ack if ref is None else ref + (ack - ref + HALF) % SEQ_MOD - HALF   # unwrap(ref, ack), inline
+        if last is None or uack > last:
             self._new_ack(st, uack, now)
             return AckVerdict()
-        if uack < st.last_ack:
+        if uack < last:
             return AckVerdict()  # an old ACK overtaken by a newer one: pass it on untouched
         return self._dupack(st, uack, now)
 

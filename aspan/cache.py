@@ -11,10 +11,7 @@ HALF = 1 << 31
 
 def unwrap(ref: int, seq32: int) -> int:
     """Map a 32-bit sequence number to the 64-bit line nearest to ``ref`` (an unwrapped number)."""
-    delta = (seq32 - ref) % SEQ_MOD
-    if delta >= HALF:
-        delta -= SEQ_MOD
-    return ref + delta
+    return ref + (seq32 - ref + HALF) % SEQ_MOD - HALF   # the distance from ref, in [-HALF, HALF)
 
 
 @dataclass(slots=True)

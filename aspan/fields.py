@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FIXED_ONE = 65535   # 1.0 in the header's 16-bit fixed point
+_ONE = 65535.0      # the same as a float: the same products and quotients, without converting an int each time
 
 
 def to_fixed(x: float) -> int:
@@ -24,7 +25,7 @@ def to_fixed(x: float) -> int:
 def quantise(x: float) -> float:
     """``x`` on the header's grid: the value a receiver decodes from the word :func:`to_fixed` writes
     (``to_fixed(x) / FIXED_ONE``, written out: it runs for every data packet a node sends)."""
-    return int((0.0 if x < 0.0 else 1.0 if x > 1.0 else x) * FIXED_ONE + 0.5) / FIXED_ONE
+    return int((0.0 if x < 0.0 else 1.0 if x > 1.0 else x) * _ONE + 0.5) / _ONE
 
 
 @dataclass(slots=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from routing.ipv4 import (ACK, TCPOPT_NOP, TCPOPT_TIMESTAMP, Flow, PacketError, TcpPacket, finish_ip_header,
-                          ip_header, tcp_checksum, tcp_options, tcp_window)
+from routing.ipv4 import (ACK, TCPOPT_NOP, TCPOPT_TIMESTAMP, Flow, PacketError, finish_ip_header, ip_header,
+                          tcp_checksum, tcp_options, tcp_window)
 
 _TCP_HEAD = struct.Struct("!HHIIBBHHH")     # ports, seq, ack, data offset, flags, window, checksum, urgent
 _TS_OPTION = struct.Struct("!BBBBII")       # NOP, NOP, kind 8, length 10, TSval, TSecr (RFC 7323, appendix A)
@@ -29,16 +29,17 @@ class WindowScales:
         self._shift: dict[tuple[str, int, str, int], int | None] = {}
         self.max_directions = max_directions
 
-    def note_syn(self, tcp: TcpPacket, data: bytes) -> None:
-        """Remember the window scale a SYN or SYN-ACK announces for its direction."""
+    def note_syn(self, flow: Flow, ihl: int, data: bytes) -> None:
+        """Remember the window scale a SYN or SYN-ACK of ``flow`` (TCP header at ``ihl``) announces for its
+        direction."""
         try:
-            shift = tcp_options(data, tcp.ihl).wscale
+            shift = tcp_options(data, ihl).wscale
         except PacketError:
             shift = None
         sh = self._shift
-        if len(sh) >= self.max_directions and tcp.flow.key not in sh:
+        if len(sh) >= self.max_directions and flow.key not in sh:
             del sh[next(iter(sh))]
-        sh[tcp.flow.key] = shift
+        sh[flow.key] = shift
 
     def shift(self, flow: Flow) -> int | None:
         """The window scale of ``flow``'s sender: 0 unless both SYNs carried the option; None if unseen."""
@@ -49,10 +50,11 @@ class WindowScales:
         mine, other = sh[key], sh[rkey]
         return mine if mine is not None and other is not None else 0
 
-    def window_bytes(self, tcp: TcpPacket, data: bytes) -> int | None:
-        """The packet's window in bytes; None when the handshake was not seen here (scale unknown)."""
-        shift = self.shift(tcp.flow)
-        return None if shift is None else tcp_window(data, tcp.ihl) << shift
+    def window_bytes(self, flow: Flow, ihl: int, data: bytes) -> int | None:
+        """The window in bytes of a packet of ``flow`` (TCP header at ``ihl``); None when the handshake was
+        not seen here (scale unknown)."""
+        shift = self.shift(flow)
+        return None if shift is None else tcp_window(data, ihl) << shift
 
 
 def forge_ack(template: bytes, ack: int, window: int, tsecr: int | None = None) -> bytes:

@@ -97,6 +97,36 @@ _STAMP_MEMO: dict[tuple[Any, ...], tuple[bytes, int]] = {}
 _RESTAMP_MEMO: dict[tuple[Any, ...], tuple[bytes, int]] = {}
 
 
+# The IPv4 header as the two functions below read and write it, with one unpack and one pack per
+# packet; memoised per header length or option offset (both below 60), made up front for the usual
+# ones (a header without options; the option at offset 20, where this backend puts it).
+_STAMP_HEADS: dict[int, tuple[struct.Struct, struct.Struct]] = {}
+_RESTAMP_HEADS: dict[int, struct.Struct] = {}
+
+
+def _stamp_heads(ihl: int) -> tuple[struct.Struct, struct.Struct]:
+    """stamp_option's view of an IPv4 header of ``ihl`` bytes: as it reads it (version/IHL/TOS, total
+    length, bytes 4-9, header checksum, bytes 12 to the end: addresses and any options) and as it writes
+    it (the same, then the A-SPAN option)."""
+    heads = _STAMP_HEADS.get(ihl)
+    if heads is None:
+        heads = _STAMP_HEADS[ihl] = (struct.Struct(f"!HH6sH{ihl - 12}s"), struct.Struct(f"!HH6sH{ihl - 12}s8s"))
+    return heads
+
+
+def _restamp_head(offset: int) -> struct.Struct:
+    """restamp_option's view of an IPv4 header with the option at ``offset``, up to the option's words:
+    bytes 0-9, header checksum, bytes 12 to the option's words, its three words."""
+    head = _RESTAMP_HEADS.get(offset)
+    if head is None:
+        head = _RESTAMP_HEADS[offset] = struct.Struct(f"!10sH{offset - 10}s6s")
+    return head
+
+
+_STAMP_HEADS_20 = _stamp_heads(20)
+_RESTAMP_HEAD_20 = _restamp_head(20)
+
+
 def stamp_option(data: bytes, ihl: int, fields: AspanFields, hops: int, option_type: int = DEFAULT_OPTION) -> bytes:
     """``insert_option(data, ihl, encode_option(fields, hops, option_type))`` in one step (the sender's hot path)."""
     if ihl + OPTION_LEN > 60:
@@ -111,16 +141,14 @@ def stamp_option(data: bytes, ihl: int, fields: AspanFields, hops: int, option_t
             _STAMP_MEMO.clear()
         memo = _STAMP_MEMO[key] = (_W4.pack(a, b, c, d), a + b + c + d)
     option, words = memo
-    w0, w1, rest, hc = _HEAD12.unpack_from(data)
+    head, stamped = _STAMP_HEADS_20 if ihl == 20 else _stamp_heads(ihl)
+    w0, w1, rest, hc, addrs = head.unpack_from(data)
     n0 = w0 + (2 << 8)                       # IHL + 2 words
     n1 = w1 + OPTION_LEN
     s = (~hc & 0xFFFF) + (~w0 & 0xFFFF) + n0 + (~w1 & 0xFFFF) + n1 + words
     s = (s & 0xFFFF) + (s >> 16)             # fold_checksum, inline
     s = (s & 0xFFFF) + (s >> 16)
-    return b"".join((_HEAD12.pack(n0, n1, rest, ~s & 0xFFFF), data[12:ihl], option, data[ihl:]))
-
-
-_HEAD12 = struct.Struct("!HH6sH")            # version/IHL/TOS, total length, bytes 4-9, header checksum
+    return stamped.pack(n0, n1, rest, ~s & 0xFFFF, addrs, option) + data[ihl:]
 
 
 _W3 = struct.Struct("!HHH")
@@ -145,21 +173,22 @@ def restamp_option(data: bytes, offset: int, fields: AspanFields, hops: int) -> 
     The option at ``offset`` keeps its type and length; its three words and the header
     checksum (incrementally, RFC 1624 eqn. 3) are rewritten.
     """
-    key = (data[offset + 2:offset + OPTION_LEN], fields.pkt_effort, fields.pkt_qos, fields.snoop_after,
-           fields.snoop_limit, fields.snoop_count, hops)
+    head = _RESTAMP_HEAD_20 if offset == 20 else _restamp_head(offset)
+    start, hc, middle, old = head.unpack_from(data)
+    key = (old, fields.pkt_effort, fields.pkt_qos, fields.snoop_after, fields.snoop_limit, fields.snoop_count, hops)
     memo = _RESTAMP_MEMO.get(key)
     if memo is None:
         n0, n1, n2 = _option_words(fields, hops)
-        o0, o1, o2 = _W3.unpack_from(data, offset + 2)
+        o0, o1, o2 = _W3.unpack(old)
         if len(_RESTAMP_MEMO) >= _MEMO_MAX:
             _RESTAMP_MEMO.clear()
         memo = _RESTAMP_MEMO[key] = (_W3.pack(n0, n1, n2),
                                      (~o0 & 0xFFFF) + (~o1 & 0xFFFF) + (~o2 & 0xFFFF) + n0 + n1 + n2)
     words, delta = memo
-    s = (~(data[10] << 8 | data[11]) & 0xFFFF) + delta
+    s = (~hc & 0xFFFF) + delta
     s = (s & 0xFFFF) + (s >> 16)             # fold_checksum, inline
     s = (s & 0xFFFF) + (s >> 16)
-    return b"".join((data[:10], _U16.pack(~s & 0xFFFF), data[12:offset + 2], words, data[offset + OPTION_LEN:]))
+    return head.pack(start, ~s & 0xFFFF, middle, words) + data[offset + OPTION_LEN:]
 
 
 def strip_option(data: bytes, ihl: int, offset: int) -> bytes:

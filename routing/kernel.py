@@ -42,7 +42,7 @@ from aspan.fields import AspanFields
 from routing.capture import KernelTap
 from routing.forge import WindowScales, forge_ack
 from routing.ip_option import DEFAULT_OPTION, check_fields, decode_option, restamp_option, stamp_option
-from routing.ipv4 import ACK, FIN, PROTO_UDP, RST, SYN, PacketError, TcpPacket, ip_header, parse_tcp
+from routing.ipv4 import ACK, FIN, PROTO_UDP, RST, SYN, PacketError, TcpHead, ip_header, parse_tcp, tcp_head
 from routing.loss import LossModel
 from routing.step import DROP_REASONS, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
 from routing.tsval import TsvalTracker
@@ -61,6 +61,12 @@ class Verdict:
     accept: bool = True
     payload: bytes | None = None
     inject: list[bytes] = field(default_factory=list)
+
+    def __init__(self, accept: bool = True, payload: bytes | None = None, inject: list[bytes] | None = None) -> None:
+        # The generated __init__, written out: it would call list() for the default (a call per data packet).
+        self.accept = accept
+        self.payload = payload
+        self.inject = [] if inject is None else inject
 
 
 ACCEPT = Verdict()
@@ -154,95 +160,98 @@ class KernelForwarder:
             if self.step.lost(now, len(data)):
                 return self._drop_heard(data, now)
         try:
-            tcp = parse_tcp(data, self.option_type)
+            tcp = tcp_head(data, self.option_type)     # (ihl, flow, ttl, seq, ack, flags, payload_len, opt_offset)
         except PacketError as e:
             self.step.drop(now, "malformed", detail=str(e), size=len(data))
             return Verdict(False)
         if tcp is None:
             return ACCEPT                               # probes and other protocols: heard, passed on
-        if tcp.flags & SYN and self._details:
-            self._wscales.note_syn(tcp, data)
-        if tcp.payload_len:
+        ihl, flow, _ttl, _seq, _ack, flags, length, _offset = tcp
+        if flags & SYN and self._details:
+            self._wscales.note_syn(flow, ihl, data)
+        if length:
             if hook == HOOK_OUT:
                 return self._send(tcp, data, now)
             if hook == HOOK_FWD:
                 return self._forward(tcp, data, now)
             return ACCEPT                               # data for this node: the option stays in
-        if tcp.flags & _ACK_MASK == ACK and hook != HOOK_OUT:   # tcp.is_pure_ack (no payload here)
+        if flags & _ACK_MASK == ACK and hook != HOOK_OUT:   # TcpPacket.is_pure_ack (no payload here)
             return self._ack(tcp, data, now)
         return ACCEPT
 
     # ---- data --------------------------------------------------------------
-    def _send(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
+    def _send(self, tcp: TcpHead, data: bytes, now: float) -> Verdict:
         """A data segment of this node's TCP enters the mesh: stamp the option (hop index 0)."""
-        flow = tcp.flow
-        self._note_retransmission(flow.name, tcp, now)
-        if tcp.opt_offset >= 0:       # already stamped (cannot happen for our TCP): leave it
+        ihl, flow, _ttl, seq, _ack, _flags, length, offset = tcp
+        self._note_retransmission(flow.name, seq, length, now)
+        if offset >= 0:               # already stamped (cannot happen for our TCP): leave it
             return ACCEPT
         fields = self.fields.copy()
-        held = Held(data, flow.key, flow.name, tcp.seq, tcp.payload_len, 0)
+        key = flow.key
+        held = Held(data, key, flow.name, seq, length, 0)
         if self._data(now, held, flow.dst, fields, "send") is None:
             return self._drop_tcp(tcp, "no_route", now)
         try:
-            out = stamp_option(data, tcp.ihl, fields, 1, self.option_type)
+            out = stamp_option(data, ihl, fields, 1, self.option_type)
         except PacketError:
             self._counts["no_room"] += 1
             out = data
         held.packet = out
-        self._tsval.note(flow.key, data, tcp.ihl)
+        self._tsval.note(key, data, ihl)
         if self._makes_acks:
             return Verdict(True, out if out is not data else None, self._generated(now))
         return Verdict(True, out if out is not data else None)
 
-    def _note_retransmission(self, flow: str, tcp: TcpPacket, now: float) -> None:
+    def _note_retransmission(self, flow: str, seq: int, length: int, now: float) -> None:
         """Log ``rtx`` for a segment below the highest one this node's TCP already sent."""
         sent = self._sent_end
         high = sent.get(flow)
-        seq = tcp.seq if high is None else unwrap(high, tcp.seq)
-        end = seq + tcp.payload_len
         if high is None:
             if len(sent) >= _MAX_SENT:
                 del sent[next(iter(sent))]
-            sent[flow] = end
+            sent[flow] = seq + length
             return
+        useq = unwrap(high, seq)
+        end = useq + length
         if end > high:
             sent[flow] = end
-        if seq < high:
+        if useq < high:
             self._counts["rtx"] += 1
-            self._log.emit(now, "rtx", flow=flow, seq=tcp.seq, len=tcp.payload_len)
+            self._log.emit(now, "rtx", flow=flow, seq=seq, len=length)
 
-    def _forward(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
+    def _forward(self, tcp: TcpHead, data: bytes, now: float) -> Verdict:
         """A data segment relayed by this node: the A-SPAN rules at the option's hop index."""
-        flow = tcp.flow
-        offset = tcp.opt_offset
+        ihl, flow, _ttl, seq, _ack, _flags, length, offset = tcp
         if offset < 0:                # not stamped where it entered the mesh: relay, no snooping
             self._counts["no_option"] += 1
-            self.step.relayed_unsnooped(now, flow.name, tcp.seq, tcp.payload_len)
+            self.step.relayed_unsnooped(now, flow.name, seq, length)
             return ACCEPT
         fields, hop = decode_option(data, offset)
-        held = Held(data, flow.key, flow.name, tcp.seq, tcp.payload_len, hop)
+        key = flow.key
+        held = Held(data, key, flow.name, seq, length, hop)
         if self._data(now, held, flow.dst, fields, "fwd") is None:
             return self._drop_tcp(tcp, "no_route", now)
         out = held.packet = restamp_option(data, offset, fields, hop + 1)
-        self._tsval.note(flow.key, data, tcp.ihl)
+        self._tsval.note(key, data, ihl)
         if self._makes_acks:
             return Verdict(True, out, self._generated(now))
         return Verdict(True, out)
 
     # ---- ACKs --------------------------------------------------------------
-    def _ack(self, tcp: TcpPacket, data: bytes, now: float) -> Verdict:
+    def _ack(self, tcp: TcpHead, data: bytes, now: float) -> Verdict:
+        ihl, flow, _ttl, seq, ack, _flags, _length, _offset = tcp
         step = self.step
         if self._details:
-            verdict = step.ack(now, tcp.flow.rkey, tcp.ack, self._wscales.window_bytes(tcp, data), (), data)
+            verdict = step.ack(now, flow.rkey, ack, self._wscales.window_bytes(flow, ihl, data), (), data)
         else:
-            verdict = step.ack(now, tcp.flow.rkey, tcp.ack, None, (), None)
+            verdict = step.ack(now, flow.rkey, ack, None, (), None)
             if verdict.forward and not verdict.retransmit:
                 return ACCEPT
         inject = self._local(step.local(now, verdict.retransmit))
         if self._makes_acks:
             inject += self._generated(now)
         if not verdict.forward:
-            step.drop(now, "suppressed", "tcp", tcp.flow.name, tcp.seq, tcp.ack, 0)
+            step.drop(now, "suppressed", "tcp", flow.name, seq, ack, 0)
             return Verdict(False, None, inject)
         if not inject:
             return ACCEPT
@@ -302,7 +311,7 @@ class KernelForwarder:
     def _drop_heard(self, data: bytes, now: float) -> Verdict:
         """The loss model dropped a packet this node heard (paper: loss at every node's listener)."""
         try:
-            tcp = parse_tcp(data, self.option_type)
+            tcp = tcp_head(data, self.option_type)
         except PacketError:
             tcp = None
         if tcp is not None:
@@ -310,8 +319,9 @@ class KernelForwarder:
         self.step.drop(now, "loss", self._ptype(data))
         return Verdict(False)
 
-    def _drop_tcp(self, tcp: TcpPacket, reason: str, now: float) -> Verdict:
-        self.step.drop(now, reason, "tcp", tcp.flow.name, tcp.seq, tcp.ack, tcp.payload_len)
+    def _drop_tcp(self, tcp: TcpHead, reason: str, now: float) -> Verdict:
+        _ihl, flow, _ttl, seq, ack, _flags, length, _offset = tcp
+        self.step.drop(now, reason, "tcp", flow.name, seq, ack, length)
         return Verdict(False)
 
     @staticmethod

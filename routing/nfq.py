@@ -147,26 +147,29 @@ class NfqDriver:
         pkt.accept()
 
     def _handle(self, pkt: Any) -> None:
-        self.stats["packets"] += 1
+        stats = self.stats
+        stats["packets"] += 1
         verdict_given = False
         try:
             v = self.forwarder.on_packet(pkt.hook, pkt.get_payload(), time.time())  # type: ignore[union-attr]
             if v.accept:
-                if v.payload is not None:
-                    pkt.set_payload(v.payload)
+                payload = v.payload
+                if payload is not None:
+                    pkt.set_payload(payload)
                 pkt.accept()
-                self.stats["accepted"] += 1
+                stats["accepted"] += 1
             else:
                 pkt.drop()
-                self.stats["dropped"] += 1
+                stats["dropped"] += 1
             verdict_given = True
-            for raw in v.inject:
-                self._inject(raw)
+            if v.inject:
+                for raw in v.inject:
+                    self._inject(raw)
         except Exception as e:  # a bug must not wedge the queue: count it, log it, pass the packet on
-            self.stats["handler_errors"] += 1
-            if self.stats["handler_errors"] <= 10 or self.stats["handler_errors"] % 1000 == 0:
+            stats["handler_errors"] += 1
+            if stats["handler_errors"] <= 10 or stats["handler_errors"] % 1000 == 0:
                 self._emit(time.time(), "handler_error", error=f"{type(e).__name__}: {e}",
-                           count=self.stats["handler_errors"])
+                           count=stats["handler_errors"])
             if not verdict_given:
                 pkt.accept()
 

@@ -17,6 +17,7 @@ _U16 = struct.Struct("!H")
 
 _TS_LEAD = b"\x01\x01\x08\x0a"              # NOP, NOP, timestamps, length 10: how Linux lays the option out
 _U32 = struct.Struct("!I")
+_LEAD_TSVAL = struct.Struct("!4sI")          # the four bytes before the TSval, and the TSval
 
 
 def tcp_tsval_offset(data: bytes, ihl: int) -> int:
@@ -63,10 +64,11 @@ class TsvalTracker:
     def note(self, key: tuple[str, int, str, int], data: bytes, ihl: int) -> None:
         """Remember the TSval of a data segment of flow ``key`` (for local retransmissions, and for
         the TSecr of ACKs acknowledging data, which echo it as the receiver would: RFC 7323, 4.3)."""
-        o = ihl + 20
-        if data[o:o + 4] == _TS_LEAD and data[ihl + 12] >= 0x80:   # tcp_tsval_offset's first case, inline
-            tsval = _U32.unpack_from(data, o + 4)[0]
-        else:
+        try:
+            lead, tsval = _LEAD_TSVAL.unpack_from(data, ihl + 20)
+        except struct.error:                            # too short for the common layout
+            lead = None
+        if lead != _TS_LEAD or data[ihl + 12] < 0x80:   # not tcp_tsval_offset's first case (read inline)
             try:
                 off = tcp_tsval_offset(data, ihl)
             except PacketError:

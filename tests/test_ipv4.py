@@ -9,7 +9,7 @@ from scapy.all import IP, TCP, UDP, IPOption, Raw
 from aspan.fields import AspanFields
 from routing.ip_option import (check_fields, decode_option, encode_option, insert_option, rewrite_option,
                                strip_option)
-from routing.ipv4 import OPTION_LEN, PacketError, find_option, parse_tcp
+from routing.ipv4 import OPTION_LEN, PacketError, TcpPacket, find_option, parse_tcp
 
 
 def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
@@ -128,18 +128,23 @@ def test_bit_flips_in_a_valid_packet_parse_or_raise_packet_error(cut, bit):
 
 # ---- the fast paths give what the general code gives ------------------------------------------
 from routing.ip_option import restamp_option, stamp_option  # noqa: E402
-from routing.ipv4 import _parse_tcp_general  # noqa: E402
+from routing.ipv4 import _parse_tcp_general, tcp_head  # noqa: E402
 
 
 def _same_parse(data: bytes) -> None:
-    """parse_tcp (fast path where it applies) and the general path: same packet or the same error."""
+    """tcp_head (fast path where it applies), the general path and parse_tcp: same packet or the same error."""
     def outcome(f):
         try:
             p = f(data, 94)
         except PacketError as e:
             return ("error", str(e))
-        return None if p is None else (p.ihl, p.flow.key, p.ttl, p.seq, p.ack, p.flags, p.payload_len, p.opt_offset)
-    assert outcome(parse_tcp) == outcome(_parse_tcp_general)
+        if p is None:
+            return None
+        if isinstance(p, TcpPacket):
+            p = (p.ihl, p.flow, p.ttl, p.seq, p.ack, p.flags, p.payload_len, p.opt_offset)
+        ihl, flow, *rest = p
+        return (ihl, flow.key, *rest)
+    assert outcome(tcp_head) == outcome(_parse_tcp_general) == outcome(parse_tcp)
 
 
 @settings(max_examples=300)
