@@ -73,8 +73,21 @@ def per_packet_of(tree: Path, probe: str, args: list[str]) -> float:
     return (two - one) / packets
 
 
-def per_packet(tree: Path, node: str, policy: str, n: int) -> float:
-    return per_packet_of(tree, _PROBE, [node, policy, str(n)])
+def compare_table(prog: str, title: str, label_head: str, rows: list[tuple[str, str, list[str]]],
+                  before: Path | None) -> None:
+    """Print ``title``, then for each row (label, probe, probe arguments) the instructions per packet
+    in the ``before`` checkout (when given) and in this tree, and their ratio."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit(f"bench {prog}: valgrind is not installed (apt install valgrind)")
+    trees = ([("before", before.resolve())] if before else []) + [("after", ROOT)]
+    print(title)
+    print(label_head + " " + " ".join(f"{name:>12}" for name, _ in trees) + (f" {'after / before':>15}" if before else ""))
+    for label, probe, args in rows:
+        counts = [per_packet_of(tree, probe, args) for _, tree in trees]
+        row = label + " " + " ".join(f"{c:12,.0f}" for c in counts)
+        if before:
+            row += f" {counts[1] / counts[0]:15.3f}"
+        print(row, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,19 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--packets", type=int, default=3000, help="data segments of the flow (a minute per mode)")
     ap.add_argument("--tree", type=Path, help="also measure this checkout (before), next to this tree (after)")
     args = ap.parse_args(argv)
-    if shutil.which("valgrind") is None:
-        raise SystemExit("bench handler_instructions: valgrind is not installed (apt install valgrind)")
-    trees = ([("before", args.tree.resolve())] if args.tree else []) + [("after", ROOT)]
-    print(f"handler callbacks under callgrind, {args.packets} data segments (+ACKs at B, C): "
-          f"instructions per packet, one pass (two passes minus one)")
-    print(f"{'node':<5} {'mode':<22} " + " ".join(f"{name:>12}" for name, _ in trees)
-          + (f" {'after / before':>15}" if args.tree else ""))
-    for node, policy in MODES:
-        counts = [per_packet(tree, node, policy, args.packets) for _, tree in trees]
-        row = f"{node:<5} {'snoop (policy ' + policy + ')':<22} " + " ".join(f"{c:12,.0f}" for c in counts)
-        if args.tree:
-            row += f" {counts[1] / counts[0]:15.3f}"
-        print(row, flush=True)
+    compare_table("handler_instructions",
+                  f"handler callbacks under callgrind, {args.packets} data segments (+ACKs at B, C): "
+                  f"instructions per packet, one pass (two passes minus one)",
+                  f"{'node':<5} {'mode':<22}",
+                  [(f"{node:<5} {'snoop (policy ' + policy + ')':<22}", _PROBE, [node, policy, str(args.packets)])
+                   for node, policy in MODES], args.tree)
     return 0
 
 

@@ -18,10 +18,9 @@ Needs valgrind (apt install valgrind); no root.
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
-from bench.handler_instructions import ROOT, per_packet_of
+from bench.handler_instructions import compare_table
 
 MODES = [("aspan", "adaptive"), ("aspan", "every"), ("classic", "every")]
 
@@ -71,19 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--segments", type=int, default=3000, help="data segments of the flow per pass")
     ap.add_argument("--tree", type=Path, help="also measure this checkout (before), next to this tree (after)")
     args = ap.parse_args(argv)
-    if shutil.which("valgrind") is None:
-        raise SystemExit("bench relay_instructions: valgrind is not installed (apt install valgrind)")
-    trees = ([("before", args.tree.resolve())] if args.tree else []) + [("after", ROOT)]
-    print(f"relay B under callgrind, {args.segments} data segments and an ACK per two: instructions per "
-          f"datagram, one pass (two passes minus one)")
-    print(f"{'scheme':<8} {'policy':<9} " + " ".join(f"{name:>12}" for name, _ in trees)
-          + (f" {'after / before':>15}" if args.tree else ""))
-    for scheme, policy in MODES:
-        counts = [per_packet_of(tree, _PROBE, [scheme, policy, str(args.segments)]) for _, tree in trees]
-        row = f"{scheme:<8} {policy:<9} " + " ".join(f"{c:12,.0f}" for c in counts)
-        if args.tree:
-            row += f" {counts[1] / counts[0]:15.3f}"
-        print(row, flush=True)
+    compare_table("relay_instructions",
+                  f"relay B under callgrind, {args.segments} data segments and an ACK per two: instructions per "
+                  f"datagram, one pass (two passes minus one)",
+                  f"{'scheme':<8} {'policy':<9}",
+                  [(f"{scheme:<8} {policy:<9}", _PROBE, [scheme, policy, str(args.segments)]) for scheme, policy in MODES],
+                  args.tree)
     return 0
 
 
