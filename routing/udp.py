@@ -100,6 +100,10 @@ class UdpNode:
         self.sock.setblocking(False)
         self._wake_r, self._wake_w = os.pipe()
         self._closed = False
+        # Guards the wake-up pipe against being closed between _wake's look at _closed and its write
+        # (a stop() from another thread while the loop ends).  Reentrant: a signal handler's stop() may
+        # interrupt this thread while it holds it.
+        self._wake_lock = threading.RLock()
         os.set_blocking(self._wake_w, False)
 
     # ---- control -----------------------------------------------------------
@@ -131,10 +135,11 @@ class UdpNode:
 
     def _wake(self) -> None:
         """Interrupt the loop's select(); a full pipe already holds a pending wake-up."""
-        if self._closed:
-            return
-        with contextlib.suppress(BlockingIOError):
-            os.write(self._wake_w, b"x")
+        with self._wake_lock:
+            if self._closed:
+                return
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_w, b"x")
 
     # ---- I/O ---------------------------------------------------------------
     def _send(self, out: Out) -> None:
@@ -213,7 +218,7 @@ class UdpNode:
             for p in probers:
                 p.join(timeout=2.0)
             self.kernel_drops = socket_drops(self.bind_address)
-            with self.lock:
+            with self.lock, self._wake_lock:
                 self._closed = True
                 self.sock.close()
                 os.close(self._wake_r)

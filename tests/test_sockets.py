@@ -77,3 +77,30 @@ def test_connect_to_a_port_nobody_listens_on_times_out(mesh):
     nodes, addrs = mesh
     with pytest.raises(SocketTimeout, match="connection to 10.2.1.4:7999"):
         connect(nodes["A"], addrs["D"], 7999, 7002, TcpConfig(initial_rto=0.2), timeout=1.0)
+
+
+def test_a_stop_racing_the_end_of_the_loop_never_writes_to_a_closed_pipe(tmp_path, monkeypatch):
+    """stop() from another thread while the loop ends: its wake-up write must not find the pipe closed
+    (it once failed with EBADF under load).  The write is held up until the loop has surely seen the
+    stop request; the loop may close the pipe only after it."""
+    import routing.udp as udp
+    cfg = load_experiment({"etx": {"settle_s": 0.0}}, "stop.yaml").variants[0].config
+    log = EventLog(tmp_path / "A.log", "A")
+    core = build_node(cfg, "A", 7, log, time.time(), internal_probes=False, apps=False)
+    node = UdpNode(core, (loopback_address(0), free_port()), {}, log)
+    t = threading.Thread(target=node.run, daemon=True)
+    t.start()
+    real_write, held = udp.os.write, []
+
+    def slow_write(fd, data):
+        if fd == node._wake_w and not held:
+            held.append(fd)
+            node.stop_event.set()
+            time.sleep(3 * udp.TICK_S)        # the loop wakes within TICK_S and ends meanwhile
+        return real_write(fd, data)
+
+    monkeypatch.setattr(udp.os, "write", slow_write)
+    node.stop()
+    t.join(timeout=10)
+    assert held and not t.is_alive() and node._closed
+    log.close()
