@@ -214,16 +214,17 @@ class ForwardingEngine:
             pkt = decode(bytes(pkt))
         seg = pkt.segment
         if seg is not None:
-            self.step.drop(now, reason, "tcp", self._name((pkt.src, pkt.sport, pkt.dst, pkt.dport)), seg.seq,
-                           seg.ack, len(seg.payload), **detail)
+            self._drop_tcp(now, reason, (pkt.src, pkt.sport, pkt.dst, pkt.dport), seg.seq, seg.ack, len(seg.payload),
+                           **detail)
         else:
             self.step.drop(now, reason, _PTYPES.get(pkt.ptype, str(pkt.ptype)), **detail)
         return Drop(pkt, reason)
 
     def _drop_tcp(self, now: float, reason: str, key: tuple[str, int, str, int], seq: int, ack: int,
-                  length: int) -> Drop:
-        """:meth:`drop` for a segment the relay path did not decode (the Drop carries no packet)."""
-        self.step.drop(now, reason, "tcp", self._name(key), seq, ack, length)
+                  length: int, **detail: Any) -> Drop:
+        """Count and log a TCP segment as dropped, from its fields (the relay path's segments are not
+        decoded: the Drop carries no packet; :meth:`drop` puts the packet in its own)."""
+        self.step.drop(now, reason, "tcp", self._name(key), seq, ack, length, **detail)
         return Drop(None, reason)
 
     # ---- internals ---------------------------------------------------------
