@@ -7,6 +7,10 @@ same run driven with small windows (``--floor-windows``): at the same datagrams 
 difference is what the forwarding step costs on top of a bare ``recv`` + ``sendto``.  Each loss
 setting runs with the authenticated overlay off and on (``auth.mac``, routing.auth), so the MAC's
 cost is measured in the same run (``--mac off`` or ``on`` runs only one).
+
+Last, the same flow runs with no relay at all (chain A - D, one hop, no loss): the goodput the two
+user-space TCP endpoints reach alone on this machine, with their CPU per segment.  It is a ceiling
+for the chain's ratio, which the relays' cost can only lower (``--no-endpoints-alone`` skips it).
 Run: .venv/bin/python -m bench local_goodput [--segments N] [--mac both|off|on]
 """
 from __future__ import annotations
@@ -39,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the authenticated overlay: off, on, or both side by side (default)")
     ap.add_argument("--floor-windows", default="2,4,8",
                     help="windows (datagrams in flight) of the plain relay chain's small-window runs; '' for none")
+    ap.add_argument("--no-endpoints-alone", dest="endpoints_alone", action="store_false",
+                    help="skip the run of the two endpoints alone (A - D, one hop)")
     args = ap.parse_args(argv)
     base = relay_baseline()
     baseline = base.mbps
@@ -82,7 +88,26 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = fcpu if fcpu is not None else st.get("cpu_s", float("nan"))
                 when = "once data flows" if fcpu is not None else "over its whole life (start-up and settling included)"
                 print(f"{'':>17}endpoint {n} ({role}): {1e6 * cpu / args.segments:5.1f} us of CPU per segment {when}")
+        if args.endpoints_alone:
+            _endpoints_alone(doc, args.segments, baseline, Path(tmp))
     return 0
+
+
+def _endpoints_alone(doc: dict, segments: int, baseline: float, tmp: Path) -> None:
+    """The flow of ``doc`` over one hop, A - D, without loss: what the endpoints reach with no relay."""
+    alone = dict(doc, name="bench-endpoints-alone", topology={"chain": ["A", "D"]},
+                 variants=[dict(doc["variants"][0], name="endpoints-alone", loss={"default": {"model": "none"}})])
+    run = run_experiment(load_experiment(alone, "bench-endpoints-alone.yaml"), out=tmp, plot=False)
+    row = pd.read_csv(run / "summary.csv").iloc[0]
+    rep = run / row["variant"] / "rep0"
+    a, d = _node_stats(rep, "A"), _node_stats(rep, "D")
+    a_cpu = a.get("cpu_flow_s") or float("nan")
+    d_cpu = d.get("cpu_s", float("nan"))
+    print(f"{'endpoints alone':>15}: goodput {row['goodput_mbps']:7.2f} Mbit/s (ratio to baseline "
+          f"{row['goodput_mbps'] / baseline:.3f}), A - D over one hop, no relay, no loss, integrity "
+          f"{row['integrity_ok']}: the ceiling of the chain's ratio on this machine\n"
+          f"{'':>17}endpoint A (sender): {1e6 * a_cpu / segments:5.1f} us of CPU per segment once data "
+          f"flows; endpoint D (receiver): {1e6 * d_cpu / segments:5.1f} us over its whole life")
 
 
 if __name__ == "__main__":
