@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from routing.wire import AuthError, MacKey, Packet, decode_auth, encode_auth, link_id
+from routing.wire import AuthError, MacKey, Packet, decode_authentic, encode_auth, link_id, reseal, verify_auth
 
 REPLAY_WINDOW = 1024   # sequence numbers behind the highest one that may still arrive (reordering)
 AUTH_REASONS = ("stranger", "forged", "replay")
@@ -64,19 +64,34 @@ class MeshAuth:
 
     def seal(self, pkt: Packet, next_hop: str) -> bytes:
         """``pkt`` as the version-3 datagram for ``next_hop`` (a neighbour; WireError if it does not fit)."""
-        link = self._out.get(next_hop)
-        if link is None:
-            link = self._out[next_hop] = link_id(self.address, next_hop)
         self.seq += 1
-        return encode_auth(pkt, self.key, link, self.seq)
+        return encode_auth(pkt, self.key, self._link_to(next_hop), self.seq)
 
-    def open(self, data: bytes, sender: str | None) -> Packet:
-        """The packet of a datagram heard from neighbour ``sender`` (None: not a neighbour's address).
-        Raises AuthError with the drop reason (stranger, forged, replay), or WireError (malformed)."""
+    def reseal(self, buf: bytearray, next_hop: str) -> None:
+        """Write the trailer of the version-3 datagram ``buf`` (one this node passes on as bytes,
+        routing.wire.relayed) for ``next_hop``, in place: a fresh sequence number and the tag."""
+        self.seq += 1
+        reseal(buf, self.key, self._link_to(next_hop), self.seq)
+
+    def verify(self, data: bytes, sender: str | None) -> None:
+        """Accept a datagram heard from neighbour ``sender`` (None: not a neighbour's address): its tag
+        verifies and its sequence number is fresh (remembered from now on).  Raises AuthError with the
+        drop reason (stranger, forged, replay).  Its contents are not parsed
+        (routing.wire.decode_authentic, or the engine's relay path, does that next)."""
         link = self._in.get(sender) if sender is not None else None
         if link is None:
             raise AuthError("stranger")
-        pkt, seq = decode_auth(data, self.key, link)
-        if not self._windows[sender].accept(seq):   # type: ignore[index]
+        if not self._windows[sender].accept(verify_auth(data, self.key, link)):   # type: ignore[index]
             raise AuthError("replay")
-        return pkt
+
+    def open(self, data: bytes, sender: str | None) -> Packet:
+        """The packet of a datagram heard from neighbour ``sender``: :meth:`verify`, then parsed.
+        Raises AuthError with the drop reason, or WireError (malformed)."""
+        self.verify(data, sender)
+        return decode_authentic(data)
+
+    def _link_to(self, next_hop: str) -> bytes:
+        link = self._out.get(next_hop)
+        if link is None:
+            link = self._out[next_hop] = link_id(self.address, next_hop)
+        return link

@@ -9,6 +9,7 @@ with its rewritten header, cached copies, new ACKs.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,8 +19,8 @@ from aspan.fields import FIXED_ONE, AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
 from routing.step import DROP_REASONS, HOP_LIMIT, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
-from routing.wire import (DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, decode, ntoa, plain_data, plain_packet,
-                          relayed, wire_size)
+from routing.wire import (AUTH_VERSION, DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, authentic_data, decode,
+                          decode_authentic, ntoa, plain_data, plain_packet, relayed, wire_size)
 from tcp_user.segment import ACK, Segment
 
 __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Transmit"]
@@ -78,21 +79,30 @@ class ForwardingEngine:
         """A datagram heard from the network (from neighbour ``frm``, when the driver knows it).  The node's
         loss model applies first, to whatever was heard (paper: the listener drops); what is left is
         decoded, and malformed ones are dropped."""
-        actions = self._on_datagram(data, now)
+        actions = self._on_datagram(data, now, plain_data, decode)
         if self.tap is not None:
             self._capture(now, data, frm, actions)
         return actions
 
-    def on_packet(self, pkt: Packet, now: float, frm: str | None = None, size: int | None = None) -> list[Action]:
-        """A decoded packet heard from the network (the virtual-time backend's input, and the
-        authenticated overlay's once routing.auth opened it): the loss model first, with the bytes the
-        packet has on the link (``size``, else computed)."""
+    def on_authentic(self, data: bytes, now: float, frm: str | None = None) -> list[Action]:
+        """:meth:`on_datagram` for a version-3 datagram of the authenticated overlay whose tag and
+        sequence number the driver verified (routing.auth.MeshAuth.verify: the engine holds no key).
+        What it passes on as bytes stays version 3, for the driver to re-seal for the next link
+        (MeshAuth.reseal)."""
+        actions = self._on_datagram(data, now, authentic_data, decode_authentic)
+        if self.tap is not None:
+            self._capture(now, data, frm, actions)
+        return actions
+
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> list[Action]:
+        """A decoded packet heard from the network (the virtual-time backend's input): the loss model
+        first, with the bytes the packet has on the link (wire.wire_size)."""
         if self.tap is not None:
             heard = pkt.copy()            # as heard: the step rewrites the header of what it forwards
-            actions = self._on_packet(pkt, now, size)
+            actions = self._on_packet(pkt, now)
             self._capture(now, heard, frm, actions, pkt)
             return actions
-        return self._on_packet(pkt, now, size)
+        return self._on_packet(pkt, now)
 
     def send_local(self, pkt: Packet, now: float) -> list[Action]:
         """A packet originated by this node (its TCP or its prober): no loss model, hop index 0."""
@@ -125,15 +135,19 @@ class ForwardingEngine:
             if a.__class__ is Transmit:
                 tap.tx(now, a.packet, a.next_hop, a.note)
 
-    def _on_datagram(self, data: bytes, now: float) -> list[Action]:
+    def _on_datagram(self, data: bytes, now: float, plain: Callable[[bytes], tuple | None],
+                     parse: Callable[[bytes], Packet]) -> list[Action]:
+        """A heard datagram: ``plain`` reads the common DATA packet's fields (for the relay path),
+        ``parse`` decodes any other (wire.plain_data and decode; for version 3, authentic_data and
+        decode_authentic)."""
         lost = self.step.lost(now, len(data) + IP_UDP_OVERHEAD)
-        h = plain_data(data)
+        h = plain(data)
         if h is not None and not lost and self.tap is None:
             actions = self._relay(data, h, now)
             if actions is not None:
                 return actions
         try:
-            pkt = decode(data) if h is None else plain_packet(h, data)
+            pkt = parse(data) if h is None else plain_packet(h, data)
         except WireError as e:
             if lost:
                 self.step.drop(now, "loss", "?")
@@ -185,8 +199,8 @@ class ForwardingEngine:
         actions.append(Transmit(relayed(data, hops + 1), nxt))
         return actions
 
-    def _on_packet(self, pkt: Packet, now: float, size: int | None = None) -> list[Action]:
-        if self.step.lost(now, wire_size(pkt) if size is None else size):
+    def _on_packet(self, pkt: Packet, now: float) -> list[Action]:
+        if self.step.lost(now, wire_size(pkt)):
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 
@@ -210,8 +224,8 @@ class ForwardingEngine:
     def drop(self, pkt: Packet | bytearray, reason: str, now: float, **detail: Any) -> Drop:
         """Count and log ``pkt`` as dropped for ``reason`` (also used by the drivers' queues, which may
         hold a relayed datagram: :meth:`_relay`)."""
-        if pkt.__class__ is not Packet:
-            pkt = decode(bytes(pkt))
+        if pkt.__class__ is not Packet:     # our own bytes (the relay path's); version 3 possibly sealed already
+            pkt = decode_authentic(bytes(pkt)) if pkt[1] == AUTH_VERSION else decode(bytes(pkt))
         seg = pkt.segment
         if seg is not None:
             self._drop_tcp(now, reason, (pkt.src, pkt.sport, pkt.dst, pkt.dport), seg.seq, seg.ack, len(seg.payload),

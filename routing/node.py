@@ -103,10 +103,13 @@ class NodeCore:
         """A datagram heard from neighbour ``frm`` (its mesh address, when the driver knows it)."""
         return self._run(self.engine.on_datagram(data, now, frm), now)
 
-    def on_packet(self, pkt: Packet, now: float, frm: str | None = None, size: int | None = None) -> Out:
-        """A decoded packet (the sim's, or one the authenticated overlay opened), from neighbour ``frm``;
-        ``size``: its bytes on the link (else computed)."""
-        return self._run(self.engine.on_packet(pkt, now, frm, size), now)
+    def on_authentic(self, data: bytes, now: float, frm: str | None = None) -> Out:
+        """A datagram of the authenticated overlay whose tag and sequence number routing.auth verified."""
+        return self._run(self.engine.on_authentic(data, now, frm), now)
+
+    def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> Out:
+        """A decoded packet (the virtual-time backend's), from neighbour ``frm``."""
+        return self._run(self.engine.on_packet(pkt, now, frm), now)
 
     def next_timer(self) -> float | None:
         times = [self._timers[0][0]] if self._timers else []

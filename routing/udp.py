@@ -21,7 +21,7 @@ from etx.prober import ProberThread
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog
 from routing.node import NodeCore, Out
-from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, AuthError, Packet, WireError, encode
+from routing.wire import MAX_DATAGRAM, AuthError, Packet, WireError, encode
 
 SOCKET_BUFFER = 4 * 1024 * 1024
 TICK_S = 0.2          # the loop wakes at least this often (stop requests, deadline)
@@ -151,6 +151,8 @@ class UdpNode:
                 continue
             try:
                 if pkt.__class__ is not Packet:     # a datagram the relay path rewrote (ForwardingEngine._relay)
+                    if self.auth is not None:
+                        self.auth.reseal(pkt, nxt)
                     sendto(pkt, addr)
                 else:
                     sendto(encode(pkt) if self.auth is None else self.auth.seal(pkt, nxt), addr)
@@ -298,11 +300,8 @@ class UdpNode:
                 t = now()
                 sender = sender_of.get(src)
                 try:
-                    pkt = auth.open(data, sender)
+                    auth.verify(data, sender)
                 except AuthError as e:
                     step.drop(t, e.reason, "?", src=f"{src[0]}:{src[1]}", size=len(data))
                     continue
-                except WireError as e:
-                    step.drop(t, "malformed", "?", detail=str(e), size=len(data))
-                    continue
-                send(core.on_packet(pkt, t, sender, len(data) + IP_UDP_OVERHEAD))
+                send(core.on_authentic(data, t, sender))

@@ -14,7 +14,9 @@ Version 3 (authenticated overlay, issue 13) is version 2 with the CRC trailer re
 the keyed BLAKE2b (RFC 7693, truncated to 16 bytes) of ``link | header | body | seq`` under the
 experiment key, where ``link`` is the transmitting node's and the next hop's mesh addresses (4 + 4
 bytes), so a packet is bound to the one link it was sent on.  :func:`encode_auth` and
-:func:`decode_auth` read and write it; routing.auth keeps the sequence numbers and replay windows.
+:func:`decode_auth` read and write it (:func:`verify_auth` and :func:`decode_authentic` are its two
+halves, :func:`reseal` writes the trailer of bytes a relay passes on); routing.auth keeps the
+sequence numbers and replay windows.
 
 pkt_effort and pkt_qos are the 16-bit fixed-point words of the IPv4 option
 (``k / 65535``, aspan.fields): one precision on every data plane.  Version 1
@@ -243,27 +245,59 @@ def encode_auth(pkt: Packet, key: MacKey, link: bytes, seq: int) -> bytes:
     return b"".join((*parts, seqb, key.tag(link, *parts, seqb)))
 
 
+def reseal(buf: bytearray, key: MacKey, link: bytes, seq: int) -> None:
+    """Write the trailer of the version-3 datagram ``buf`` for ``link`` in place: the sender's ``seq``
+    and the tag, the trailer :func:`encode_auth` writes.  A relay re-seals what it passes on as bytes
+    (:func:`relayed`) for its next link, and a local retransmission from the snoop cache again."""
+    body_end = len(buf) - AUTH_TRAILER_LEN
+    try:
+        _SEQ.pack_into(buf, body_end, seq)
+    except struct.error as e:
+        raise WireError(f"sequence number out of range: {seq}") from e
+    buf[body_end + _SEQ.size:] = key.tag(link, memoryview(buf)[:body_end + _SEQ.size])
+
+
+def verify_auth(data: bytes, key: MacKey, link: bytes) -> int:
+    """The sender's sequence number of version-3 bytes heard on ``link``, once their tag verified;
+    AuthError("forged") when it does not (nothing of the datagram is parsed before)."""
+    n = len(data)
+    if n < HEADER_LEN + AUTH_TRAILER_LEN:
+        raise AuthError("forged")
+    seq_end = n - TAG_LEN
+    view = memoryview(data)
+    if not hmac.compare_digest(key.tag(link, view[:seq_end]), view[seq_end:]):
+        raise AuthError("forged")
+    return _SEQ.unpack_from(data, seq_end - _SEQ.size)[0]
+
+
 def decode_auth(data: bytes, key: MacKey, link: bytes) -> tuple[Packet, int]:
     """Version-3 bytes heard on ``link`` -> (Packet, the sender's seq).  AuthError("forged") when the
     tag does not verify (checked first: nothing of an unauthenticated datagram is parsed); WireError
     when an authentic datagram does not parse (only a key holder can send one)."""
-    n = len(data)
-    if n < HEADER_LEN + AUTH_TRAILER_LEN:
-        raise AuthError("forged")
-    body_end = n - AUTH_TRAILER_LEN
-    view = memoryview(data)
-    if not hmac.compare_digest(key.tag(link, view[:body_end + _SEQ.size]), view[body_end + _SEQ.size:]):
-        raise AuthError("forged")
-    (seq,) = _SEQ.unpack_from(data, body_end)
-    if n >= _PLAIN_LEN + AUTH_TRAILER_LEN and data[2] == DATA:
-        (magic, version, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
-         tseq, ack, flags, nsack, nsnack, window, paylen) = _PLAIN_DATA.unpack_from(data)
-        if (magic == MAGIC and version == AUTH_VERSION and not nsack and not nsnack
-                and not flags & ~KNOWN_FLAGS and _PLAIN_LEN + paylen == body_end):
-            return Packet(DATA, ntoa(src), sport, ntoa(dst), dport, hops,
-                          AspanFields(effort / FIXED_ONE, qos / FIXED_ONE, s_after, s_limit, s_count),
-                          Segment(tseq, ack, flags, window, (), bytes(data[_PLAIN_LEN:body_end]), ())), seq
-    return _parse_general(data, body_end, AUTH_VERSION), seq
+    seq = verify_auth(data, key, link)
+    return decode_authentic(data), seq
+
+
+def authentic_data(data: bytes) -> tuple | None:
+    """:func:`plain_data` for version-3 bytes whose tag :func:`verify_auth` verified (the tag stands for
+    the CRC): the fields of the common DATA packet, or None for anything else."""
+    body_end = len(data) - AUTH_TRAILER_LEN
+    if body_end >= _PLAIN_LEN and data[2] == DATA:
+        h = _PLAIN_DATA.unpack_from(data)
+        if (h[0] == MAGIC and h[1] == AUTH_VERSION and not h[16] and not h[17] and not h[15] & ~KNOWN_FLAGS
+                and _PLAIN_LEN + h[19] == body_end):       # plain_data's checks, the tag standing for the CRC
+            return h
+    return None
+
+
+def decode_authentic(data: bytes) -> Packet:
+    """The packet of version-3 bytes whose tag :func:`verify_auth` verified; WireError if they do not parse."""
+    h = authentic_data(data)
+    if h is not None:
+        return plain_packet(h, data)
+    if len(data) < HEADER_LEN + AUTH_TRAILER_LEN:
+        raise WireError(f"datagram too short ({len(data)} bytes)")
+    return _parse_general(data, len(data) - AUTH_TRAILER_LEN, AUTH_VERSION)
 
 
 def plain_data(data: bytes) -> tuple | None:
@@ -307,12 +341,13 @@ _RELAY_FIELDS = struct.Struct("!BBBBHH")     # hops | snoop_after | snoop_limit 
 
 
 def relayed(data: bytes, hops: int, fields: AspanFields | None = None) -> bytearray:
-    """A datagram :func:`plain_data` accepted, as a relay sends it on: with hop count ``hops`` and, when
-    given, the A-SPAN ``fields`` the snoop agent left (else those it came with), its CRC recomputed.
-    The same bytes :func:`encode` gives for the decoded packet so changed, without decoding the payload.
-    Raises WireError when a value does not fit its field (a hop count over 255, say)."""
+    """A datagram :func:`plain_data` or :func:`authentic_data` accepted, as a relay sends it on: with hop
+    count ``hops`` and, when given, the A-SPAN ``fields`` the snoop agent left (else those it came
+    with).  Version 2: its CRC recomputed, the same bytes :func:`encode` gives for the decoded packet
+    so changed, without decoding the payload.  Version 3: the trailer is left for the driver to write
+    for the next link (:func:`reseal`).  Raises WireError when a value does not fit its field (a hop
+    count over 255, say)."""
     buf = bytearray(data)
-    body_end = len(buf) - _CRC.size
     try:
         if fields is None:
             buf[_HOPS_AT] = hops
@@ -321,7 +356,9 @@ def relayed(data: bytes, hops: int, fields: AspanFields | None = None) -> bytear
                                     fields.snoop_count, to_fixed(fields.pkt_effort), to_fixed(fields.pkt_qos))
     except (struct.error, ValueError, TypeError) as e:
         raise WireError(f"cannot relay packet: {e}") from None
-    _CRC.pack_into(buf, body_end, zlib.crc32(memoryview(buf)[:body_end]))
+    if buf[1] == VERSION:
+        body_end = len(buf) - _CRC.size
+        _CRC.pack_into(buf, body_end, zlib.crc32(memoryview(buf)[:body_end]))
     return buf
 
 

@@ -2,7 +2,9 @@
 
 One scripted scenario per snoop scheme (segments and ACKs, scripted losses, duplicate
 ACKs, SACK blocks, timers firing) is driven through routing.engine.ForwardingEngine
-with overlay packets and through routing.kernel.KernelForwarder with IPv4 bytes.
+with overlay packets, with encoded datagrams (version 2) and with sealed datagrams of
+the authenticated overlay (version 3), and through routing.kernel.KernelForwarder with
+IPv4 bytes.
 Both must give the same decision for every packet (passed on or held back, the
 header fields it leaves with, what is resent from the cache, which new ACKs go
 out), the same counters and the same sequence of log events, fields that only
@@ -31,7 +33,8 @@ from routing.ip_option import decode_option, stamp_option
 from routing.ipv4 import find_option, parse_tcp
 from routing.kernel import HOOK_FWD, HOOK_IN, HOOK_OUT, KernelForwarder
 from routing.routes import chain_routes
-from routing.wire import DATA, Packet, decode, encode
+from routing.auth import MeshAuth
+from routing.wire import AUTH_TRAILER_LEN, DATA, HEADER_LEN, MacKey, Packet, decode, encode, link_id, reseal
 from tcp_user.segment import ACK, SYN, Segment
 
 ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
@@ -235,10 +238,8 @@ class Datagram(Overlay):
         for a in actions:
             if isinstance(a, Drop):
                 continue
-            out = a.packet
-            as_bytes = out.__class__ is not Packet
-            if as_bytes:
-                out = decode(bytes(out))
+            as_bytes = a.packet.__class__ is not Packet
+            out = self._sent(a)
             seg = out.segment
             if isinstance(a, Deliver) or (pkt is not None and a.note is None):
                 assert (out.src, out.dst, seg.seq, seg.ack, seg.payload) == (
@@ -256,6 +257,59 @@ class Datagram(Overlay):
             else:
                 res["acks"].append((seg.ack, seg.window))
         return res
+
+    def _sent(self, a: Any) -> Packet:
+        """The packet of what the node hands back: relayed bytes decoded."""
+        return a.packet if a.packet.__class__ is Packet else decode(bytes(a.packet))
+
+
+KEY = bytes(range(32))
+
+
+class Authentic(Datagram):
+    """The overlay adapter on the authenticated overlay (wire version 3, ``on_authentic``), as the UDP
+    driver drives it: every datagram is sealed by the neighbour it comes from and verified here
+    (routing.auth.MeshAuth.verify), and everything that leaves is sealed (a packet) or re-sealed
+    (relayed bytes) for its next hop and opened there, so the relay path's trailer is checked too."""
+
+    def __init__(self, s: Scheme, lost: set[int]) -> None:
+        super().__init__(s, lost)
+        i = "ABCD".index(s.node)
+        nbrs = [ADDR[n] for n in "ABCD"[max(0, i - 1):i + 2] if n != s.node]
+        self.me = MeshAuth(KEY, ADDR[s.node], nbrs, 1)
+        self.peers = {n: MeshAuth(KEY, n, [ADDR[s.node]], 1) for n in nbrs}
+
+    def _from(self, p: Packet) -> str:
+        """The neighbour a packet toward its destination comes from."""
+        i = "ABCD".index(self.s.node)
+        return ADDR["ABCD"[i - 1 if NAMES[p.dst] > self.s.node else i + 1]]
+
+    def _in(self, p: Packet, now: float) -> list[Any]:
+        self._heard = p
+        frm = self._from(p)
+        data = self.peers[frm].seal(p, ADDR[self.s.node])
+        self.me.verify(data, frm)
+        return self.fw.on_authentic(data, now, frm)
+
+    def junk(self, now: float) -> Any:
+        """Authentic junk: sealed by a neighbour (only a key holder can), yet not a packet."""
+        frm = next(iter(self.peers))
+        peer = self.peers[frm]
+        peer.seq += 1
+        data = bytearray(b"\xa5\x03\x07junk".ljust(HEADER_LEN, b"\0") + bytes(AUTH_TRAILER_LEN))   # type 7: none
+        reseal(data, MacKey(KEY), link_id(frm, ADDR[self.s.node]), peer.seq)
+        self.me.verify(bytes(data), frm)
+        return self._outcome(None, self.fw.on_authentic(bytes(data), now, frm))  # type: ignore[arg-type]
+
+    def _sent(self, a: Any) -> Packet:
+        if isinstance(a, Deliver):
+            return a.packet
+        if a.packet.__class__ is Packet:
+            data = self.me.seal(a.packet, a.next_hop)
+        else:
+            self.me.reseal(a.packet, a.next_hop)
+            data = bytes(a.packet)
+        return self.peers[a.next_hop].open(data, ADDR[self.s.node])
 
 
 def _tcp(src: str, dst: str, seq: int, ack: int, flags: str, window: int, payload: bytes = b"",
@@ -341,22 +395,26 @@ def comparable(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict
 def test_both_data_planes_make_the_same_decisions(name, lost):
     s = SCHEMES[name]
     steps = script(s.node)
-    overlay, kernel, datagram = Overlay(s, lost), Kernel(s, lost), Datagram(s, lost)
-    a, b, c = overlay.run(steps), kernel.run(steps), datagram.run(steps)
-    for i, (x, y, z) in enumerate(zip(a, b, c)):
+    overlay, kernel = Overlay(s, lost), Kernel(s, lost)
+    datagram, authentic = Datagram(s, lost), Authentic(s, lost)
+    a, b, c, d = overlay.run(steps), kernel.run(steps), datagram.run(steps), authentic.run(steps)
+    for i, (x, y, z, w) in enumerate(zip(a, b, c, d)):
         assert x == y, f"step {i} {steps[i]}: overlay {x} != kernel {y}"
         assert x == z, f"step {i} {steps[i]}: overlay packets {x} != overlay datagrams {z}"
-    assert overlay.counters() == kernel.counters() == datagram.counters()
-    assert comparable(overlay.events) == comparable(kernel.events) == comparable(datagram.events)
+        assert x == w, f"step {i} {steps[i]}: overlay packets {x} != authenticated datagrams {w}"
+    assert overlay.counters() == kernel.counters() == datagram.counters() == authentic.counters()
+    assert (comparable(overlay.events) == comparable(kernel.events) == comparable(datagram.events)
+            == comparable(authentic.events))
 
 
+@pytest.mark.parametrize("plane", [Datagram, Authentic], ids=["version-2", "version-3"])
 @pytest.mark.parametrize("name", ["aspan-0.99", "classic", "multihop"])
-def test_a_relay_passes_datagrams_on_without_decoding_them(name):
+def test_a_relay_passes_datagrams_on_without_decoding_them(name, plane):
     """The relay path is taken (not only the packet path behind it): at a relay, the data segments without
     SACK blocks leave as rewritten datagrams, and so do such pure ACKs where the agent reads only their
-    ACK number (A-SPAN)."""
+    ACK number (A-SPAN); on the authenticated overlay too, where they leave re-sealed for the next hop."""
     s = SCHEMES[name]
-    d = Datagram(s, set())
+    d = plane(s, set())
     d.run(script(s.node))
     assert d.relayed == d.relayable >= 12, (d.relayed, d.relayable)   # the script's 12 data segments at least
 

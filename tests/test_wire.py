@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aspan.fields import FIXED_ONE, AspanFields
-from routing.wire import (DATA, PROBE, Packet, Probe, WireError, decode, encode, plain_data, plain_packet, relayed,
-                          wire_size)
+from routing.wire import (DATA, PROBE, MacKey, Packet, Probe, WireError, authentic_data, decode, decode_authentic,
+                          encode, encode_auth, link_id, plain_data, plain_packet, relayed, reseal, verify_auth, wire_size)
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
 u32 = st.integers(0, 2**32 - 1)
@@ -151,6 +151,31 @@ def test_a_relayed_datagram_is_the_encoding_of_the_rewritten_packet(pkt, hops, f
     assert bytes(relayed(data, hops)) == encode(out)
     out.fields = fields
     assert bytes(relayed(data, hops, fields)) == encode(out)
+
+
+@settings(max_examples=200)
+@given(packets(), byte, fields_st, st.integers(1, 2**64 - 1), st.integers(1, 2**64 - 1))
+def test_a_relayed_authenticated_datagram_resealed_is_the_sealing_of_the_rewritten_packet(pkt, hops, fields, s1, s2):
+    """Version 3: authentic_data accepts the plain DATA packets of a sealed datagram, and relayed then
+    reseal for the next link give the bytes encode_auth gives for the rewritten packet on that link
+    with that sequence number (the relay path of the authenticated overlay, routing.engine and
+    routing.udp); verify_auth and decode_authentic are decode_auth's two halves."""
+    key = MacKey(bytes(range(32)))
+    into, onward = link_id("10.2.1.1", "10.2.1.2"), link_id("10.2.1.2", "10.2.1.3")
+    data = encode_auth(pkt, key, into, s1)
+    assert verify_auth(data, key, into) == s1
+    assert decode_authentic(data) == pkt
+    h = authentic_data(data)
+    plain = pkt.ptype == DATA and not pkt.segment.sack and not pkt.segment.snack
+    assert (h is not None) == plain
+    if not plain:
+        return
+    assert plain_packet(h, data) == pkt
+    buf = relayed(data, hops, fields)
+    reseal(buf, key, onward, s2)
+    out = decode_authentic(data)
+    out.hops, out.fields = hops, fields
+    assert bytes(buf) == encode_auth(out, key, onward, s2)
 
 
 def test_plain_data_rejects_a_flipped_bit_and_relayed_rejects_what_does_not_fit():
