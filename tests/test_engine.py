@@ -4,7 +4,8 @@ from aspan.fields import AspanFields, quantise
 from aspan.policy import SnoopConfig
 from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
 from routing.routes import RouteTable, chain_routes
-from routing.wire import DATA, PROBE, Packet, Probe, decode, encode
+from routing.auth import MeshAuth
+from routing.wire import DATA, PROBE, Packet, Probe, decode, decode_authentic, encode
 from tcp_user.segment import ACK, Segment
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
@@ -143,6 +144,26 @@ def test_a_relayed_datagram_in_a_full_queue_is_logged_as_the_packet_it_carries()
     dropped = eng.drop(act.packet, "queue", 1.1)
     assert dropped.reason == "queue" and dropped.packet == decode(bytes(act.packet))
     assert eng.drops["queue"] == 1
+    assert ("drop", {"reason": "queue", "ptype": "tcp", "flow": f"{A}:5000>{D}:6000", "seq": 0, "ack": 0,
+                     "len": 1000}) in events
+
+
+def test_a_sealed_datagram_relayed_and_dropped_from_a_full_queue_is_logged_as_its_packet():
+    """The authenticated overlay: what the relay path passes on stays version 3, re-sealed by the driver
+    for the next hop (which opens it); dropped from a full queue after that, it is logged like a Packet."""
+    key = bytes(range(32))
+    eng, events = engine()      # at C: data from B, on to D
+    b, c, d = MeshAuth(key, B, [C], 1), MeshAuth(key, C, [B, D], 1), MeshAuth(key, D, [C], 1)
+    sealed = b.seal(data(0), C)
+    c.verify(sealed, B)
+    [act] = eng.on_authentic(sealed, 1.0, B)
+    assert isinstance(act, Transmit) and act.next_hop == D and not isinstance(act.packet, Packet)
+    c.reseal(act.packet, D)
+    heard = d.open(bytes(act.packet), C)
+    assert heard.hops == 3 and heard.segment.payload == data(0).segment.payload   # came with hop index 2
+    assert heard == decode_authentic(bytes(act.packet))
+    dropped = eng.drop(act.packet, "queue", 1.1)
+    assert dropped.reason == "queue" and dropped.packet == heard
     assert ("drop", {"reason": "queue", "ptype": "tcp", "flow": f"{A}:5000>{D}:6000", "seq": 0, "ack": 0,
                      "len": 1000}) in events
 
