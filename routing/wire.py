@@ -13,10 +13,10 @@ Version 3 (authenticated overlay, issue 13) is version 2 with the CRC trailer re
 ``seq u64 | tag (16 bytes)``: ``seq`` is the transmitting node's own sequence number and ``tag``
 the keyed BLAKE2b (RFC 7693, truncated to 16 bytes) of ``link | header | body | seq`` under the
 experiment key, where ``link`` is the transmitting node's and the next hop's mesh addresses (4 + 4
-bytes), so a packet is bound to the one link it was sent on.  :func:`encode_auth` and
-:func:`decode_auth` read and write it (:func:`verify_auth` and :func:`decode_authentic` are its two
-halves, :func:`reseal` writes the trailer of bytes a relay passes on); routing.auth keeps the
-sequence numbers and replay windows.
+bytes), so a packet is bound to the one link it was sent on.  :func:`encode_auth` writes it,
+:func:`verify_auth` checks its tag (before anything is parsed) and :func:`decode_authentic` then reads
+it; :func:`reseal` writes the trailer of bytes a relay passes on.  routing.auth keeps the sequence
+numbers and replay windows.
 
 pkt_effort and pkt_qos are the 16-bit fixed-point words of the IPv4 option
 (``k / 65535``, aspan.fields): one precision on every data plane.  Version 1
@@ -268,14 +268,6 @@ def verify_auth(data: bytes, key: MacKey, link: bytes) -> int:
     if not hmac.compare_digest(key.tag(link, view[:seq_end]), view[seq_end:]):
         raise AuthError("forged")
     return _SEQ.unpack_from(data, seq_end - _SEQ.size)[0]
-
-
-def decode_auth(data: bytes, key: MacKey, link: bytes) -> tuple[Packet, int]:
-    """Version-3 bytes heard on ``link`` -> (Packet, the sender's seq).  AuthError("forged") when the
-    tag does not verify (checked first: nothing of an unauthenticated datagram is parsed); WireError
-    when an authentic datagram does not parse (only a key holder can send one)."""
-    seq = verify_auth(data, key, link)
-    return decode_authentic(data), seq
 
 
 def authentic_data(data: bytes) -> tuple | None:

@@ -13,7 +13,7 @@ from routing.auth import MeshAuth, ReplayWindow
 from routing.eventlog import EventLog
 from routing.udp import UdpNode
 from routing.wire import (AUTH_TRAILER_LEN, AUTH_VERSION, DATA, PROBE, AuthError, MacKey, Packet, Probe,
-                          _general_body, decode_auth, encode_auth, link_id)
+                          _general_body, decode_authentic, encode_auth, link_id, verify_auth)
 from test_wire import packets
 from aspan.fields import AspanFields
 from tcp_user.segment import ACK, Segment
@@ -59,13 +59,13 @@ def test_a_sealed_packet_opens_once_on_its_link_only():
 def test_every_change_of_a_sealed_datagram_is_forged(pkt, where, xor):
     key, link = MacKey(KEY), link_id(A, B)
     sealed = encode_auth(pkt, key, link, 7)
-    assert decode_auth(sealed, key, link) == (pkt, 7)
+    assert verify_auth(sealed, key, link) == 7 and decode_authentic(sealed) == pkt
     mangled = bytearray(sealed)
     mangled[where % len(sealed)] ^= xor
     with pytest.raises(AuthError):
-        decode_auth(bytes(mangled), key, link)
+        verify_auth(bytes(mangled), key, link)
     with pytest.raises(AuthError):
-        decode_auth(sealed[: where % len(sealed)], key, link)
+        verify_auth(sealed[: where % len(sealed)], key, link)
 
 
 @given(packets())

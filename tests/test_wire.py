@@ -159,7 +159,7 @@ def test_a_relayed_authenticated_datagram_resealed_is_the_sealing_of_the_rewritt
     """Version 3: authentic_data accepts the plain DATA packets of a sealed datagram, and relayed then
     reseal for the next link give the bytes encode_auth gives for the rewritten packet on that link
     with that sequence number (the relay path of the authenticated overlay, routing.engine and
-    routing.udp); verify_auth and decode_authentic are decode_auth's two halves."""
+    routing.udp); verify_auth and decode_authentic read what encode_auth wrote."""
     key = MacKey(bytes(range(32)))
     into, onward = link_id("10.2.1.1", "10.2.1.2"), link_id("10.2.1.2", "10.2.1.3")
     data = encode_auth(pkt, key, into, s1)
