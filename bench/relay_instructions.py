@@ -53,8 +53,7 @@ seal_c = MeshAuth(key, addr["C"], [addr["B"]], 1)
 auth = MeshAuth(key, addr["B"], [addr["A"], addr["C"]], 1)
 
 
-def wire(pkt, neighbour, frm):
-    """A datagram as neighbour ``frm`` sends it to B (sealed by its MeshAuth when the MAC is on)."""
+def wire(pkt, neighbour, frm):     # a datagram as neighbour frm sends it to B (sealed when the MAC is on)
     return (neighbour.seal(pkt, addr["B"]), frm) if mac else (encode(pkt), frm)
 
 
