@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     exp = load_experiment({"name": "fuzz", "etx": {"settle_s": 0}, "flows": [{"segments": 1}],
                            "snoop": {"policy": "every"}}, "fuzz.yaml")
     cfg = exp.variants[0].config
-    names = cfg["topology"]["chain"]
+    names = cfg["topology"]["nodes"]
     port = free_port()
     udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}
     assert all(ipaddress.ip_address(a).is_loopback for a, _ in udp.values())   # traffic to loopback only

@@ -17,20 +17,21 @@ from routing.routes import topology_routes
 
 
 def topology(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The chain (and route overrides) with the hosts' mesh addresses.
+    """The graph (and route overrides) with the hosts' mesh addresses.
 
-    From the experiment's topology when given (its chain must be the inventory's
+    From the experiment's topology when given (its nodes must be the inventory's
     nodes), else the inventory's host order is the chain.
     """
     addrs = {h.node: h.mesh_address for h in inv.hosts}
     if experiment is None:
         return {"chain": [h.node for h in inv.hosts], "addresses": addrs, "routes": {}}
     topo = experiment["topology"]
-    missing = [n for n in topo["chain"] if n not in addrs]
+    nodes = list(topo.get("nodes") or topo["chain"])
+    missing = [n for n in nodes if n not in addrs]
     if missing:
         raise InventoryError(inv.source, "hosts", f"no host for node(s) {', '.join(missing)} of the experiment")
-    return {"chain": list(topo["chain"]), "addresses": {n: addrs[n] for n in topo["chain"]},
-            "routes": dict(topo.get("routes") or {})}
+    return {"chain": topo.get("chain"), "nodes": nodes, "links": topo.get("links"),
+            "addresses": {n: addrs[n] for n in nodes}, "routes": dict(topo.get("routes") or {})}
 
 
 def route_plan(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, dict[str, str]]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 from dataclasses import dataclass
@@ -16,10 +17,12 @@ from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
 from routing.capture import OverlayTap
+from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings
-from routing.routes import RouteTable, topology_routes
+from routing.graph import LinkCost, path_of
+from routing.routes import RouteTable, route_summary, topology_routes
 from tcp_user.bulk import BulkReceiver, BulkSender
 from tcp_user.config import TcpConfig
 
@@ -44,9 +47,68 @@ class FlowPlan:
         return f"{addrs[self.sender]}:{self.sport}>{addrs[self.receiver]}:{self.dport}"
 
 
-def route_tables(cfg: dict[str, Any]) -> dict[str, RouteTable]:
-    """Per node name: its static route table (chain routes unless the YAML gives routes)."""
-    return topology_routes(cfg["topology"])
+def route_tables(cfg: dict[str, Any], link_cost: LinkCost | None = None) -> dict[str, RouteTable]:
+    """Per node name: its route table over the topology's graph (hop count, or ``link_cost`` per directed
+    link for the etx metric), the YAML's overrides on top."""
+    return topology_routes(cfg["topology"], link_cost)
+
+
+#: Why a backend cannot take its routes from ETX (``routing.metric: etx``), refused before the run starts.
+#: The sim holds every node's estimator at one place when the settle phase ends; the real-time backends'
+#: nodes would need to tell each other their links first (link-state routing, issue 23).
+METRIC_REFUSED = {
+    b: "ETX routes are computed from every node's probe estimates at the end of the settle phase, which only "
+       "the sim holds at one place; the real-time backends' nodes do not yet exchange their link estimates "
+       "(link-state routing). Use routing.metric hops here, or --backend sim"
+    for b in ("local", "netns", "pi")
+}
+
+
+def refuse_metric(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+                  error: type[ConfigError]) -> None:
+    """Raise ``error`` naming the first variant whose ``routing.metric`` ``backend`` cannot follow."""
+    reason = METRIC_REFUSED.get(backend)
+    for name, cfg in variants:
+        if reason is not None and cfg["routing"]["metric"] != "hops":
+            raise error(source, f"variants[{name}].routing.metric",
+                        f"{cfg['routing']['metric']!r} cannot run on backend {backend}: {reason}")
+
+
+def etx_link_costs(cfg: dict[str, Any], tables: dict[str, EtxTable]) -> dict[tuple[str, str], float]:
+    """(u, v) -> ETX of the link from u to v, as u measured it: 1 / (df x dr) (De Couto et al. 2003, Sec. 3:
+    the forward ratio v reported for u's probes times the ratio of v's probes u heard); inf when either
+    is 0.  ``tables``: every node's ETX table (keyed by neighbour address)."""
+    addrs = cfg["topology"]["addresses"]
+    costs: dict[tuple[str, str], float] = {}
+    for a, b in cfg["topology"]["links"]:
+        for u, v in ((a, b), (b, a)):
+            link = tables[u].link(addrs[v])
+            d = link.forward() * link.reverse()
+            costs[(u, v)] = 1.0 / d if d > 0 else math.inf
+    return costs
+
+
+def etx_routes(cfg: dict[str, Any], tables: dict[str, EtxTable]) -> tuple[dict[str, RouteTable], dict[str, Any]]:
+    """Minimum-ETX route tables from the nodes' estimators (routing.metric etx), and their record
+    for meta.json (:func:`route_record`)."""
+    costs = etx_link_costs(cfg, tables)
+    routes = route_tables(cfg, lambda u, v: costs[(u, v)])
+    return routes, route_record(cfg, routes, measured=True, costs={f"{u}>{v}": c for (u, v), c in costs.items()})
+
+
+def route_record(cfg: dict[str, Any], tables: dict[str, RouteTable], measured: bool = False,
+                 costs: dict[str, float] | None = None) -> dict[str, Any]:
+    """What meta.json and routes.json say of the routes: the metric, the links, every node's next hop per
+    destination (names), each flow's path, and with the etx metric the link costs they came from
+    (``"A>B"``: ETX of sending from A to B)."""
+    topo = cfg["topology"]
+    hops = route_summary(topo, tables)
+    rec: dict[str, Any] = {"metric": cfg["routing"]["metric"], "measured": measured,
+                           "links": [list(p) for p in topo["links"]], "routes": hops,
+                           "paths": [path_of(hops, f["sender"], f["receiver"]) for f in cfg["flows"]]}
+    if costs is not None:
+        rec["link_etx"] = {k: (round(v, 4) if math.isfinite(v) else None) for k, v in costs.items()}
+    return rec
 
 
 def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]:
@@ -115,7 +177,7 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     agent = node_agent(cfg, name, sink)
     # hop limit: more transmissions than there are nodes means a loop (issue 13, item 5)
     engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink,
-                              hop_limit=len(cfg["topology"]["chain"]))
+                              hop_limit=len(cfg["topology"]["nodes"]))
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
                            etx_cfg["log_interval_s"], t0)
@@ -194,4 +256,6 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
                        "segment_size": f["segment_size"], "variant": f["variant"] or cfg["tcp"]["variant"]}
                       for f in cfg["flows"]],
             "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
-            "scenario": cfg.get("scenario", "")}
+            "scenario": cfg.get("scenario", ""),
+            # the routes by hop count; with routing.metric etx the backend replaces them with the measured ones
+            "routing": route_record(cfg, route_tables(cfg))}

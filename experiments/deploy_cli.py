@@ -31,7 +31,7 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
                               "(see README, 'Running on Raspberry Pis')")
     inv = load_inventory_file(inventory, check_files=not dry_run)
     for v in exp.variants:
-        check_hosts(inv, v.config["topology"]["chain"])
+        check_hosts(inv, v.config["topology"]["nodes"])
     from experiments.backends.pi_kernel import check_variants
     check_variants(exp, inv)
     return {"inventory": inv, "dry_run": dry_run}

@@ -11,7 +11,8 @@ import random
 from typing import Any
 
 from experiments.link_spec import explicit as explicit_link
-from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of
+from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
+from routing.graph import MeshGraph
 from routing.medium import PRESETS, Medium, Phy, Topology
 
 MEDIUM_MODELS = ("none", "dcf")
@@ -49,8 +50,14 @@ MEDIUM_SCHEMA: dict[str, Any] = {
     "cw_max": F(INT, None, in_range(1), "aCWmax (default 1023)"),
     "retry_limit": F(INT, None, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
     "queue_packets": F(INT, 50, in_range(1), "interface queue per node, drop-tail"),
-    "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "default positions: the chain on a line, this far apart"),
-    "positions": F((dict,), {}, None, "node -> [x, y] in metres (default: the chain on a line, spacing_m apart)"),
+    "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "placement line: the nodes on a line, this far apart"),
+    "placement": F(STR, "line", one_of("line", "random"),
+                   "where nodes without positions stand: line (in node order, spacing_m apart; with listed links "
+                   "and no positions at all, the links are who hears whom) | random (uniform in area_m, seeded)"),
+    "area_m": F((list,), [1000.0, 1000.0], None, "placement random: [width, height] in metres"),
+    "placement_seed": F(INT, 1, in_range(0), "placement random: the seed of the positions (not the run's seed: "
+                                              "every repetition keeps the same mesh)"),
+    "positions": F((dict,), {}, None, "node -> [x, y] in metres (default: medium.placement)"),
     "range_m": F(NUM, 250.0, in_range(0, lo_open=True), "communication range: a node decodes frames from nodes this near"),
     "cs_range_m": F(NUM, 550.0, in_range(0, lo_open=True), "carrier-sense and interference range (>= range_m)"),
     "hears": F((dict,), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]"),
@@ -67,11 +74,12 @@ def _names(src: str, path: str, value: Any, nodes: list[str], error: type[Config
 
 def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
     """Cross-field checks of ``cfg['medium']``: known nodes, a range for every position, ranges in order,
-    and every pair of neighbours on the chain within communication range of each other."""
+    and the graph and the radio in agreement: every link's ends hear each other.  When the topology
+    lists no links, they are filled in here: every pair that hears each other."""
     m = cfg["medium"]
     if m["model"] == "none":
         return
-    nodes = cfg["topology"]["chain"]
+    nodes = cfg["topology"]["nodes"]
     n_errs = len(errs)
     changed = explicit_link(cfg)
     if changed:   # the medium replaces the links: a link setting would be ignored, so it is refused
@@ -80,14 +88,18 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                           "medium.model none"))
     if m["cs_range_m"] < m["range_m"]:
         errs.append(error(src, "medium.cs_range_m", f"expected >= medium.range_m ({m['range_m']}), got {m['cs_range_m']}"))
+    area = m["area_m"]
+    if not (isinstance(area, list) and len(area) == 2 and all(_finite(v) and v > 0 for v in area)):
+        errs.append(error(src, "medium.area_m", f"expected [width, height] in metres (> 0), got {area!r}"))
     for n, xy in m["positions"].items():
         if n not in nodes:
             errs.append(error(src, f"medium.positions.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
-        elif not (isinstance(xy, list) and len(xy) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                                 and math.isfinite(v) for v in xy)):
+        elif not (isinstance(xy, list) and len(xy) == 2 and all(_finite(v) for v in xy)):
             errs.append(error(src, f"medium.positions.{n}", f"expected [x, y] in metres, got {xy!r}"))
     if m["positions"] and m["hears"]:
         errs.append(error(src, "medium.hears", "give either medium.positions or medium.hears, not both"))
+    if m["hears"] and m["placement"] != "line":
+        errs.append(error(src, "medium.placement", "with medium.hears nobody has a position; leave placement out"))
     if m["senses"] and not m["hears"]:
         errs.append(error(src, "medium.senses", "only with medium.hears (with positions, cs_range_m decides)"))
     for key in ("hears", "senses"):
@@ -99,24 +111,56 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     if len(errs) > n_errs:
         return
     topo = topology(cfg)
-    for a, b in zip(nodes, nodes[1:]):
+    links = cfg["topology"]["links"]
+    if links is None:   # links from the radio: every pair that hears each other
+        cfg["topology"]["links"] = [list(p) for p in MeshGraph.build(
+            nodes, [(a, b) for a in nodes for b in topo.hears[a] if a in topo.hears[b]]).links]
+        return
+    for i, (a, b) in enumerate(links):
         for x, y in ((a, b), (b, a)):
             if x not in topo.hears[y]:
                 where = "medium.hears" if m["hears"] else "medium.positions"
-                errs.append(error(src, f"{where}.{y}", f"chain neighbours {x} and {y}: {y} does not hear {x} "
+                what = "chain neighbours" if cfg["topology"]["chain"] is not None else f"topology.links[{i}]"
+                errs.append(error(src, f"{where}.{y}", f"{what} {x} and {y}: {y} does not hear {x} "
                                   f"(out of communication range)"))
                 break
 
 
-def topology(cfg: dict[str, Any]) -> Topology:
-    """Who hears whom, from ``medium.hears`` or from positions (default: the chain on a line)."""
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def positions(cfg: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
+    """Every node's position in metres, or None when the medium has none (medium.hears, or listed links
+    and no positions: the links are who hears whom).  Also used to draw the mesh."""
     m = cfg["medium"]
-    nodes = cfg["topology"]["chain"]
+    topo = cfg["topology"]
+    nodes = topo["nodes"]
+    if m["hears"] or (m["placement"] == "line" and not m["positions"] and topo.get("links") is not None
+                      and topo.get("chain") is None):
+        return None
+    if m["placement"] == "random":
+        rng = random.Random(m["placement_seed"])
+        w, h = m["area_m"]
+        drawn = {n: (rng.uniform(0, w), rng.uniform(0, h)) for n in nodes}   # drawn for every node: stable
+    else:
+        drawn = {n: (i * m["spacing_m"], 0.0) for i, n in enumerate(nodes)}
+    return {n: tuple(m["positions"].get(n, drawn[n])) for n in nodes}  # type: ignore[misc]
+
+
+def topology(cfg: dict[str, Any]) -> Topology:
+    """Who hears whom: from ``medium.hears``, from positions and the ranges, or (listed links, no
+    positions) the links themselves, each node sensing only its neighbours."""
+    m = cfg["medium"]
+    nodes = cfg["topology"]["nodes"]
     if m["hears"]:
         hears = {n: m["hears"].get(n, []) for n in nodes}
         return Topology.from_graph(hears, {n: m["senses"].get(n, []) for n in nodes})
-    pos = {n: tuple(m["positions"].get(n, (i * m["spacing_m"], 0.0))) for i, n in enumerate(nodes)}
-    return Topology.from_positions(pos, m["range_m"], m["cs_range_m"])  # type: ignore[arg-type]
+    pos = positions(cfg)
+    if pos is None:
+        graph = MeshGraph.build(nodes, cfg["topology"]["links"])
+        return Topology.from_graph({n: graph.neighbours(n) for n in nodes})
+    return Topology.from_positions(pos, m["range_m"], m["cs_range_m"])
 
 
 def phy(cfg: dict[str, Any]) -> Phy:

@@ -7,7 +7,6 @@ naming the file, the field path and what was expected.
 from __future__ import annotations
 
 import copy
-import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,8 @@ from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
-from routing.routes import route_problems
+from routing.graph import METRICS
+from experiments.topology_spec import check_graph, check_nodes_links
 from tcp_user.config import VARIANTS
 
 
@@ -63,9 +63,18 @@ SCHEMA: dict[str, Any] = {
     "out": F(STR, "runs", None, "output directory"),
     "scenario": F(STR, "", None, "label of a group of variants; the scheme-comparison figures draw each scenario's variants side by side"),
     "topology": {
-        "chain": F((list,), ["A", "B", "C", "D"], None, "node names in path order (shorthand)"),
+        "chain": F((list,), None, None, "node names in path order: the shorthand of a line (default A, B, C, D "
+                                        "when neither links nor medium positions give the graph)"),
+        "nodes": F((list,), None, None, "node names in order (addresses, tie-break of equal routes); default: "
+                                        "in the order the links (or medium positions) name them"),
+        "links": F((list,), None, None, "undirected links [[A, B], ...]; with a dcf medium and positions they may be "
+                                        "left out: then every pair within communication range is a link"),
         "addresses": F((dict,), {}, None, "node -> mesh address (default 10.2.1.1, 10.2.1.2, ...)"),
-        "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; default: chain routes"),
+        "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; overrides of the computed routes"),
+    },
+    "routing": {
+        "metric": F(STR, "hops", member_of(METRICS), "hops: shortest paths by hop count | etx: minimum-ETX paths "
+                                                     "from the settle phase's probe estimates, fixed for the run"),
     },
     "loss": {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
@@ -195,50 +204,13 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
     return full
 
 
-def _check_topology(src: str, topo: dict[str, Any], errs: Errors) -> bool:
-    """Nodes named and unique, addresses valid and unique, routes between known nodes.
-    False when the chain itself is wrong (the checks that need the nodes are skipped)."""
-    errs_before = len(errs)
-    nodes = topo["chain"]
-    if len(nodes) < 2 or not all(isinstance(n, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", n) for n in nodes):
-        errs.append(ExperimentError(src, "topology.chain",
-                                    f"expected at least two node names (letters, digits, _ -), got {nodes!r}"))
-        return False
-    if len(set(nodes)) != len(nodes):
-        errs.append(ExperimentError(src, "topology.chain", f"node names repeat: {nodes!r}"))
-        return False
-    addrs = topo["addresses"]
-    for n, a in addrs.items():
-        if n not in nodes:
-            errs.append(ExperimentError(src, f"topology.addresses.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
-            continue
-        try:
-            ipaddress.IPv4Address(a)
-        except (ValueError, TypeError):
-            errs.append(ExperimentError(src, f"topology.addresses.{n}", f"expected an IPv4 address, got {a!r}"))
-    full_addrs = {n: addrs.get(n, f"10.2.1.{i + 1}") for i, n in enumerate(nodes)}
-    if len(set(full_addrs.values())) != len(nodes):
-        errs.append(ExperimentError(src, "topology.addresses", f"addresses repeat: {full_addrs}"))
-    topo["addresses"] = full_addrs
-    for n, table in topo["routes"].items():
-        if n not in nodes:
-            errs.append(ExperimentError(src, f"topology.routes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
-        elif not isinstance(table, dict):
-            errs.append(ExperimentError(src, f"topology.routes.{n}", "expected a mapping destination -> next hop"))
-        else:
-            for dst, via in table.items():
-                if dst not in nodes or via not in nodes:
-                    errs.append(ExperimentError(src, f"topology.routes.{n}.{dst}", f"unknown node in route {dst} via {via}"))
-    if len(errs) == errs_before:   # every next hop a neighbour, every destination reached without a loop (issue 13)
-        errs.extend(ExperimentError(src, path, why) for path, why in route_problems(topo))
-    return True
-
-
 def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible.
     Every error found is appended to ``errs``."""
-    nodes_ok = _check_topology(src, cfg["topology"], errs)
-    nodes = cfg["topology"]["chain"]
+    n_errs = len(errs)
+    nodes_ok = check_nodes_links(src, cfg, ExperimentError, errs)
+    nodes = cfg["topology"]["nodes"] or []
+    topology_ok = nodes_ok and len(errs) == n_errs
     cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"], errs)
     for n, spec in list(cfg["loss"]["nodes"].items()):
         if nodes_ok and n not in nodes:
@@ -264,7 +236,11 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
     _check_scheme(src, cfg["snoop"], errs)
     if nodes_ok:
-        check_medium(src, cfg, ExperimentError, errs)
+        n_errs = len(errs)
+        check_medium(src, cfg, ExperimentError, errs)   # fills topology.links from positions when not listed
+        topology_ok = topology_ok and len(errs) == n_errs
+    if topology_ok and all(isinstance(f.get(r), str) and f[r] in nodes for f in flows for r in ("sender", "receiver")):
+        check_graph(src, cfg, ExperimentError, errs)   # connected, flows joined, routes sound (issue 13)
 
 
 def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:

@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import networkx as nx  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from plots.logs import PARQUET, iter_reps, load_experiment  # noqa: E402
@@ -80,12 +81,18 @@ def mac_frame(run_dir: Path) -> pd.DataFrame:
 
 
 def _hops(cfg: dict[str, Any]) -> int | None:
-    """Hops of the first flow along the chain (the chain routes), None if unknown."""
-    chain = (cfg.get("topology") or {}).get("chain") or []
+    """Hops of the first flow's shortest path over the graph (the chain when only a chain is given), None if unknown."""
+    topo = cfg.get("topology") or {}
+    nodes = topo.get("nodes") or topo.get("chain") or []
+    links = topo.get("links") or list(zip(nodes, nodes[1:]))
     flows = cfg.get("flows") or []
-    if not flows or flows[0].get("sender") not in chain or flows[0].get("receiver") not in chain:
+    if not flows or flows[0].get("sender") not in nodes or flows[0].get("receiver") not in nodes:
         return None
-    return abs(chain.index(flows[0]["receiver"]) - chain.index(flows[0]["sender"]))
+    g = nx.Graph(list(map(tuple, links)))
+    try:
+        return int(nx.shortest_path_length(g, flows[0]["sender"], flows[0]["receiver"]))
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        return None
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> Path:

@@ -1,23 +1,36 @@
-"""Static route tables (the paper's static routing on the 4-Pi chain)."""
+"""Static route tables over the mesh graph (routing.graph), with the YAML's overrides on top."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from routing.graph import LinkCost, MeshGraph, least_cost_next_hops
+
 
 class RouteTable:
-    """Destination address -> next-hop address.  Neighbours are reached directly."""
+    """Destination address -> next-hop address.  Neighbours are reached directly unless a route
+    says otherwise (with the etx metric a lossy direct link may lose to a two-hop path)."""
 
     def __init__(self, routes: Mapping[str, str], neighbours: Sequence[str]) -> None:
         self.neighbours = tuple(neighbours)
-        self._next: dict[str, str] = {n: n for n in neighbours}
+        self._next: dict[str, str] = {}
+        self._set(routes)
+
+    def _set(self, routes: Mapping[str, str]) -> None:
+        nxt = {n: n for n in self.neighbours}
         for dst, via in routes.items():
-            if via not in self._next:
-                raise ValueError(f"route to {dst} via {via}: {via} is not a neighbour ({', '.join(neighbours)})")
-            self._next[dst] = via
+            if via not in nxt:
+                raise ValueError(f"route to {dst} via {via}: {via} is not a neighbour ({', '.join(self.neighbours)})")
+            nxt[dst] = via
+        self._next = nxt
 
     def next_hop(self, dst: str) -> str | None:
         return self._next.get(dst)
+
+    def replace(self, routes: Mapping[str, str]) -> None:
+        """New routes in place (ETX routes fixed at the end of the settle phase): whoever holds this
+        table (the forwarding step, the prober) sees them at once."""
+        self._set(routes)
 
     def as_dict(self) -> dict[str, str]:
         return dict(self._next)
@@ -25,15 +38,30 @@ class RouteTable:
 
 def chain_routes(addresses: Sequence[str]) -> dict[str, RouteTable]:
     """Static routes for a chain a0 - a1 - ... - an: each node reaches the others through its two neighbours."""
-    tables: dict[str, RouteTable] = {}
-    for i, addr in enumerate(addresses):
-        nbrs = [addresses[j] for j in (i - 1, i + 1) if 0 <= j < len(addresses)]
-        routes = {}
-        for j, other in enumerate(addresses):
-            if abs(j - i) > 1:
-                routes[other] = addresses[i + 1] if j > i else addresses[i - 1]
-        tables[addr] = RouteTable(routes, nbrs)
-    return tables
+    nodes = [f"n{i}" for i in range(len(addresses))]
+    addr = dict(zip(nodes, addresses))
+    tables = graph_tables(MeshGraph.chain(nodes), addr)
+    return {addr[n]: t for n, t in tables.items()}
+
+
+def graph_of(topology: Mapping[str, Any]) -> MeshGraph:
+    """The graph of a topology: ``nodes`` and ``links`` when they are given (a resolved experiment
+    always has them), else the ``chain`` shorthand."""
+    links = topology.get("links")
+    if links is not None:
+        return MeshGraph.build(list(topology.get("nodes") or topology["chain"]), links)
+    return MeshGraph.chain(list(topology["chain"]))
+
+
+def graph_tables(graph: MeshGraph, addrs: Mapping[str, str], link_cost: LinkCost | None = None,
+                 overrides: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, RouteTable]:
+    """Per node name: its route table (addresses), least-cost routes with ``overrides`` (node -> {dst: via},
+    names, already checked) on top."""
+    hops = least_cost_next_hops(graph, link_cost)
+    for n, table in (overrides or {}).items():
+        hops[n].update(table)
+    return {n: RouteTable({addrs[d]: addrs[v] for d, v in hops[n].items()}, [addrs[m] for m in graph.neighbours(n)])
+            for n in graph.nodes}
 
 
 class RouteError(ValueError):
@@ -44,33 +72,26 @@ class RouteError(ValueError):
         self.problems = problems
 
 
-def _build(topology: Mapping[str, Any]) -> tuple[dict[str, RouteTable], list[tuple[str, str]]]:
-    """The tables with every override applied, and the overrides refused (path, reason).
-
-    An override is applied (whatever its destination, a neighbour included) or refused with a
-    reason: a route to the node itself, or through a node that is not a neighbour (issue 13, item 5)."""
-    names = topology["chain"]
-    addrs = topology["addresses"]
-    by_addr = chain_routes([addrs[n] for n in names])
-    tables = {n: by_addr[addrs[n]] for n in names}
+def _override_problems(graph: MeshGraph, topology: Mapping[str, Any]) -> tuple[dict[str, dict[str, str]],
+                                                                               list[tuple[str, str]]]:
+    """The overrides that apply, and those refused (path, reason): a route to the node itself, or
+    through a node that is not a neighbour (issue 13, item 5)."""
+    good: dict[str, dict[str, str]] = {}
     problems: list[tuple[str, str]] = []
     for n, table in (topology.get("routes") or {}).items():
-        nbrs = list(tables[n].neighbours)
-        merged = tables[n].as_dict()
+        nbrs = graph.neighbours(n)
         for d, v in table.items():
             path = f"topology.routes.{n}.{d}"
             if d == n:
                 problems.append((path, f"a route from {n} to itself is refused"))
-            elif addrs[v] not in nbrs:
-                nbr_names = [m for m in names if addrs[m] in nbrs]
-                problems.append((path, f"next hop {v} is not a neighbour of {n} (neighbours: {', '.join(nbr_names)})"))
+            elif v not in nbrs:
+                problems.append((path, f"next hop {v} is not a neighbour of {n} (neighbours: {', '.join(nbrs)})"))
             else:
-                merged[addrs[d]] = addrs[v]
-        tables[n] = RouteTable(merged, nbrs)
-    return tables, problems
+                good.setdefault(n, {})[d] = v
+    return good, problems
 
 
-def _walk_problems(names: list[str], addrs: Mapping[str, str], tables: Mapping[str, RouteTable]) -> list[tuple[str, str]]:
+def _walk_problems(names: Sequence[str], addrs: Mapping[str, str], tables: Mapping[str, RouteTable]) -> list[tuple[str, str]]:
     """From every node to every destination the next hops must reach it, within the node count
     (a longer walk repeats a node: a loop)."""
     name_of = {addrs[n]: n for n in names}
@@ -95,24 +116,39 @@ def _walk_problems(names: list[str], addrs: Mapping[str, str], tables: Mapping[s
     return problems
 
 
+def _tables(topology: Mapping[str, Any], link_cost: LinkCost | None) -> tuple[dict[str, RouteTable],
+                                                                              list[tuple[str, str]]]:
+    graph = graph_of(topology)
+    overrides, problems = _override_problems(graph, topology)
+    tables = graph_tables(graph, topology["addresses"], link_cost, overrides)
+    return tables, problems or _walk_problems(graph.nodes, topology["addresses"], tables)
+
+
 def route_problems(topology: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Every problem of a topology's routes, as (field path, reason); empty when they are sound."""
-    tables, problems = _build(topology)
-    return problems or _walk_problems(list(topology["chain"]), topology["addresses"], tables)
+    """Every problem of a topology's routes (hop count), as (field path, reason); empty when they are sound."""
+    return _tables(topology, None)[1]
 
 
-def topology_routes(topology: Mapping[str, Any]) -> dict[str, RouteTable]:
-    """Per node name: its static route table, from a topology ``{chain, addresses, routes}``.
+def topology_routes(topology: Mapping[str, Any], link_cost: LinkCost | None = None) -> dict[str, RouteTable]:
+    """Per node name: its route table, from a topology ``{nodes, links | chain, addresses, routes}``.
 
-    Chain routes (``chain`` in path order, ``addresses`` node -> address), with the
-    ``routes`` overrides (node -> {destination node: next-hop node}) on top.  The
-    experiment runner (every backend) and ``deploy routes`` (kernel routes on the Pis)
-    both compute their routes here, so they agree.  Raises :class:`RouteError` for a
-    refused override, a destination not reached or a loop (``experiments.schema`` reports
-    the same before anything starts).
+    Least-cost routes over the graph (routing.graph: hop count, or ``link_cost`` per directed link,
+    and the documented tie-break), with the ``routes`` overrides (node -> {destination node: next-hop
+    node}) on top.  The experiment runner (every backend) and ``deploy routes`` (kernel routes on
+    the Pis) both compute their routes here, so they agree.  Raises :class:`RouteError` for a refused
+    override, a destination not reached or a loop (``experiments.schema`` reports the same before
+    anything starts).
     """
-    tables, problems = _build(topology)
-    problems = problems or _walk_problems(list(topology["chain"]), topology["addresses"], tables)
+    tables, problems = _tables(topology, link_cost)
     if problems:
         raise RouteError(problems)
     return tables
+
+
+def route_summary(topology: Mapping[str, Any], tables: Mapping[str, RouteTable]) -> dict[str, dict[str, str]]:
+    """Node -> {destination node: next-hop node} of every table, by name (for meta.json and routes.json)."""
+    addrs = topology["addresses"]
+    name_of = {a: n for n, a in addrs.items()}
+    return {n: {name_of[d]: name_of[v] for d, v in sorted(t.as_dict().items(), key=lambda kv: list(addrs.values()).index(kv[0]))
+                if d in name_of and v in name_of}
+            for n, t in tables.items()}

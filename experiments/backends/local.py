@@ -84,7 +84,7 @@ def node_failure_reason(rep_dir: Path, node: str) -> str:
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     cfg, seed, meta = start_rep(variant, repetition, rep_dir, "local")
-    names = cfg["topology"]["chain"]
+    names = cfg["topology"]["nodes"]
     addrs = cfg["topology"]["addresses"]
     port = free_port()
     udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}

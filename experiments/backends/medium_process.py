@@ -128,7 +128,7 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
           deadline: float, start_by: float) -> tuple["subprocess.Popen[bytes]", dict[str, dict[str, list[Any]]]]:
     """Start the medium process of a local repetition; wait until its sockets are bound (by ``start_by``).
     Returns the process and, per node, the peers to give it: every neighbour reached through the medium."""
-    names = cfg["topology"]["chain"]
+    names = cfg["topology"]["nodes"]
     addrs = cfg["topology"]["addresses"]
     pairs = [(a, b) for a in names for b in names if a != b]
     if len(pairs) > 254:

@@ -53,7 +53,7 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
                  rdirs: dict[str, str], auth: bool = False) -> dict[str, dict[str, Any]]:
     """Each node's ``aspan node`` config; times are converted to the node's own clock.  With ``auth``
     the node reads the experiment key from ``<rdir>/<node>.key`` (uploaded beside it) and deletes it."""
-    names = cfg["topology"]["chain"]
+    names = cfg["topology"]["nodes"]
     addrs = cfg["topology"]["addresses"]
     hosts = inv.by_node()
     udp = {n: [hosts[n].mesh_address, inv.udp_port] for n in names}
@@ -72,7 +72,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
         from experiments.backends import pi_kernel    # kernel TCP through NFQUEUE (docs: README, pi section)
         return pi_kernel.run_rep(variant, repetition, rep_dir, inventory, dry_run, echo)
     cfg = variant.config
-    names: list[str] = cfg["topology"]["chain"]
+    names: list[str] = cfg["topology"]["nodes"]
     check_hosts(inventory, names)
     seed = rep_seed(cfg, repetition)
     hosts = inventory.by_node()

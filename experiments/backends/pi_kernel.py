@@ -48,7 +48,7 @@ def kernel_config(cfg: dict[str, Any], inv: Inventory) -> dict[str, Any]:
     """The variant's config with the hosts' mesh addresses as node addresses (kernel TCP uses them)."""
     out = copy.deepcopy(cfg)
     hosts = inv.by_node()
-    out["topology"]["addresses"] = {n: hosts[n].mesh_address for n in out["topology"]["chain"]}
+    out["topology"]["addresses"] = {n: hosts[n].mesh_address for n in out["topology"]["nodes"]}
     return out
 
 
@@ -67,7 +67,7 @@ def check_variants(exp: Any, inv: Inventory) -> None:
     """Every kernel-mode variant can be planned with the inventory's addresses (called before any run)."""
     for v in exp.variants:
         if v.config["pi"]["data_plane"] == "kernel":
-            check_hosts(inv, v.config["topology"]["chain"])
+            check_hosts(inv, v.config["topology"]["nodes"])
             plan_for(kernel_config(v.config, inv))
 
 
@@ -228,7 +228,7 @@ class _Run:
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
             echo: TextIO | None = None) -> dict[str, Any]:
-    names: list[str] = variant.config["topology"]["chain"]
+    names: list[str] = variant.config["topology"]["nodes"]
     check_hosts(inventory, names)
     cfg = kernel_config(variant.config, inventory)
     plan = plan_for(cfg)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiments.backends import sim_medium
-from experiments.build import build_node, overlay_tap, start_rep, write_meta
+from experiments.build import build_node, etx_routes, overlay_tap, start_rep, write_meta
 from experiments.link_spec import sim_link
 from experiments.schema import Variant
 from routing.eventlog import EventLog
@@ -101,7 +101,7 @@ class SimNode:
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     """Run one repetition of one variant in virtual time; writes node logs and meta.json into ``rep_dir``."""
     cfg, seed, meta = start_rep(variant, repetition, rep_dir, "sim")
-    names = cfg["topology"]["chain"]
+    names = cfg["topology"]["nodes"]
     addrs = cfg["topology"]["addresses"]
     loop = EventLoop()
     logs = {n: EventLog(rep_dir / f"{n}.log", n, batch=True) for n in names}
@@ -129,6 +129,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                                           node.queue_drop)
         if medium and taps:
             medium.previous_hop = dict(addrs)   # a capture names the previous hop of what a node hears
+        if cfg["routing"]["metric"] == "etx":   # fixed when settling ends, before any flow's first segment
+            loop.call_at(cfg["etx"]["settle_s"], _fix_etx_routes, cfg, nodes, meta, logs, loop)
         for node in nodes.values():
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
@@ -156,6 +158,17 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             tap.close()
         write_meta(rep_dir, meta)
     return meta
+
+
+def _fix_etx_routes(cfg: dict[str, Any], nodes: dict[str, SimNode], meta: dict[str, Any],
+                    logs: dict[str, EventLog], loop: EventLoop) -> None:
+    """routing.metric etx: minimum-ETX routes from every node's estimates at the end of the settle phase,
+    put into the nodes' route tables in place (the forwarding step holds them) and into meta.json."""
+    tables, record = etx_routes(cfg, {n: node.core.etx for n, node in nodes.items()})
+    for n, node in nodes.items():
+        node.core.engine.routes.replace(tables[n].as_dict())
+        logs[n].emit(loop.now, "routes", metric="etx", routes=record["routes"][n])
+    meta["routing"] = record
 
 
 def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:

@@ -84,7 +84,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
     ``check_range``: keep every address inside the test range (the netns backend); the pi
     backend's kernel data plane plans with the inventory's mesh addresses instead.
     """
-    names = list(cfg["topology"]["chain"])
+    names = list(cfg["topology"]["nodes"])
     addrs = dict(cfg["topology"]["addresses"])
     if check_range:
         state.check_addresses(addrs)
