@@ -148,6 +148,18 @@ def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, 
     return spec
 
 
+def node_link_loss_specs(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, dict[str, Any]]:
+    """Previous-hop name -> the loss spec of the link it sends to ``name`` over, for the links that have
+    their own (``loss.links``, resolved by the schema into directed ``"X>Y"`` keys), down intervals in
+    absolute time."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, spec in cfg["loss"].get("links", {}).items():
+        frm, to = key.split(">")
+        if to == name:
+            out[frm] = dict(spec, down=[[t_flows + a, t_flows + b] for a, b in spec.get("down", [])])
+    return out
+
+
 def node_agent(cfg: dict[str, Any], name: str, log: EventSink | Emit) -> SnoopAgent:
     """Node ``name``'s snoop agent: the scheme ``snoop.scheme`` with the experiment's snoop settings."""
     s = cfg["snoop"]
@@ -178,6 +190,10 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     # hop limit: more transmissions than there are nodes means a loop (issue 13, item 5)
     engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink,
                               hop_limit=len(cfg["topology"]["nodes"]))
+    link_specs = node_link_loss_specs(cfg, name, t_flows)
+    if link_specs:
+        engine.step.set_link_loss({addrs[frm]: build_loss_model(spec, node_rng(seed, f"{frm}>{name}", "loss"))
+                                   for frm, spec in link_specs.items()})
     jrng = node_rng(seed, name, "jitter")
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
                            etx_cfg["log_interval_s"], t0)

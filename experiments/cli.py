@@ -18,11 +18,14 @@ if TYPE_CHECKING:
 def _cmd_validate(args: argparse.Namespace) -> int:
     """Check every file; every error of every file is printed (one line each), exit 2 if any."""
     from experiments.stopping import EXIT_USAGE
+    from experiments.runner import check_backend_support
     from experiments.schema import ExperimentError, load_file
     failed = 0
     for f in args.files:
         try:
             exp = load_file(f)
+            # what the file's backend (or --backend) cannot emulate, refused here as run refuses it
+            check_backend_support(exp, args.backend or exp.base["backend"])
         except ExperimentError as e:
             failed += 1
             for err in e.errors:
@@ -101,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check experiment YAML files without running anything")
     v.add_argument("files", nargs="+")
+    v.add_argument("--backend", choices=list(BACKENDS), default=None,
+                   help="check against this backend (default: each file's backend field), as run --backend would")
     v.set_defaults(func=_cmd_validate)
 
     r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures")

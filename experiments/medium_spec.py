@@ -116,11 +116,11 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
         cfg["topology"]["links"] = [list(p) for p in MeshGraph.build(
             nodes, [(a, b) for a in nodes for b in topo.hears[a] if a in topo.hears[b]]).links]
         return
-    for i, (a, b) in enumerate(links):
+    for a, b in links:
         for x, y in ((a, b), (b, a)):
             if x not in topo.hears[y]:
                 where = "medium.hears" if m["hears"] else "medium.positions"
-                what = "chain neighbours" if cfg["topology"]["chain"] is not None else f"topology.links[{i}]"
+                what = "chain neighbours" if cfg["topology"]["chain"] is not None else "linked (topology.links)"
                 errs.append(error(src, f"{where}.{y}", f"{what} {x} and {y}: {y} does not hear {x} "
                                   f"(out of communication range)"))
                 break

@@ -47,6 +47,13 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     refuse_medium(exp.source, variants, backend, ExperimentError)
     refuse_link(exp.source, variants, backend, ExperimentError)
     refuse_metric(exp.source, variants, backend, ExperimentError)
+    for v in exp.variants:   # a link's own loss model needs the previous hop of every packet a node hears
+        kernel = backend == "netns" or (backend == "pi" and v.config["pi"]["data_plane"] == "kernel")
+        if kernel and v.config["loss"]["links"]:
+            raise ExperimentError(exp.source, f"variants[{v.name}].loss.links",
+                                  "the kernel data plane's handlers apply the node's loss model and do not know "
+                                  "which neighbour sent a packet, so a loss per link would be ignored; use "
+                                  "loss.nodes, or --backend sim or local")
     if backend != "netns":
         return
     for v in exp.variants:

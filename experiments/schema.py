@@ -79,6 +79,8 @@ SCHEMA: dict[str, Any] = {
     "loss": {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
         "nodes": F((dict,), {}, None, "node -> loss spec overriding the default"),
+        "links": F((dict,), {}, None, "link -> loss spec of what crosses it, overriding the receiving node's: "
+                                      "\"A-B\" both ways, \"A>B\" only what B hears from A (before A-B)"),
     },
     "logs": {
         "compact": F(BOOL, False, None, "after each repetition, its JSON Lines logs become one events.parquet "
@@ -174,7 +176,7 @@ def _unknown(src: str, path: str, key: str, known: list[str]) -> ExperimentError
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict) and k not in ("addresses", "routes", "nodes"):
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and k not in ("addresses", "routes", "nodes", "links"):
             out[k] = _deep_merge(out[k], v)
         else:
             out[k] = copy.deepcopy(v)
@@ -219,6 +221,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
             else _deep_merge(cfg["loss"]["default"], spec or {})
         cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged, errs)
+    cfg["loss"]["links"] = _check_link_losses(src, cfg, nodes if nodes_ok else [], errs)
     if not cfg["flows"]:
         errs.append(ExperimentError(src, "flows", "expected at least one flow"))
     flows = []
@@ -241,6 +244,42 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         topology_ok = topology_ok and len(errs) == n_errs
     if topology_ok and all(isinstance(f.get(r), str) and f[r] in nodes for f in flows for r in ("sender", "receiver")):
         check_graph(src, cfg, ExperimentError, errs)   # connected, flows joined, routes sound (issue 13)
+
+
+def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Errors) -> dict[str, Any]:
+    """``loss.links`` resolved into directed keys ``"A>B"``: an undirected ``"A-B"`` gives both directions,
+    a directed key wins over it; each spec filled like a node's (the default's settings when its model
+    is the default's).  Whether each pair is a link of the graph is checked once the links are known."""
+    out: dict[str, Any] = {}
+    directed: dict[str, Any] = {}
+    for key, spec in cfg["loss"]["links"].items():
+        path = f"loss.links.{key}"
+        ends = _link_key(str(key), nodes)
+        if ends is None:
+            errs.append(ExperimentError(src, path, f"expected \"A-B\" or \"A>B\" with A and B nodes "
+                                        f"({', '.join(nodes)}), got {key!r}"))
+            continue
+        a, b, one_way = ends
+        merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
+            else _deep_merge(cfg["loss"]["default"], spec or {})
+        full = _check_loss(src, path, merged, errs)
+        if one_way:
+            directed[f"{a}>{b}"] = full
+        else:
+            out[f"{a}>{b}"] = out[f"{b}>{a}"] = full
+    out.update(directed)
+    return out
+
+
+def _link_key(key: str, nodes: list[str]) -> tuple[str, str, bool] | None:
+    """(A, B, one way) of a ``loss.links`` key; None unless it names two distinct nodes exactly one way
+    (node names may hold '-', so every split is tried)."""
+    if ">" in key:
+        a, _, b = key.partition(">")
+        return (a, b, True) if a in nodes and b in nodes and a != b else None
+    splits = [(key[:i], key[i + 1:]) for i, c in enumerate(key) if c == "-"]
+    found = [(a, b) for a, b in splits if a in nodes and b in nodes and a != b]
+    return (found[0][0], found[0][1], False) if len(found) == 1 else None
 
 
 def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:

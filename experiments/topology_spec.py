@@ -159,4 +159,11 @@ def check_graph(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: E
             if s in comp_of and r in comp_of and comp_of[s] != comp_of[r]:
                 errs.append(error(src, f"flows[{i}]", f"{s} and {r} are not joined by any path of the graph"))
         return
+    linked = {(a, b) for a, b in graph.links} | {(b, a) for a, b in graph.links}
+    for key in (cfg.get("loss") or {}).get("links") or {}:
+        a, b = key.split(">")
+        if (a, b) not in linked:
+            errs.append(error(src, "loss.links", f"{a} and {b} are not linked (topology.links): a loss on "
+                              f"{a}>{b} would never apply"))
+            break
     errs.extend(error(src, path, why) for path, why in route_problems(topo))

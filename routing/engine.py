@@ -79,7 +79,7 @@ class ForwardingEngine:
         """A datagram heard from the network (from neighbour ``frm``, when the driver knows it).  The node's
         loss model applies first, to whatever was heard (paper: the listener drops); what is left is
         decoded, and malformed ones are dropped."""
-        actions = self._on_datagram(data, now, plain_data, decode)
+        actions = self._on_datagram(data, now, plain_data, decode, frm)
         if self.tap is not None:
             self._capture(now, data, frm, actions)
         return actions
@@ -89,7 +89,7 @@ class ForwardingEngine:
         sequence number the driver verified (routing.auth.MeshAuth.verify: the engine holds no key).
         What it passes on as bytes stays version 3, for the driver to re-seal for the next link
         (MeshAuth.reseal)."""
-        actions = self._on_datagram(data, now, authentic_data, decode_authentic)
+        actions = self._on_datagram(data, now, authentic_data, decode_authentic, frm)
         if self.tap is not None:
             self._capture(now, data, frm, actions)
         return actions
@@ -99,10 +99,10 @@ class ForwardingEngine:
         first, with the bytes the packet has on the link (wire.wire_size)."""
         if self.tap is not None:
             heard = pkt.copy()            # as heard: the step rewrites the header of what it forwards
-            actions = self._on_packet(pkt, now)
+            actions = self._on_packet(pkt, now, frm)
             self._capture(now, heard, frm, actions, pkt)
             return actions
-        return self._on_packet(pkt, now)
+        return self._on_packet(pkt, now, frm)
 
     def send_local(self, pkt: Packet, now: float) -> list[Action]:
         """A packet originated by this node (its TCP or its prober): no loss model, hop index 0."""
@@ -136,11 +136,13 @@ class ForwardingEngine:
                 tap.tx(now, a.packet, a.next_hop, a.note)
 
     def _on_datagram(self, data: bytes, now: float, plain: Callable[[bytes], tuple | None],
-                     parse: Callable[[bytes], Packet]) -> list[Action]:
+                     parse: Callable[[bytes], Packet], frm: str | None = None) -> list[Action]:
         """A heard datagram: ``plain`` reads the common DATA packet's fields (for the relay path),
         ``parse`` decodes any other (wire.plain_data and decode; for version 3, authentic_data and
         decode_authentic)."""
-        lost = self.step.lost(now, len(data) + IP_UDP_OVERHEAD)
+        step = self.step
+        lost = (step.lost_from(now, len(data) + IP_UDP_OVERHEAD, frm) if step.link_lost
+                else step.lost(now, len(data) + IP_UDP_OVERHEAD))
         h = plain(data)
         if h is not None and not lost and self.tap is None:
             actions = self._relay(data, h, now)
@@ -199,8 +201,9 @@ class ForwardingEngine:
         actions.append(Transmit(relayed(data, hops + 1), nxt))
         return actions
 
-    def _on_packet(self, pkt: Packet, now: float) -> list[Action]:
-        if self.step.lost(now, wire_size(pkt)):
+    def _on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> list[Action]:
+        step = self.step
+        if step.lost_from(now, wire_size(pkt), frm) if step.link_lost else step.lost(now, wire_size(pkt)):
             return [self.drop(pkt, "loss", now)]
         return self._heard(pkt, now)
 

@@ -126,6 +126,9 @@ class ForwardingStep:
         #: ``lost(now, size)``: the node's loss model on a packet of ``size`` bytes it hears (paper: every
         #: listener drops at its rate; probes and ACKs included).  The caller logs the drop with what it parsed.
         self.lost: Callable[[float, int], bool] = packet_dropper(loss)
+        #: per previous hop (address): the loss model of that link (``loss.links``), instead of the node's;
+        #: empty unless the experiment gives link losses (then the drivers name the previous hop)
+        self.link_lost: dict[str, Callable[[float, int], bool]] = {}
         self.log = log
         self.drops = dict.fromkeys(DROP_REASONS, 0)
         self._drop_lines = DropLines(lambda now, reason, count, since: self.log.drop(now, reason, count=count,
@@ -138,6 +141,16 @@ class ForwardingStep:
         self.explain = False
         self.note: str | None = None
         self.last_drop = ""      # the reason of the latest drop (a capture's note for a dropped packet)
+
+    def set_link_loss(self, models: dict[str, LossModel]) -> None:
+        """Loss models per previous hop (address) for the links that have their own (``loss.links``)."""
+        self.link_lost = {frm: packet_dropper(m) for frm, m in models.items()}
+
+    def lost_from(self, now: float, size: int, frm: str | None) -> bool:
+        """Is a packet of ``size`` bytes heard from previous hop ``frm`` lost?  The link's model when it
+        has one (the most specific spec wins: docs, "Loss per link"), else the node's."""
+        lost = self.link_lost.get(frm) if frm is not None else None
+        return (lost or self.lost)(now, size)
 
     # ---- hop limit -------------------------------------------------------------
     def expired(self, hops: int) -> bool:

@@ -229,7 +229,8 @@ class UdpNode:
             raise self.error
 
     def _drain_named(self, budget: int) -> None:
-        """:meth:`_drain` with the sender of each datagram, as its mesh address (for the capture)."""
+        """:meth:`_drain` with the sender of each datagram, as its mesh address (for the capture, and for
+        the loss model of the link it came over: loss.links)."""
         mesh = self._sender_of
         with self.lock:
             for _ in range(budget):
@@ -263,8 +264,8 @@ class UdpNode:
         if self.auth is not None:
             self._drain_auth(budget)
             return
-        if self.core.engine.tap is not None:
-            return self._drain_named(budget)
+        if self.core.engine.tap is not None or self.core.engine.step.link_lost:
+            return self._drain_named(budget)   # the capture, or a link's own loss model, needs the sender
         recv, on_datagram, send, now = self.sock.recv, self.core.on_datagram, self._send, time.time
         with self.lock:
             for _ in range(budget):

@@ -124,11 +124,13 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                     node.links[nbr] = sim_medium.MediumPort(medium, n, name_of[nbr])
                     continue
                 # a capture names the previous hop of what a node hears
-                deliver = partial(dst.receive, frm=addrs[n]) if tap is not None else dst.receive
+                # (and a link's own loss model, loss.links, is chosen by it)
+                named = tap is not None or bool(dst.core.engine.step.link_lost)
+                deliver = partial(dst.receive, frm=addrs[n]) if named else dst.receive
                 node.links[nbr] = SimLink(loop, link.rate_bps, link.delay_s, link.queue_packets, deliver,
                                           node.queue_drop)
-        if medium and taps:
-            medium.previous_hop = dict(addrs)   # a capture names the previous hop of what a node hears
+        if medium and (taps or any(node.core.engine.step.link_lost for node in nodes.values())):
+            medium.previous_hop = dict(addrs)   # a capture names the previous hop, a link's loss model needs it
         if cfg["routing"]["metric"] == "etx":   # fixed when settling ends, before any flow's first segment
             loop.call_at(cfg["etx"]["settle_s"], _fix_etx_routes, cfg, nodes, meta, logs, loop)
         for node in nodes.values():

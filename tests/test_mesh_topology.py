@@ -1,0 +1,278 @@
+"""Issue 22, items 1, 2 and 4: a topology is a graph; routes by hop count or ETX over it; crossing flows."""
+import json
+import math
+import random
+from pathlib import Path
+
+import networkx as nx
+import pandas as pd
+import pytest
+
+from experiments.build import build_node, etx_link_costs, route_tables
+from experiments.medium_spec import positions
+from experiments.runner import run_experiment
+from experiments.schema import ExperimentError, load_experiment
+from routing.graph import MeshGraph, least_cost_next_hops, path_of
+from routing.routes import route_summary
+
+DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
+GRID = [[f"N{r}{c}", f"N{r}{c + 1}"] for r in range(3) for c in range(2)] + \
+       [[f"N{r}{c}", f"N{r + 1}{c}"] for r in range(2) for c in range(3)]
+
+
+def load(doc, name="t.yaml"):
+    return load_experiment(dict({"name": "t", "backend": "sim"}, **doc), name)
+
+
+def errors(doc) -> dict[str, str]:
+    with pytest.raises(ExperimentError) as e:
+        load(doc)
+    return {err.path: err.message for err in e.value.errors}
+
+
+# ---- item 1: the graph in the YAML --------------------------------------------------------------
+
+def test_links_give_nodes_in_order_and_sorted_pairs():
+    cfg = load({"topology": {"links": [["D", "C"], ["A", "B"], ["B", "D"], ["C", "A"]]}}).variants[0].config
+    assert cfg["topology"]["nodes"] == ["D", "C", "A", "B"]          # order of first mention
+    assert cfg["topology"]["links"] == [["D", "C"], ["D", "B"], ["C", "A"], ["A", "B"]]
+    assert cfg["topology"]["chain"] is None
+    assert cfg["topology"]["addresses"]["D"] == "10.2.1.1"
+
+
+def test_the_chain_shorthand_and_the_default_keep_their_meaning():
+    for doc in ({}, {"topology": {"chain": ["A", "B", "C", "D"]}}):
+        topo = load(doc).variants[0].config["topology"]
+        assert topo["chain"] == ["A", "B", "C", "D"] and topo["nodes"] == ["A", "B", "C", "D"]
+        assert topo["links"] == [["A", "B"], ["B", "C"], ["C", "D"]]
+
+
+def test_chain_runs_on_the_sim_are_byte_identical_to_before_graphs(tmp_path):
+    """tests/data/chain_golden_summary.csv was written by the code before topologies were graphs
+    (commit 91db6f4) from this document: a chain, two flows, A-SPAN, the dcf medium."""
+    doc = {
+        "name": "golden-chain", "backend": "sim", "seed": 3, "repetitions": 2,
+        "loss": {"default": {"model": "bernoulli", "rate": 0.005}}, "etx": {"settle_s": 2.0},
+        "flows": [{"sender": "A", "receiver": "D", "segments": 1200}, {"sender": "D", "receiver": "B", "segments": 600}],
+        "variants": [
+            {"name": "sack", "tcp": {"variant": "sack"}},
+            {"name": "aspan", "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive", "pkt_qos": 0.99}},
+            {"name": "medium", "tcp": {"variant": "sack"}, "medium": {"model": "dcf"}, "snoop": {"policy": "adaptive"}},
+        ],
+    }
+    d = run_experiment(load_experiment(doc, "golden.yaml"), out=tmp_path, jobs=1, plot=False, progress=lambda s: None)
+    golden = Path(__file__).parent / "data" / "chain_golden_summary.csv"
+    assert (d / "summary.csv").read_bytes() == golden.read_bytes()
+
+
+def test_wrong_graphs_are_refused_all_at_once_with_their_field_paths():
+    found = errors({"topology": {"nodes": ["A", "B", "C"], "links": [["A", "B"], ["B", "B"], ["B", "A"], ["A", "Z"],
+                                                                     ["A"]]}})
+    assert "itself" in found["topology.links[1]"]
+    assert "duplicate link B-A" in found["topology.links[2]"] and "topology.links[0]" in found["topology.links[2]"]
+    assert "unknown node 'Z'" in found["topology.links[3]"]
+    assert "pair of node names" in found["topology.links[4]"]
+    found = errors({"topology": {"chain": ["A", "B"], "links": [["A", "B"]]}})
+    assert "not both" in found["topology.links"]
+
+
+def test_a_graph_that_is_not_connected_is_refused_and_so_is_a_flow_across_it():
+    found = errors({"topology": {"links": [["A", "B"], ["C", "D"]]}, "flows": [{"sender": "A", "receiver": "D"}]})
+    assert found["topology.links"] == "the graph is not connected: [A, B]; [C, D]"
+    assert "A and D are not joined" in found["flows[0]"]
+
+
+def test_nodes_without_links_need_a_medium_to_give_them():
+    found = errors({"topology": {"nodes": ["A", "B"]}})
+    assert "expected links" in found["topology.links"]
+
+
+# ---- item 2: routes ----------------------------------------------------------------------------
+
+def test_hop_routes_break_ties_by_node_order():
+    g = MeshGraph.build(["A", "B", "C", "D"], DIAMOND)
+    assert path_of(least_cost_next_hops(g), "A", "D") == ["A", "B", "D"]
+    g = MeshGraph.build(["A", "C", "B", "D"], DIAMOND)        # C listed first: the other path
+    assert path_of(least_cost_next_hops(g), "A", "D") == ["A", "C", "D"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_every_route_of_a_random_graph_is_a_shortest_path_and_loop_free(seed):
+    rng = random.Random(seed)
+    nodes = [f"N{i}" for i in range(12)]
+    g = nx.connected_watts_strogatz_graph(12, 4, 0.5, seed=seed)
+    links = [[nodes[a], nodes[b]] for a, b in g.edges]
+    mesh = MeshGraph.build(nodes, links)
+    cost = {(a, b): rng.choice([1.0, 1.2, 3.0]) for a, b in links} | {(b, a): rng.choice([1.0, 2.5]) for a, b in links}
+    for link_cost in (None, lambda u, v: cost[(u, v)]):
+        hops = least_cost_next_hops(mesh, link_cost)
+        dg = nx.DiGraph()
+        for (u, v), c in cost.items():
+            dg.add_edge(u, v, w=1.0 if link_cost is None else c)
+        for s in nodes:
+            for d in nodes:
+                if s == d:
+                    continue
+                p = path_of(hops, s, d)
+                assert p is not None and p[0] == s and p[-1] == d
+                got = sum(dg[u][v]["w"] for u, v in zip(p, p[1:]))
+                assert math.isclose(got, nx.shortest_path_length(dg, s, d, weight="w"))
+
+
+def test_an_override_may_take_any_graph_neighbour_and_is_still_checked():
+    doc = {"topology": {"links": DIAMOND, "routes": {"A": {"D": "C"}}}}
+    cfg = load(doc).variants[0].config
+    addrs = cfg["topology"]["addresses"]
+    assert route_tables(cfg)["A"].next_hop(addrs["D"]) == addrs["C"]   # the issue's example: was refused on a chain
+    found = errors({"topology": {"links": DIAMOND, "routes": {"B": {"C": "C"}}}})
+    assert "not a neighbour of B (neighbours: A, D)" in found["topology.routes.B.C"]
+    found = errors({"topology": {"links": DIAMOND, "routes": {"B": {"D": "A"}, "A": {"D": "B"}}}})
+    assert any("routing loop" in why for why in found.values())
+
+
+def test_etx_costs_take_the_lossy_link_out_of_the_route():
+    cfg = load({"topology": {"links": DIAMOND}, "routing": {"metric": "etx"}}).variants[0].config
+
+    class Link:
+        def __init__(self, df, dr):
+            self.df, self.dr = df, dr
+
+        def forward(self):
+            return self.df
+
+        def reverse(self):
+            return self.dr
+
+    class Table:
+        def __init__(self, links):
+            self.links = links
+
+        def link(self, addr):
+            return self.links[addr]
+
+    addrs = cfg["topology"]["addresses"]
+    def estimators(ratio):
+        return {u: Table({addrs[v]: Link(ratio.get((u, v), 1.0), ratio.get((v, u), 1.0))
+                          for v in MeshGraph.build(cfg["topology"]["nodes"], DIAMOND).neighbours(u)})
+                for u in "ABCD"}
+    costs = etx_link_costs(cfg, estimators({("A", "B"): 0.5}))    # A->B delivers half of A's probes
+    assert costs[("A", "B")] == pytest.approx(2.0) and costs[("B", "A")] == pytest.approx(2.0)   # 1 / (df x dr)
+    assert costs[("A", "C")] == 1.0
+    hops = route_summary(cfg["topology"], route_tables(cfg, lambda u, v: costs[(u, v)]))
+    assert path_of(hops, "A", "D") == ["A", "C", "D"] and path_of(hops, "D", "A") == ["D", "C", "A"]
+    assert hops["A"]["B"] == "B"     # 2.0 direct beats 3.0 round the diamond
+    costs = etx_link_costs(cfg, estimators({("A", "B"): 0.0}))    # a dead link costs inf: no route crosses it
+    assert costs[("A", "B")] == math.inf
+    assert path_of(route_summary(cfg["topology"], route_tables(cfg, lambda u, v: costs[(u, v)])), "A", "B") \
+        == ["A", "C", "D", "B"]
+
+
+def test_etx_routes_are_refused_before_the_start_where_they_cannot_be_measured(tmp_path, capsys):
+    from experiments.cli import main
+    f = tmp_path / "e.yaml"
+    f.write_text(json.dumps({"backend": "local", "topology": {"links": DIAMOND}, "routing": {"metric": "etx"}}))
+    assert main(["validate", str(f)]) == 2
+    assert "variants[default].routing.metric" in capsys.readouterr().err
+    assert main(["validate", str(f), "--backend", "sim"]) == 0
+    with pytest.raises(ExperimentError, match="routing.metric"):
+        run_experiment(load_experiment(json.loads(f.read_text()), str(f)), out=tmp_path, plot=False)
+    assert not (tmp_path / "e").exists()
+
+
+# ---- the medium gives the graph ---------------------------------------------------------------------
+
+def test_positions_give_the_links_and_listed_links_must_be_in_range():
+    doc = {"topology": {"nodes": ["A", "B", "C", "D"]},
+           "medium": {"model": "dcf", "positions": {"A": [0, 0], "B": [200, 0], "C": [0, 200], "D": [200, 200]}},
+           "flows": [{"sender": "A", "receiver": "D"}]}
+    cfg = load(doc).variants[0].config
+    assert cfg["topology"]["links"] == [["A", "B"], ["A", "C"], ["B", "D"], ["C", "D"]]   # diagonals 283 m > 250 m
+    found = errors(dict(doc, topology={"links": DIAMOND + [["A", "D"]]}))
+    assert "linked (topology.links) A and D: D does not hear A" in found["medium.positions.D"]
+
+
+def test_random_placement_is_seeded_and_the_same_in_every_repetition():
+    doc = {"topology": {"nodes": [f"N{i}" for i in range(12)]},
+           "medium": {"model": "dcf", "placement": "random", "area_m": [500, 500], "placement_seed": 4},
+           "flows": [{"sender": "N0", "receiver": "N11"}]}
+    a, b = load(doc).variants[0].config, load(doc).variants[0].config
+    assert positions(a) == positions(b)
+    assert all(0 <= x <= 500 and 0 <= y <= 500 for x, y in positions(a).values())
+    other = load(dict(doc, medium=dict(doc["medium"], placement_seed=5))).variants[0].config
+    assert positions(other) != positions(a)
+    assert MeshGraph.build(a["topology"]["nodes"], a["topology"]["links"]).components() == [a["topology"]["nodes"]]
+
+
+def test_a_grid_without_positions_hears_only_its_links():
+    from experiments.medium_spec import topology
+    cfg = load({"topology": {"links": GRID}, "medium": {"model": "dcf"},
+                "flows": [{"sender": "N00", "receiver": "N22"}]}).variants[0].config
+    assert positions(cfg) is None
+    hears = topology(cfg).hears
+    assert hears["N11"] == frozenset({"N01", "N10", "N12", "N21"})
+
+
+# ---- loss per link ----------------------------------------------------------------------------------
+
+def test_link_losses_resolve_to_directed_keys_most_specific_first():
+    cfg = load({"topology": {"links": DIAMOND}, "loss": {"default": {"model": "bernoulli", "rate": 0.01},
+                                                         "links": {"A-B": {"rate": 0.2}, "B>A": {"model": "none"}}}}
+               ).variants[0].config
+    assert cfg["loss"]["links"]["A>B"] == {"model": "bernoulli", "rate": 0.2, "down": []}
+    assert cfg["loss"]["links"]["B>A"] == {"model": "none", "down": []}
+    found = errors({"topology": {"links": DIAMOND}, "loss": {"links": {"A-D": {"model": "none"}, "A+B": {}}}})
+    assert "not linked" in found["loss.links"]
+    assert "expected \"A-B\" or \"A>B\"" in found["loss.links.A+B"]
+
+
+def test_a_link_loss_applies_to_what_crosses_that_link_only():
+    from routing.wire import PROBE, Packet, Probe
+    cfg = load({"topology": {"links": DIAMOND}, "loss": {"links": {"A>B": {"model": "bernoulli", "rate": 1.0}}}}
+               ).variants[0].config
+    addrs = cfg["topology"]["addresses"]
+    node = build_node(cfg, "B", 1, lambda *a, **k: None, 0.0, apps=False)
+
+    def probe(frm):
+        return Packet(PROBE, addrs[frm], 0, addrs["B"], 0, probe=Probe(0))
+    assert node.engine.on_packet(probe("A"), 1.0, addrs["A"])[0].reason == "loss"
+    assert not any(getattr(a, "reason", None) == "loss" for a in node.engine.on_packet(probe("D"), 1.0, addrs["D"]))
+    assert node.engine.drops["loss"] == 1
+
+
+# ---- items 2 and 4 on the sim: ETX chooses the path; crossing flows ------------------------------------
+
+def test_etx_routing_avoids_the_lossy_relay_and_hops_does_not(tmp_path):
+    doc = {"name": "dia", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 3.0},
+           "topology": {"links": DIAMOND},
+           "loss": {"default": {"model": "bernoulli", "rate": 0.005}, "nodes": {"B": {"rate": 0.1}}},
+           "flows": [{"sender": "A", "receiver": "D", "segments": 600}], "tcp": {"variant": "sack"},
+           "variants": [{"name": "hops"}, {"name": "etx", "routing": {"metric": "etx"}}]}
+    d = run_experiment(load_experiment(doc, "dia.yaml"), out=tmp_path, plot=False, progress=lambda s: None)
+    hops = json.loads((d / "hops" / "rep0" / "meta.json").read_text())["routing"]
+    etx = json.loads((d / "etx" / "rep0" / "meta.json").read_text())["routing"]
+    assert hops["paths"] == [["A", "B", "D"]] and not hops["measured"]
+    assert etx["paths"] == [["A", "C", "D"]] and etx["measured"]
+    assert etx["link_etx"]["A>B"] > 1.05 > etx["link_etx"]["A>C"]
+    fwd = {n: sum(1 for line in (d / "etx" / "rep0" / f"{n}.log").open() if '"fwd"' in line) for n in "BC"}
+    assert fwd["B"] == 0 and fwd["C"] >= 600
+    df = pd.read_csv(d / "summary.csv")
+    assert df["integrity_ok"].all()
+    assert df.set_index("variant").loc["etx", "goodput_mbps"] > df.set_index("variant").loc["hops", "goodput_mbps"]
+
+
+@pytest.mark.parametrize("medium", ["none", "dcf"])
+def test_crossing_flows_on_a_grid_each_get_their_row(tmp_path, medium):
+    doc = {"name": "grid", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 1.0},
+           "topology": {"links": GRID}, "medium": {"model": medium},
+           "loss": {"default": {"model": "bernoulli", "rate": 0.005}},
+           "snoop": {"policy": "adaptive", "pkt_qos": 0.99}, "tcp": {"variant": "sack"},
+           "flows": [{"sender": "N01", "receiver": "N21", "segments": 300},
+                     {"sender": "N10", "receiver": "N12", "segments": 300}]}
+    d = run_experiment(load_experiment(doc, "grid.yaml"), out=tmp_path, plot=False, progress=lambda s: None)
+    meta = json.loads((d / "default" / "rep0" / "meta.json").read_text())
+    assert meta["routing"]["paths"] == [["N01", "N11", "N21"], ["N10", "N11", "N12"]]   # they cross at N11
+    df = pd.read_csv(d / "summary.csv")
+    assert len(df) == 2 and df["integrity_ok"].all() and (df["status"] == "ok").all()
+    centre = [json.loads(line) for line in (d / "default" / "rep0" / "N11.log").open()]
+    flows = {e["flow"] for e in centre if e.get("ev") == "tx" and e.get("kind") == "fwd"}
+    assert len(flows) == 2    # the centre relays both flows' data
