@@ -276,3 +276,34 @@ def test_crossing_flows_on_a_grid_each_get_their_row(tmp_path, medium):
     centre = [json.loads(line) for line in (d / "default" / "rep0" / "N11.log").open()]
     flows = {e["flow"] for e in centre if e.get("ev") == "tx" and e.get("kind") == "fwd"}
     assert len(flows) == 2    # the centre relays both flows' data
+
+
+def test_a_link_loss_on_the_local_backend_hits_only_what_crosses_that_link(tmp_path, no_leftover_nodes):
+    """The UDP driver names the sender of each datagram when a link has its own loss model."""
+    import yaml
+    from conftest import start_run
+    doc = {"name": "ll", "backend": "local", "repetitions": 1, "etx": {"settle_s": 1.0},
+           "limits": {"max_duration_s": 90}, "topology": {"links": DIAMOND},
+           "loss": {"links": {"A>B": {"model": "bernoulli", "rate": 0.2}}},
+           "tcp": {"variant": "sack"}, "flows": [{"sender": "A", "receiver": "D", "segments": 300}]}
+    f = tmp_path / "ll.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    p = start_run(f, tmp_path / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=240)
+    assert p.returncode == 0, out
+    [run] = list((tmp_path / "runs" / "ll").iterdir())
+    assert pd.read_csv(run / "summary.csv")["integrity_ok"].all()
+    rep = run / "default" / "rep0"
+    stops = {n: [json.loads(line) for line in (rep / f"{n}.log").open() if '"node_stop"' in line][0] for n in "ABCD"}
+    assert stops["B"]["drops"]["loss"] > 20                       # what B heard from A: 20 %
+    assert all(stops[n]["drops"]["loss"] == 0 for n in "ACD")     # no other link or node loses anything
+
+
+def test_a_kernel_data_plane_refuses_link_losses_before_the_start(tmp_path, capsys):
+    from experiments.cli import main
+    f = tmp_path / "k.yaml"
+    f.write_text(json.dumps({"backend": "netns", "topology": {"links": DIAMOND},
+                             "loss": {"links": {"A-B": {"model": "bernoulli", "rate": 0.1}}}}))
+    assert main(["validate", str(f)]) == 2
+    assert "loss.links" in capsys.readouterr().err
+    assert main(["validate", str(f), "--backend", "local"]) == 0
