@@ -110,6 +110,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     resolved = exp.resolved()
     resolved["backend"] = backend
     (run_dir / "experiment.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+    write_routes(run_dir, exp)
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     reps = exp.base["repetitions"]
     tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options)
@@ -133,6 +134,22 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
         from plots.cli import plot_command
         plot_command([run_dir])
     return run_dir
+
+
+def write_routes(run_dir: Path, exp: Experiment) -> None:
+    """RUN_DIR/routes.json, before anything starts: per variant the routes every backend will use
+    (experiments.build.route_record).  With routing.metric etx the routes are measured when each
+    repetition's settle phase ends, so they are in that repetition's meta.json instead."""
+    from experiments.build import route_record, route_tables
+    out: dict[str, Any] = {}
+    for v in exp.variants:
+        if v.config["routing"]["metric"] == "hops":
+            out[v.name] = route_record(v.config, route_tables(v.config))
+        else:
+            out[v.name] = {"metric": v.config["routing"]["metric"], "measured": True,
+                           "links": v.config["topology"]["links"],
+                           "note": "measured at the end of each repetition's settle phase: <variant>/rep<k>/meta.json"}
+    (run_dir / "routes.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
 def _worker_init() -> None:

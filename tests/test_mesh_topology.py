@@ -307,3 +307,13 @@ def test_a_kernel_data_plane_refuses_link_losses_before_the_start(tmp_path, caps
     assert main(["validate", str(f)]) == 2
     assert "loss.links" in capsys.readouterr().err
     assert main(["validate", str(f), "--backend", "local"]) == 0
+
+
+def test_routes_are_written_to_the_run_directory_before_the_start(tmp_path):
+    doc = {"name": "rj", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 0.5},
+           "topology": {"links": DIAMOND}, "flows": [{"sender": "D", "receiver": "A", "segments": 20}],
+           "variants": [{"name": "h"}, {"name": "e", "routing": {"metric": "etx"}}]}
+    d = run_experiment(load_experiment(doc, "rj.yaml"), out=tmp_path, plot=False, progress=lambda s: None)
+    routes = json.loads((d / "routes.json").read_text())
+    assert routes["h"]["paths"] == [["D", "B", "A"]] and routes["h"]["routes"]["C"] == {"A": "A", "B": "A", "D": "D"}
+    assert routes["e"]["measured"] and "meta.json" in routes["e"]["note"]
