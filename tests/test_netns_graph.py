@@ -1,6 +1,6 @@
 """The netns backend as root on graphs (issue 22): a veth pair per edge, kernel routes from route_tables.
 
-A 4x4 grid (16 namespaces, 24 veth pairs) and a wheel (two and more equal paths) with two flows
+A 4x4 grid (16 namespaces, 24 veth pairs, four flows at once) and a wheel (two and more equal paths) with two flows
 crossing at its hub: kernel TCP end to end through the snoop handlers, each flow delivered intact,
 every data segment relayed exactly by the forwarders of its planned route, and nothing left behind
 (the ``netns`` fixture of test_netns_backend.py: namespaces, root iptables rules, processes).
@@ -79,10 +79,13 @@ def run_and_check(tmp: Path, exp: Path, cfg: dict) -> tuple[Path, dict]:
 
 def test_a_4x4_grid_of_16_namespaces(netns):
     names, links = grid(4, 4)
-    flows = [{"sender": "G00", "receiver": "G33", "segments": 300},
-             {"sender": "G30", "receiver": "G03", "segments": 300}]
+    flows = [{"sender": "G00", "receiver": "G33", "segments": 300},     # corner to corner, sharing the top row
+             {"sender": "G30", "receiver": "G03", "segments": 300},
+             {"sender": "G10", "receiver": "G13", "segments": 300},     # and two crossing at G11 (4 veths)
+             {"sender": "G01", "receiver": "G31", "segments": 300}]
     exp, cfg = write_graph_exp(netns, {"nodes": names, "links": links}, flows, {})
-    assert [len(p) - 1 for p in planned_paths(cfg)] == [6, 6]
+    paths = planned_paths(cfg)
+    assert [len(p) - 1 for p in paths] == [6, 6, 3, 3] and paths[2][1] == paths[3][1] == "G11"
     rep, meta = run_and_check(netns, exp, cfg)
     assert len(meta["netns"]["links"]) == 24
     assert {n: len(v) for n, v in meta["links"].items()}["G11"] == 4     # one veth per neighbour
