@@ -22,6 +22,7 @@ from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings
 from routing.graph import LinkCost, path_of
+from routing.ip_option import MAX_NIBBLE
 from routing.routes import RouteTable, route_summary, topology_routes
 from tcp_user.bulk import BulkReceiver, BulkSender
 from tcp_user.config import TcpConfig
@@ -72,6 +73,40 @@ def refuse_metric(source: str, variants: list[tuple[str, dict[str, Any]]], backe
         if reason is not None and cfg["routing"]["metric"] != "hops":
             raise error(source, f"variants[{name}].routing.metric",
                         f"{cfg['routing']['metric']!r} cannot run on backend {backend}: {reason}")
+
+
+#: The most hops a flow's route may have on the kernel data plane (netns; pi with ``pi.data_plane: kernel``):
+#: every data segment carries its hop count in the A-SPAN IPv4 option's 4-bit ``hops`` field
+#: (routing.ip_option; 1 leaving the sender, h arriving after h hops), which saturates at 15.
+MAX_KERNEL_HOPS = MAX_NIBBLE
+
+
+def route_hop_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field path, reason) for every flow whose route is longer than the option's ``hops`` field can count.
+
+    Only the flows' routes matter: the option is stamped on data segments, which follow the route from
+    their sender to their receiver; routes no flow takes carry no option, whatever their length.
+    """
+    topo = cfg["topology"]
+    hops = route_summary(topo, route_tables(cfg))
+    problems = []
+    for i, f in enumerate(cfg["flows"]):
+        path = path_of(hops, f["sender"], f["receiver"])
+        if path is not None and len(path) - 1 > MAX_KERNEL_HOPS:
+            problems.append((f"flows[{i}]", f"the route {' -> '.join(path)} has {len(path) - 1} hops; the kernel "
+                             "data plane carries the hop count in the A-SPAN IPv4 option's 4-bit hops field "
+                             f"(routing/ip_option.py), so a flow's route may have at most {MAX_KERNEL_HOPS} hops"))
+    return problems
+
+
+def refuse_route_hops(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+                      error: type[ConfigError]) -> None:
+    """Raise ``error`` naming the first variant and flow whose route the kernel data plane cannot count
+    (:func:`route_hop_problems`): on netns, and on pi with ``pi.data_plane: kernel``."""
+    for name, cfg in variants:
+        if backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel"):
+            for path, why in route_hop_problems(cfg)[:1]:
+                raise error(source, f"variants[{name}].{path}", f"cannot run on backend {backend}: {why}")
 
 
 def etx_link_costs(cfg: dict[str, Any], tables: dict[str, EtxTable]) -> dict[tuple[str, str], float]:

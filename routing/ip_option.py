@@ -13,8 +13,9 @@ The A-SPAN option (8 bytes, one 32-bit word pair, so the header stays aligned)::
 ``hops`` is the number of nodes that transmitted the packet before the one
 reading it (0 at the sender's own layer, 1 at the first forwarder): the hop
 index of ``aspan.policy``.  Nibbles limit hops, snoop_count, snoop_after and
-snoop_limit to 0..15 (hops saturates at 15), so the netns backend accepts
-chains of at most 16 nodes and snoop_after / snoop_limit of at most 15.
+snoop_limit to 0..15 (hops saturates at 15), so the kernel data plane accepts
+flows whose routes have at most 15 hops (experiments.build.refuse_route_hops)
+and snoop_after / snoop_limit of at most 15.
 
 pkt_effort and pkt_qos use the one fixed-point precision of aspan.fields
 (``to_fixed``), as the overlay wire does.

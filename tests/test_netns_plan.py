@@ -164,3 +164,108 @@ def test_the_iperf3_client_retries_while_the_server_refuses(tmp_path):
     count.unlink()
     r = run_iperf3_client([str(fake), str(count), "1000"], wait_s=0.3)
     assert "refused" in r.stdout and 2 <= len(count.read_text().split()) <= 10
+
+
+# ---- graphs (issue 22): a veth pair per edge, kernel routes from route_tables -------------------------
+def grid(rows: int, cols: int) -> tuple[list[str], list[list[str]]]:
+    """Nodes ``G<r><c>`` row by row, each linked to its right and lower neighbour."""
+    names = [f"G{r}{c}" for r in range(rows) for c in range(cols)]
+    links = [[f"G{r}{c}", f"G{r}{c + 1}"] for r in range(rows) for c in range(cols - 1)]
+    links += [[f"G{r}{c}", f"G{r + 1}{c}"] for r in range(rows - 1) for c in range(cols)]
+    return names, links
+
+
+DIAMOND = {"nodes": ["A", "B", "C", "D"], "links": [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]}
+
+
+def assert_plan_is_the_graph(p: mesh.MeshPlan, c: dict) -> None:
+    """One veth pair per edge, each end in its node; every node's kernel routes are its route table."""
+    from experiments.build import route_tables
+    edges = {frozenset(l) for l in c["topology"]["links"]}
+    assert len(p.links) == len(edges) and {frozenset((l.a, l.b)) for l in p.links} == edges
+    devs = [l.dev_a for l in p.links] + [l.dev_b for l in p.links]
+    assert len(set(devs)) == len(devs) and all(len(d) <= 15 for d in devs)
+    for l in p.links:
+        assert p.devs[l.a][l.b] == l.dev_a and p.devs[l.b][l.a] == l.dev_b
+    name_of = {a: n for n, a in p.addrs.items()}
+    tables = route_tables(c)
+    for n in p.nodes:
+        nbrs = {m for e in edges if n in e for m in e if m != n}
+        assert set(p.devs[n]) == nbrs                                  # one veth per neighbour
+        want = {dst: via for dst, via in tables[n].as_dict().items() if dst != p.addrs[n]}
+        assert {dst: via for dst, via, _ in p.routes[n]} == want and len(p.routes[n]) == len(p.nodes) - 1
+        assert all(dev == p.devs[n][name_of[via]] for _, via, dev in p.routes[n])   # out of the veth to the next hop
+        batch = mesh._ip_batch(p, n)
+        assert batch.count("addr add") == len(nbrs) and "default" not in batch
+        for dst, via, dev in p.routes[n]:
+            line = (f"route add {dst}/32 dev {dev} src {p.addrs[n]} advmss {p.advmss}" if dst == via else
+                    f"route add {dst}/32 via {via} dev {dev} src {p.addrs[n]} onlink advmss {p.advmss}")
+            assert line in batch
+
+
+def test_a_diamond_gets_a_veth_pair_per_edge_and_its_routes():
+    c = cfg(topology=DIAMOND)
+    p = mesh.plan_mesh(c, "0a1b2c")
+    assert_plan_is_the_graph(p, c)
+    # links in topology.links' order (sorted pairs): A-B, A-C, B-D, C-D
+    assert [(l.a, l.b, l.dev_a) for l in p.links] == [("A", "B", "an0a1b2c0a"), ("A", "C", "an0a1b2c1a"),
+                                                      ("B", "D", "an0a1b2c2a"), ("C", "D", "an0a1b2c3a")]
+    assert p.forwarders == {"A", "B", "C", "D"}                          # every node has two neighbours
+    # two equal paths A -> D: the tie-break takes the neighbour first in node order, B; D -> A likewise
+    assert ("10.2.1.4", "10.2.1.2", "an0a1b2c0a") in p.routes["A"]
+    assert ("10.2.1.1", "10.2.1.2", "an0a1b2c2b") in p.routes["D"]
+    assert ("10.2.1.3", "10.2.1.3", "an0a1b2c1a") in p.routes["A"]       # C is A's neighbour, on its own veth
+    assert ("10.2.1.2", "10.2.1.1", "an0a1b2c1b") in p.routes["C"]       # C reaches B through A
+    assert "net.ipv4.ip_forward=1" in mesh.sysctls(p, "C")
+    assert set(mesh.link_conf(mesh.plan_mesh(cfg(topology=DIAMOND, link={"delay_ms": 1}), "0a1b2c"),
+                              "A")["in"]) == {"an0a1b2c0a", "an0a1b2c1a"}   # a link shaper per veth
+
+
+def test_a_3x3_grid_gets_a_veth_pair_per_edge_and_its_routes():
+    names, links = grid(3, 3)
+    c = cfg(topology={"nodes": names, "links": links}, flows=[{"sender": "G00", "receiver": "G22"},
+                                                              {"sender": "G20", "receiver": "G02"}])
+    p = mesh.plan_mesh(c, "0a1b2c")
+    assert len(p.links) == 12
+    assert_plan_is_the_graph(p, c)
+    assert len(p.devs["G11"]) == 4 and len(p.devs["G00"]) == 2 and len(p.devs["G01"]) == 3
+    assert p.senders == {"G00", "G20"} and p.forwarders == set(names)
+    # a sender that also relays: OUTPUT (its own data) and FORWARD (the others') are both queued
+    rules = mesh._iptables_rules(p, "G20")
+    assert "-A FORWARD -j NFQUEUE --queue-num 0" in rules and "-A OUTPUT -o an0a1b2c+ -p tcp" in rules
+
+
+def _chain(n: int) -> list[str]:
+    return [f"N{i}" for i in range(n)]
+
+
+def test_the_hop_limit_is_the_longest_flow_route_not_the_node_count():
+    """The IPv4 option counts hops in 4 bits: a flow's route may have 15 hops, not 16; node count is free."""
+    sixteen = _chain(16)
+    p = mesh.plan_mesh(cfg(topology={"chain": sixteen}, flows=[{"sender": "N0", "receiver": "N15"}]), "0a1b2c")
+    assert len(p.links) == 15
+    with pytest.raises(NetnsError, match=r"flows\[0\]: the route N0 -> N1 -> .* -> N16 has 16 hops.*4-bit hops field"):
+        mesh.plan_mesh(cfg(topology={"chain": _chain(17)}, flows=[{"sender": "N0", "receiver": "N16"}]), "0a1b2c")
+    # 17 nodes are fine as long as no flow's route is longer than 15 hops (a route no flow takes carries no option)
+    p = mesh.plan_mesh(cfg(topology={"chain": _chain(17)}, flows=[{"sender": "N0", "receiver": "N15"}]), "0a1b2c")
+    assert len(p.nodes) == 17
+    names, links = grid(5, 5)                                    # 25 nodes, the longest route 8 hops
+    assert len(mesh.plan_mesh(cfg(topology={"nodes": names, "links": links},
+                                  flows=[{"sender": "G00", "receiver": "G44"}]), "0a1b2c").nodes) == 25
+
+
+def test_the_runner_refuses_a_too_long_route_before_the_run():
+    from experiments.build import refuse_route_hops
+    from experiments.runner import check_backend_support
+    doc = {"name": "t", "topology": {"chain": _chain(18)},
+           "flows": [{"sender": "N0", "receiver": "N2"}, {"sender": "N17", "receiver": "N1"}]}
+    exp = load_experiment(doc, "t.yaml")
+    with pytest.raises(ExperimentError, match=r"variants\[.*\]\.flows\[1\].*N17 -> N16 .* -> N1 has 16 hops"):
+        check_backend_support(exp, "netns")
+    variants = [(v.name, v.config) for v in exp.variants]
+    with pytest.raises(ExperimentError, match="4-bit hops field"):
+        refuse_route_hops("t.yaml", [(n, {**c, "pi": {**c["pi"], "data_plane": "kernel"}}) for n, c in variants],
+                          "pi", ExperimentError)
+    refuse_route_hops("t.yaml", variants, "pi", ExperimentError)      # the UDP overlay carries no IPv4 option
+    for backend in ("sim", "local"):
+        check_backend_support(exp, backend)

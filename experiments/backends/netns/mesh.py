@@ -1,9 +1,14 @@
-"""The mesh of one run: a namespace per node, veth links along the topology, routes, rules.
+"""The mesh of one run: a namespace per node, a veth pair per link of the topology's graph, routes, rules.
+
+Any connected graph: link ``i`` of ``topology.links`` (sorted pairs ``[a, b]``) is the veth pair
+``an<rid><i>a`` (in a's namespace) -- ``an<rid><i>b`` (in b's), so a node has one veth per
+neighbour; a chain's links are numbered from its first node, as before graphs.
 
 Addressing: every node keeps the single mesh address of the YAML (the Pis'
 10.2.1.x), put as a /32 on each of its veths, with a /32 host route per
 neighbour and a /32 route ``via`` the next hop for every other node (the static
-routes of routing.routes).  No namespace has a default route and no veth ends in
+routes over the graph, experiments.build.route_tables: shortest by hop count, with
+routing.graph's tie-break).  No namespace has a default route and no veth ends in
 the root namespace, so nothing can leave the mesh.
 
 The A-SPAN option adds 8 bytes where a data segment enters the mesh.  Every
@@ -21,7 +26,7 @@ from typing import Any
 from experiments.backends.netns import state
 from experiments.backends.netns.sh import IPTABLES, IPTABLES_RESTORE, NetnsError, run
 from experiments.backends.netns.tcpapp import parse_tcpext
-from experiments.build import route_tables
+from experiments.build import route_hop_problems, route_tables
 from experiments.link_spec import netns_link
 from routing.ipv4 import OPTION_LEN
 from routing.link_shaper import SHAPER_QUEUE
@@ -88,8 +93,8 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
     addrs = dict(cfg["topology"]["addresses"])
     if check_range:
         state.check_addresses(addrs)
-    if len(names) > 16:
-        raise NetnsError("topology.chain: the netns backend carries the hop count in 4 bits (at most 16 nodes)")
+    for path, why in route_hop_problems(cfg)[:1]:
+        raise NetnsError(f"{path}: {why}")
     for key in ("snoop_after", "snoop_limit"):
         if cfg["snoop"][key] > 15:
             raise NetnsError(f"snoop.{key}: the netns backend's IPv4 option holds 0..15, got {cfg['snoop'][key]}")
@@ -98,16 +103,11 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
     tables = route_tables(cfg)
     links: list[Link] = []
     devs: dict[str, dict[str, str]] = {n: {} for n in names}
-    for n in names:
-        for nbr_addr in tables[n].neighbours:
-            m = by_addr[nbr_addr]
-            if m in devs[n]:
-                continue
-            i = len(links)
-            link = Link(i, n, m, state.veth_name(rid, i, "a"), state.veth_name(rid, i, "b"))
-            links.append(link)
-            devs[n][m] = link.dev_a
-            devs[m][n] = link.dev_b
+    for i, (a, b) in enumerate(cfg["topology"]["links"]):      # one veth pair per edge, in the links' order
+        link = Link(i, a, b, state.veth_name(rid, i, "a"), state.veth_name(rid, i, "b"))
+        links.append(link)
+        devs[a][b] = link.dev_a
+        devs[b][a] = link.dev_b
     routes: dict[str, list[tuple[str, str, str]]] = {}
     for n in names:
         rows = []
