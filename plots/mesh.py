@@ -34,6 +34,7 @@ from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
+from matplotlib.transforms import offset_copy  # noqa: E402
 
 from plots.figures import _colors, _save  # noqa: E402
 from plots.logs import PARQUET, RepLogs, events_frame, iter_reps, load_experiment  # noqa: E402
@@ -357,11 +358,12 @@ def _limits(ax: Axes, pos: dict[str, tuple[float, float]]) -> None:
     span = max(float(np.ptp(xs)), float(np.ptp(ys)), 1e-9)
     pad = 0.18 * span
     ax.set_xlim(xs.min() - pad, xs.max() + pad)
-    ax.set_ylim(ys.min() - 1.6 * pad, ys.max() + pad)   # room for the labels under the nodes
+    top = 1.6 * pad if np.ptp(ys) > 0 else pad
+    ax.set_ylim(ys.min() - 1.6 * pad, ys.max() + top)   # room for the labels under and over the nodes
 
 
-def _draw_panel(ax: Axes, panel: MeshPanel, norm: Normalize, cmap: Any, colors: list[Any]) -> None:
-    pos = panel.positions or mesh_layout(panel.nodes, panel.links)
+def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]], norm: Normalize,
+                cmap: Any, colors: list[Any]) -> None:
     for a, b in panel.links:
         (x1, y1), (x2, y2) = pos[a], pos[b]
         ax.plot([x1, x2], [y1, y2], color="0.75", lw=1.5, zorder=1, solid_capstyle="round")
@@ -392,12 +394,16 @@ def _draw_panel(ax: Axes, panel: MeshPanel, norm: Normalize, cmap: Any, colors: 
     rtx = [panel.loads[n].local_retransmissions if n in panel.loads else 0.0 for n in panel.nodes]
     ax.scatter(xy[:, 0], xy[:, 1], s=380, c=rtx, cmap=cmap, norm=norm, edgecolors="0.2",
                linewidths=1.0, zorder=3)
+    middle = float(xy[:, 1].mean())
+    span = float(np.ptp(xy[:, 1])) or 1.0
     for n, (x, y), value in zip(panel.nodes, xy, rtx):
         ax.text(x, y, n, ha="center", va="center", fontsize=8, fontweight="bold", zorder=4,
                 color="white" if norm(value) > 0.6 else "black")
-        ax.annotate(_load_text(panel.loads.get(n), panel.snoops), (x, y), xytext=(0, -13),
-                    textcoords="offset points", ha="center", va="top", fontsize=6.5, zorder=4,
-                    linespacing=1.1)
+        above = y > middle + 1e-6 * span    # the upper nodes' labels above: away from the links
+        ax.annotate(_load_text(panel.loads.get(n), panel.snoops), (x, y), xytext=(0, 13 if above else -13),
+                    textcoords="offset points", ha="center", va="bottom" if above else "top",
+                    fontsize=6.5, zorder=4, linespacing=1.1,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
     _limits(ax, pos)
     if panel.positions is not None:
         ax.set_aspect("equal", adjustable="box")   # metres both ways
@@ -414,8 +420,9 @@ def _draw_panel(ax: Axes, panel: MeshPanel, norm: Normalize, cmap: Any, colors: 
     reps = f"{panel.reps} rep" + ("s" if panel.reps != 1 else "")
     ax.set_title(f"{panel.variant}\n({routes}; {reps})", fontsize=9)
     if handles:
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02 if panel.positions is None
-                                                                        else -0.16),
+        below = offset_copy(ax.transAxes, fig=ax.figure, y=-2 if panel.positions is None else -30,
+                            units="points")    # under the tick labels and the x label, if any
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
                   fontsize=7, frameon=False, ncol=1)
 
 
@@ -426,14 +433,16 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
         return []
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
-    fig = Figure(figsize=(4.3 * cols + 0.9, 4.1 * rows + 0.5), layout="constrained")
+    layouts = [p.positions or mesh_layout(p.nodes, p.links) for p in panels]
+    flat = all(len({y for _x, y in pos.values()}) == 1 for pos in layouts)   # chains: one line each
+    fig = Figure(figsize=(4.3 * cols + 0.9, (2.3 if flat else 4.1) * rows + 0.5), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
     top = max([ld.local_retransmissions for p in panels for ld in p.loads.values()] + [1.0])
     norm, cmap = Normalize(0.0, top), matplotlib.colormaps["YlOrRd"]
     n_flows = max(len(p.flows) for p in panels)
     colors = _colors(max(n_flows, 2))   # flow i has colour i in every panel
-    for ax, panel in zip(axes.flat, panels):
-        _draw_panel(ax, panel, norm, cmap, colors)
+    for ax, panel, pos in zip(axes.flat, panels, layouts):
+        _draw_panel(ax, panel, pos, norm, cmap, colors)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.6, aspect=30)
