@@ -215,7 +215,8 @@ def _panel(variant: str, cfg: dict[str, Any] | None,
                 if path:
                     paths[i][path] += 1
         for link, value in (r.get("link_etx") or {}).items():
-            etx.setdefault(str(link), []).append(float(value))
+            if value is not None:   # null: the ETX was not finite (no probe came through)
+                etx.setdefault(str(link), []).append(float(value))
     flows = [FlowRoute(label, a, b, dict(paths[i].most_common()), logged[i])
              for i, ((a, b), label) in enumerate(zip(pairs, _labels(pairs)))]
     metric = str((routing or {}).get("metric", "")) if routing else ""

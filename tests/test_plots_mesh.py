@@ -101,7 +101,7 @@ def _two_path_run(root: Path) -> Path:
             routing = {"metric": variant, "measured": variant == "etx", "links": SQUARE, "paths": paths,
                        "routes": {}}
             if variant == "etx":
-                routing["link_etx"] = {"A>B": 1.0 + 0.1 * k, "B>A": 1.2}
+                routing["link_etx"] = {"A>B": 1.0 + 0.1 * k, "B>A": 1.2, "C>D": None}   # null: not finite
             write_rep(run, variant, k, events, flows=flows, routing=routing)
     return run
 
