@@ -129,6 +129,16 @@ def test_routes_and_loads_of_a_two_path_graph(tmp_path: Path) -> None:
     assert "A-&gt;D: A-C-D (1/2 reps)" in svg and "C-&gt;B: C-D-B" in svg and "1.05/1.20" in svg
 
 
+def test_compacted_repetitions_give_the_same_panels(tmp_path: Path) -> None:
+    from plots.compact import compact_rep
+    run = _two_path_run(tmp_path)
+    before = mesh_panels(run)
+    for rep_dir in sorted(run.glob("*/rep*")):
+        compact_rep(rep_dir)
+    assert not list(run.glob("*/rep*/*.log")) and len(list(run.glob("*/rep*/events.parquet"))) == 4
+    assert mesh_panels(run) == before
+
+
 def test_failed_repetitions_and_many_variants(tmp_path: Path) -> None:
     run = tmp_path / "many"
     names = [f"v{i}" for i in range(PANELS_PER_FIGURE + 1)]
