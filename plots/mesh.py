@@ -44,9 +44,8 @@ __all__ = ["FlowRoute", "NodeLoad", "MeshPanel", "mesh_panels", "node_loads", "p
            "mesh_layout", "mesh_figures", "mesh_section", "is_mesh_key", "PANELS_PER_FIGURE"]
 
 PANELS_PER_FIGURE = 6     # more variants than this: mesh.png, mesh_2.png, ...
-# The events the per-node loads need; a log line is parsed only if it holds one of these words.
-_EVENTS = ("tx", "cache", "flow_start", "flow_end")
-_WORDS = ("local", "cache", "flow_start", "flow_end")
+# The events the per-node loads need besides local transmissions (``tx`` of kind ``local``).
+_EVENTS = ("cache", "flow_start", "flow_end")
 ROUTES_LOGGED = {"hops": "hop count", "etx": "ETX"}
 
 
@@ -241,47 +240,74 @@ def _medium_positions(cfg: dict[str, Any] | None, nodes: list[str],
 
 # ----------------------------------------------------------------------------- per-node loads
 
-def _rep_events(rep_dir: Path) -> pd.DataFrame:
-    """The repetition's events the loads need (local transmissions, cache sizes, flow starts and
-    ends), from its JSON Lines logs and its events.parquet once compacted.  A line that is not
-    valid JSON is left out here; plots.logs counts it and the report names it (Problems)."""
+def _parse(lines: list[str]) -> list[Any]:
+    """The JSON values of ``lines``: all at once when every line is one value (the fast path, as in
+    plots.logs), else line by line, leaving out the lines that are not valid JSON (plots.logs counts
+    them and the report names them, under Problems)."""
+    if not lines:
+        return []
+    try:
+        parsed = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        parsed = None   # some line is broken: parsed one by one below
+    if parsed is not None and len(parsed) == len(lines):
+        return parsed
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def _rep_events(rep_dir: Path) -> tuple[dict[str, int], pd.DataFrame]:
+    """What the loads need of one repetition: local retransmissions per node (``tx`` of kind
+    ``local``), and the ``cache``, ``flow_start`` and ``flow_end`` events as a frame; from its JSON
+    Lines logs (only the lines that name one of these are parsed) and its events.parquet once
+    compacted."""
+    local: Counter[str] = Counter()
     events: list[dict[str, Any]] = []
     for log in sorted(rep_dir.glob("*.log")):
+        stem = log.stem
         with log.open(encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not any(w in line for w in _WORDS):
-                    continue
-                try:
-                    e = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(e, dict) and e.get("ev") in _EVENTS and "t" in e:
-                    e.setdefault("node", log.stem)
-                    events.append(e)
+            lines = [ln for ln in f if "local" in ln or "cache" in ln or "flow_" in ln]
+        for e in _parse(lines):
+            if not isinstance(e, dict) or "t" not in e:
+                continue
+            if e.get("ev") == "tx":
+                if e.get("kind") == "local":
+                    local[str(e.get("node", stem))] += 1
+            elif e.get("ev") in _EVENTS:
+                e.setdefault("node", stem)
+                events.append(e)
     frame = events_frame(events)
     compacted = rep_dir / PARQUET
     if compacted.is_file():
         import pyarrow.parquet as pq
         try:
-            table = pq.read_table(compacted, filters=[("ev", "in", list(_EVENTS))])
+            table = pq.read_table(compacted, filters=[("ev", "in", ["tx", *_EVENTS])])
         except (OSError, ValueError) as exc:
             raise ValueError(f"{compacted}: not readable as the repetition's events ({exc})") from None
         stored = table.to_pandas()
+        tx = stored["ev"] == "tx"
+        if "kind" in stored:
+            for node, n in stored[tx & (stored["kind"] == "local")].groupby("node").size().items():
+                local[str(node)] += int(n)
+        stored = stored[~tx]
         frame = stored if not events else pd.concat([stored, frame], ignore_index=True)
-    return frame
+    return dict(local), frame
 
 
 def _rep_loads(rep_dir: Path, meta: dict[str, Any]) -> tuple[pd.DataFrame, bool]:
     """Per node: local retransmissions, largest and time-averaged cache size of one repetition;
     and whether some node logged a cache event."""
-    ev = _rep_events(rep_dir)
-    kind = ev["kind"] if "kind" in ev else pd.Series(index=ev.index, dtype=object)
-    local = ev[(ev["ev"] == "tx") & (kind == "local")].groupby("node").size()
+    local, ev = _rep_events(rep_dir)
     cache = ev[ev["ev"] == "cache"]
     largest = (cache.groupby("node")["segments"].max() if "segments" in cache and len(cache)
                else pd.Series(dtype=float))
     means = pd.Series(cache_node_means(RepLogs(meta=meta, events=ev)), dtype=float)
-    frame = pd.DataFrame({"local_retransmissions": local, "cache_max": largest,
+    frame = pd.DataFrame({"local_retransmissions": pd.Series(local, dtype=float), "cache_max": largest,
                           "cache_mean": means}).fillna(0.0)
     frame.index = frame.index.astype(str)
     return frame, not cache.empty

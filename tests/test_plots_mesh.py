@@ -129,6 +129,15 @@ def test_routes_and_loads_of_a_two_path_graph(tmp_path: Path) -> None:
     assert "A-&gt;D: A-C-D (1/2 reps)" in svg and "C-&gt;B: C-D-B" in svg and "1.05/1.20" in svg
 
 
+def test_a_truncated_log_line_is_left_out(tmp_path: Path) -> None:
+    run = tmp_path / "cut"
+    write_experiment(run, [{"name": "aspan", "config": {"topology": {"chain": ["A", "B", "C", "D"]}}}])
+    cut = '{"t":2.4,"node":"B","ev":"tx","flow":"x","seq":0,"len":1000,"kind":"local","ho'
+    write_rep(run, "aspan", 0, basic_flow_events(snoop=True), tail={"B": cut})
+    (panel,) = mesh_panels(run)
+    assert panel.loads["B"].local_retransmissions == 1 and panel.loads["B"].cache_max == 3
+
+
 def test_compacted_repetitions_give_the_same_panels(tmp_path: Path) -> None:
     from plots.compact import compact_rep
     run = _two_path_run(tmp_path)
