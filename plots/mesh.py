@@ -368,12 +368,17 @@ def mesh_layout(nodes: list[str], links: list[tuple[str, str]]) -> dict[str, tup
     return {n: (float(pos[n][0]), float(pos[n][1])) for n in nodes}
 
 
+def _num(value: float) -> str:
+    """Counts as integers from 100 on (25420, not 2.542e+04), else 3 significant digits."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _load_text(load: NodeLoad | None, snoops: bool) -> str:
     if load is None:
         return "rtx 0"
-    parts = [f"rtx {load.local_retransmissions:.4g}"]
+    parts = [f"rtx {_num(load.local_retransmissions)}"]
     if snoops:
-        parts.append(f"cache {load.cache_max:.3g}/{load.cache_mean:.2g}")
+        parts.append(f"cache {_num(load.cache_max)}/{_num(load.cache_mean)}")
     if load.airtime_share is not None:
         parts.append(f"air {100 * load.airtime_share:.0f}%")
     return "\n".join(parts)
