@@ -41,7 +41,8 @@ from plots.logs import PARQUET, RepLogs, events_frame, iter_reps, load_experimen
 from plots.summary import cache_node_means  # noqa: E402
 
 __all__ = ["FlowRoute", "NodeLoad", "MeshPanel", "mesh_panels", "node_loads", "path_edges",
-           "mesh_layout", "mesh_figures", "mesh_section", "is_mesh_key", "PANELS_PER_FIGURE"]
+           "mesh_layout", "mesh_figure", "draw_mesh", "mesh_figures", "compare_panels", "mesh_section",
+           "is_mesh_key", "PANELS_PER_FIGURE"]
 
 PANELS_PER_FIGURE = 6     # more variants than this: mesh.png, mesh_2.png, ...
 # The events the per-node loads need besides local transmissions (``tx`` of kind ``local``).
@@ -492,12 +493,8 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     return _save(fig, out_dir, name)
 
 
-def mesh_figures(run_dir: Path, out_dir: Path | None = None) -> dict[str, list[Path]]:
-    """Draw the run's mesh: ``mesh`` (and ``mesh_2``, ... beyond PANELS_PER_FIGURE variants);
-    {} when no variant's graph is known."""
-    run_dir = Path(run_dir)
-    out_dir = out_dir or run_dir / "figures"
-    panels = mesh_panels(run_dir)
+def draw_mesh(panels: Sequence[MeshPanel], out_dir: Path) -> dict[str, list[Path]]:
+    """Draw ``panels`` into ``mesh`` (and ``mesh_2``, ... beyond PANELS_PER_FIGURE panels)."""
     out = {}
     for i in range(0, len(panels), PANELS_PER_FIGURE):
         name = "mesh" if i == 0 else f"mesh_{i // PANELS_PER_FIGURE + 1}"
@@ -505,11 +502,32 @@ def mesh_figures(run_dir: Path, out_dir: Path | None = None) -> dict[str, list[P
     return out
 
 
-def mesh_section(run_dir: Path, figures: dict[str, list[Path]]) -> list[str]:
-    """The report's "Mesh" section: the mesh figures among ``figures`` and a table of every flow's
-    route per variant; [] when no variant's graph is known."""
+def mesh_figures(run_dir: Path, out_dir: Path | None = None) -> dict[str, list[Path]]:
+    """Draw the run's mesh (:func:`draw_mesh`) into ``out_dir`` (default ``run_dir/figures``);
+    {} when no variant's graph is known."""
     run_dir = Path(run_dir)
-    panels = mesh_panels(run_dir, loads=False)
+    return draw_mesh(mesh_panels(run_dir), out_dir or run_dir / "figures")
+
+
+def compare_panels(run_dirs: Sequence[Path], labels: Sequence[str], loads: bool = True) -> list[MeshPanel]:
+    """The panels of several runs, in order, each variant named ``label: variant`` when its run has a
+    label (as the legends of a comparison)."""
+    out = []
+    for run_dir, label in zip(run_dirs, labels):
+        for panel in mesh_panels(run_dir, loads=loads):
+            if label:
+                panel.variant = f"{label}: {panel.variant}"
+            out.append(panel)
+    return out
+
+
+def mesh_section(base: Path, figures: dict[str, list[Path]],
+                 panels: Sequence[MeshPanel] | None = None) -> list[str]:
+    """The report's "Mesh" section: the mesh figures among ``figures`` (paths relative to ``base``)
+    and a table of every flow's route per panel; ``panels`` default to the run ``base``'s (without
+    loads: the table needs none).  [] without panels."""
+    run_dir = Path(base)
+    panels = mesh_panels(run_dir, loads=False) if panels is None else panels
     if not panels:
         return []
     lines = ["## Mesh", "",

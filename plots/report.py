@@ -10,7 +10,7 @@ import pandas as pd
 
 from plots.data import RunData, load_run
 from plots.medium import FIGURE_PREFIX as MEDIUM, medium_figures, medium_section
-from plots.mesh import is_mesh_key, mesh_figures, mesh_section
+from plots.mesh import compare_panels, is_mesh_key, mesh_figures, mesh_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
@@ -265,6 +265,7 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
     lines += ["", "Legends: `label: variant` (the label of each run above; `--label` sets it).",
               "Nothing was written into the run directories above.", ""]
     lines += _figure_section(out, captions, figures)
+    lines += mesh_section(out, figures, compare_panels([d.run_dir for d in runs], labels, loads=False))
     rows = [row for d, label in zip(runs, labels) for row in _aggregate_rows(d, label)]
     lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
               *_flows_note(runs), *_table(_aggregate_header(runs), rows), ""]

@@ -138,6 +138,19 @@ def test_a_truncated_log_line_is_left_out(tmp_path: Path) -> None:
     assert panel.loads["B"].local_retransmissions == 1 and panel.loads["B"].cache_max == 3
 
 
+def test_a_comparison_draws_every_run_s_panels_into_out(tmp_path: Path) -> None:
+    old, square = _old_chain_run(tmp_path), _two_path_run(tmp_path)
+    before = sorted(p for run in (old, square) for p in run.rglob("*"))
+    assert plot_command([old, square], out=tmp_path / "cmp", labels=["old", "sq"]) == 0
+    assert sorted(p for run in (old, square) for p in run.rglob("*")) == before   # inputs untouched
+    assert (tmp_path / "cmp" / "figures" / "mesh.png").is_file()
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "| old: aspan | not logged (shortest path) | A->D | A-B-C-D | 2 |" in report
+    assert "| sq: etx | ETX | A->D | A-C-D | 1 |" in report and "| sq: etx | ETX | A->D | A-B-D | 1 |" in report
+    svg = (tmp_path / "cmp" / "figures" / "mesh.svg").read_text()
+    assert "old: aspan" in svg and "sq: hops" in svg
+
+
 def test_compacted_repetitions_give_the_same_panels(tmp_path: Path) -> None:
     from plots.compact import compact_rep
     run = _two_path_run(tmp_path)
