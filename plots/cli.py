@@ -50,8 +50,10 @@ def _inside(path: Path, parent: Path) -> bool:
 
 def _compare(runs: Sequence["RunData"], labels: Sequence[str],
              out: Path) -> dict[str, list[Path]]:
-    """Overlay every variant (and flow) of every run into ``out``; legend ``label: variant``."""
+    """Overlay every variant (and flow) of every run into ``out``; legend ``label: variant``; the
+    mesh of every run, a panel per variant titled so."""
     from plots.figures import write_figures
+    from plots.mesh import compare_panels, draw_mesh
     from plots.report import sweep_series
     groups, rep_groups, sweeps = [], [], []
     for run, label in zip(runs, labels):
@@ -61,7 +63,9 @@ def _compare(runs: Sequence["RunData"], labels: Sequence[str],
     fields = {s.field for s in sweeps}
     if len(fields) > 1:  # different swept fields do not share an x axis
         sweeps = [s for s in sweeps if s.field == sweeps[0].field]
-    return write_figures(groups, out, sweeps, rep_groups)
+    figures = write_figures(groups, out, sweeps, rep_groups)
+    figures.update(draw_mesh(compare_panels([r.run_dir for r in runs], labels), out))
+    return figures
 
 
 def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: bool = False,

@@ -21,7 +21,9 @@ import pandas as pd  # noqa: E402
 
 from plots.logs import PARQUET, iter_reps, load_experiment  # noqa: E402
 
-__all__ = ["medium_variants", "mac_frame", "medium_figures", "medium_section"]
+__all__ = ["medium_variants", "mac_frame", "medium_figures", "medium_section", "FIGURE_PREFIX"]
+
+FIGURE_PREFIX = "medium_"   # the file name (and figure key) of every figure drawn here starts so
 
 MAC_FIELDS = ("frames", "attempts", "retries", "collisions", "hidden", "ack_lost", "mac_drops", "queue_drops",
               "airtime_ns")
@@ -216,10 +218,11 @@ CAPTIONS = {"airtime": "Medium: airtime share per node",
             "throughput_hops": "Medium: throughput vs hops"}
 
 
-def medium_section(run_dir: Path) -> list[str]:
-    """The report's medium section (figures and a per-variant table); [] when no medium was present."""
+def medium_section(run_dir: Path, figs: dict[str, Path] | None = None) -> list[str]:
+    """The report's medium section (figures and a per-variant table); [] when no medium was present.
+    ``figs``: the figures :func:`medium_figures` drew already (drawn here when None)."""
     run_dir = Path(run_dir)
-    figs = medium_figures(run_dir)
+    figs = medium_figures(run_dir) if figs is None else figs
     if not figs:
         return []
     lines = ["## Radio medium", ""]

@@ -9,7 +9,8 @@ from typing import Any, Sequence
 import pandas as pd
 
 from plots.data import RunData, load_run
-from plots.medium import medium_section
+from plots.medium import FIGURE_PREFIX as MEDIUM, medium_figures, medium_section
+from plots.mesh import compare_panels, is_mesh_key, mesh_figures, mesh_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
@@ -64,9 +65,15 @@ def sweep_series(data: RunData, label: str = "") -> list[SweepSeries]:
 
 def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
                 ) -> dict[str, list[Path]]:
-    """Write all figures of one run into ``out_dir`` (default ``run_dir/figures/``)."""
-    return write_figures(data.groups(label), out_dir or data.run_dir / "figures",
-                         sweep_series(data, label), data.rep_groups(label))
+    """Write all figures of one run into ``out_dir`` (default ``run_dir/figures/``): the paper's,
+    then the mesh (plots/mesh.py) and the medium's (plots/medium.py, keys ``medium_*``), which the
+    report shows in their own sections."""
+    out_dir = out_dir or data.run_dir / "figures"
+    figures = write_figures(data.groups(label), out_dir, sweep_series(data, label),
+                            data.rep_groups(label))
+    figures.update(mesh_figures(data.run_dir, out_dir))
+    figures.update({path.stem: [path] for path in medium_figures(data.run_dir, out_dir).values()})
+    return figures
 
 
 def snoops(data: RunData) -> bool:
@@ -111,6 +118,8 @@ def _figure_section(base: Path, captions: dict[str, str],
                     figures: dict[str, list[Path]]) -> list[str]:
     lines = ["## Figures", ""]
     for key, paths in figures.items():
+        if is_mesh_key(key) or key.startswith(MEDIUM):   # the "Mesh" and "Radio medium" sections show them
+            continue
         png = next((p for p in paths if p.suffix == ".png"), paths[0])
         rel = png.resolve().relative_to(base.resolve()).as_posix()
         caption = captions.get(key, key)
@@ -224,7 +233,10 @@ def write_report(run_dir: Path, data: RunData | None = None,
         figures = run_figures(data)
     lines = [f"# Report: {data.run_dir.name}", "", *_header(data)]
     lines += _figure_section(data.run_dir, applicable_figures(data), figures)
-    lines += medium_section(data.run_dir)   # [] unless a variant ran on a medium (plots/medium.py)
+    lines += mesh_section(data.run_dir, figures)   # [] unless some variant's graph is known
+    medium = {key[len(MEDIUM):]: paths[0] for key, paths in figures.items() if key.startswith(MEDIUM)}
+    # [] unless a variant ran on a medium (plots/medium.py); draws its figures if not given
+    lines += medium_section(data.run_dir, medium or None)
     lines += _aggregate_section(data)
     lines += _scheme_section(data)
     lines += _per_rep_section(data)
@@ -253,6 +265,7 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
     lines += ["", "Legends: `label: variant` (the label of each run above; `--label` sets it).",
               "Nothing was written into the run directories above.", ""]
     lines += _figure_section(out, captions, figures)
+    lines += mesh_section(out, figures, compare_panels([d.run_dir for d in runs], labels, loads=False))
     rows = [row for d, label in zip(runs, labels) for row in _aggregate_rows(d, label)]
     lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
               *_flows_note(runs), *_table(_aggregate_header(runs), rows), ""]

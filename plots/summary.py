@@ -315,20 +315,46 @@ def cache_time_mean(rep: RepLogs) -> float:
     over the window from the first ``flow_start`` to the last ``flow_end`` (or the last event
     when no flow ended) is summed over nodes. 0 when nothing was cached; NaN without a window.
     """
+    areas = cache_areas(rep)
+    if areas is None:
+        return 0.0
+    per_node, window = areas
+    if not window > 0:
+        return NAN
+    total = 0.0
+    for area in per_node.values():
+        total += area
+    return total / window
+
+
+def cache_node_means(rep: RepLogs) -> dict[str, float]:
+    """Per node that logged a ``cache`` event: its time-averaged occupancy (segments), the term
+    :func:`cache_time_mean` sums; {} when nothing was cached, NaN values without a window."""
+    areas = cache_areas(rep)
+    if areas is None:
+        return {}
+    per_node, window = areas
+    return {node: (area / window if window > 0 else NAN) for node, area in per_node.items()}
+
+
+def cache_areas(rep: RepLogs) -> tuple[dict[str, float], float] | None:
+    """Per node (in name order), the integral of its cache size over the flows' window
+    (segment-seconds), and the window's length (not positive: no window); None when no
+    ``cache`` event carries ``segments``."""
     ev = rep.events
     rows = ev[ev["ev"] == "cache"]
     if rows.empty or "segments" not in rows:
-        return 0.0
+        return None
     t = aligned_times(ev, rep.meta)
     starts = t[ev["ev"] == "flow_start"]
     ends = t[ev["ev"] == "flow_end"]
     t0 = float(starts.min()) if len(starts) else float(t.min())
     t1 = float(ends.max()) if len(ends) else float(t.max())
     if not t1 > t0:
-        return NAN
-    total = 0.0
+        return {}, t1 - t0
+    per_node: dict[str, float] = {}
     t_cache = t[rows.index]
-    for _node, idx in rows.groupby("node", sort=True).groups.items():
+    for node, idx in rows.groupby("node", sort=True).groups.items():
         times = t_cache[idx].to_numpy(dtype=np.float64)
         seg = rows.loc[idx, "segments"].astype(float).to_numpy()
         order = np.argsort(times, kind="stable")
@@ -338,8 +364,8 @@ def cache_time_mean(rep: RepLogs) -> float:
         inside = (times > t0) & (times < t1)
         knots = np.concatenate(([t0], times[inside], [t1]))
         values = np.concatenate(([before[-1] if len(before) else 0.0], seg[inside]))
-        total += float((values * np.diff(knots)).sum())
-    return total / (t1 - t0)
+        per_node[str(node)] = float((values * np.diff(knots)).sum())
+    return per_node, t1 - t0
 
 
 def _drop_total(drops: pd.DataFrame, reason: pd.Series, which: str) -> int:
