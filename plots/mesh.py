@@ -395,6 +395,20 @@ def _limits(ax: Axes, pos: dict[str, tuple[float, float]]) -> None:
     ax.set_ylim(ys.min() - 1.6 * pad, ys.max() + top)   # room for the labels under and over the nodes
 
 
+#: Beyond this many nodes a panel labels only its DENSE_LABELS busiest nodes (their names and colours
+#: stay on every node): thirty labels of three lines each would cover the mesh they describe.
+DENSE_NODES = 12
+DENSE_LABELS = 4
+
+
+def _busiest(panel: MeshPanel, k: int) -> list[str]:
+    """The ``k`` nodes with the most local retransmissions, then the most airtime (ties: node order)."""
+    def key(n: str) -> tuple[float, float]:
+        ld = panel.loads.get(n)
+        return (ld.local_retransmissions, ld.airtime_share or 0.0) if ld is not None else (0.0, 0.0)
+    return sorted(panel.nodes, key=lambda n: (-key(n)[0], -key(n)[1], panel.nodes.index(n)))[:k]
+
+
 def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]], norm: Normalize,
                 cmap: Any, colors: list[Any]) -> None:
     for a, b in panel.links:
@@ -425,13 +439,17 @@ def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]],
                                   label=f"{flow.label}: {'-'.join(path)}{share}{note}"))
     xy = np.array([pos[n] for n in panel.nodes])
     rtx = [panel.loads[n].local_retransmissions if n in panel.loads else 0.0 for n in panel.nodes]
-    ax.scatter(xy[:, 0], xy[:, 1], s=380, c=rtx, cmap=cmap, norm=norm, edgecolors="0.2",
-               linewidths=1.0, zorder=3)
+    dense = len(panel.nodes) > DENSE_NODES
+    ax.scatter(xy[:, 0], xy[:, 1], s=150 if dense else 380, c=rtx, cmap=cmap, norm=norm, edgecolors="0.2",
+               linewidths=0.8 if dense else 1.0, zorder=3)
     middle = float(xy[:, 1].mean())
     span = float(np.ptp(xy[:, 1])) or 1.0
+    labelled = set(_busiest(panel, DENSE_LABELS)) if dense else set(panel.nodes)
     for n, (x, y), value in zip(panel.nodes, xy, rtx):
-        ax.text(x, y, n, ha="center", va="center", fontsize=8, fontweight="bold", zorder=4,
+        ax.text(x, y, n, ha="center", va="center", fontsize=5.5 if dense else 8, fontweight="bold", zorder=4,
                 color="white" if norm(value) > 0.6 else "black")
+        if n not in labelled:
+            continue
         above = y > middle + 1e-6 * span    # the upper nodes' labels above: away from the links
         ax.annotate(_load_text(panel.loads.get(n), panel.snoops), (x, y), xytext=(0, 13 if above else -13),
                     textcoords="offset points", ha="center", va="bottom" if above else "top",
@@ -468,7 +486,9 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     rows = -(-len(panels) // cols)
     layouts = [p.positions or mesh_layout(p.nodes, p.links) for p in panels]
     flat = all(len({y for _x, y in pos.values()}) == 1 for pos in layouts)   # chains: one line each
-    fig = Figure(figsize=(4.3 * cols + 0.9, (2.3 if flat else 4.1) * rows + 0.5), layout="constrained")
+    scale = 1.5 if any(len(p.nodes) > DENSE_NODES for p in panels) else 1.0   # room for a large mesh
+    fig = Figure(figsize=(4.3 * scale * cols + 0.9, (2.3 if flat else 4.1 * scale) * rows + 0.5),
+                 layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
     top = max([ld.local_retransmissions for p in panels for ld in p.loads.values()] + [1.0])
     norm, cmap = Normalize(0.0, top), matplotlib.colormaps["YlOrRd"]
@@ -488,6 +508,8 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
         legend += "; air: airtime share"
     if any(p.link_etx for p in panels):
         legend += "; on links: ETX A>B/B>A"
+    if scale > 1:
+        legend += f"; meshes of more than {DENSE_NODES} nodes: values of the {DENSE_LABELS} busiest nodes only"
     width = int(12 * fig.get_figwidth())   # characters of 8 pt text across the figure
     fig.suptitle("Mesh: routes per flow\n" + textwrap.fill(legend, width), fontsize=8)
     return _save(fig, out_dir, name)

@@ -228,3 +228,18 @@ def test_crossing_flows_on_a_two_path_medium_sim_run(tmp_path: Path, capsys: pyt
     for flow in panel.flows:
         (path,) = flow.paths
         assert f"| aspan | hop count | {flow.label} | {'-'.join(path)} | 1 |" in report
+
+
+def test_a_large_mesh_labels_only_its_busiest_nodes(tmp_path):
+    """Beyond DENSE_NODES nodes the values of the DENSE_LABELS busiest nodes are written, most local
+    retransmissions first, then most airtime, ties in node order."""
+    from plots.mesh import DENSE_LABELS, DENSE_NODES, MeshPanel, NodeLoad, _busiest, mesh_figure
+    nodes = [f"N{i:02d}" for i in range(DENSE_NODES + 3)]
+    loads = {n: NodeLoad(0.0, 0.0, 0.0, 0.01) for n in nodes}
+    loads["N07"] = NodeLoad(500.0, 10.0, 2.0, 0.2)
+    loads["N03"] = NodeLoad(20.0, 1.0, 0.5, 0.1)
+    loads["N11"] = NodeLoad(0.0, 0.0, 0.0, 0.3)
+    panel = MeshPanel("v", nodes, list(zip(nodes, nodes[1:])), None, "hops", [], 1, loads)
+    assert _busiest(panel, DENSE_LABELS) == ["N07", "N03", "N11", "N00"]
+    [png, svg] = mesh_figure([panel], tmp_path)
+    assert svg.read_text().count("rtx ") == DENSE_LABELS
