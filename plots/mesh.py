@@ -352,8 +352,9 @@ def node_loads(run_dir: Path, reps: dict[str, list[tuple[int, Path]]]
 
 def mesh_layout(nodes: list[str], links: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
     """Deterministic positions: a chain (a path graph) on a line in path order from the end named
-    first in ``nodes``; any other graph by a spring layout started from a circle in node order and
-    seeded (networkx's Fruchterman-Reingold: numpy only, no scipy)."""
+    first in ``nodes``; any other graph by a seeded spring layout (networkx's Fruchterman-Reingold:
+    numpy only, no scipy) started from a circle in node order and, for a planar graph, also from a
+    planar drawing: the one with fewer crossing links is kept."""
     g = nx.Graph()
     g.add_nodes_from(nodes)
     g.add_edges_from(links)
@@ -365,8 +366,24 @@ def mesh_layout(nodes: list[str], links: list[tuple[str, str]]) -> dict[str, tup
         order = nx.shortest_path(g, ends[0], ends[1])
         return {n: (float(i), 0.0) for i, n in enumerate(order)}
     start = nx.circular_layout(nodes)
-    pos = nx.spring_layout(g, pos={n: start[n] for n in nodes}, seed=1)
+    candidates = [nx.spring_layout(g, pos={n: start[n] for n in nodes}, seed=1)]
+    if nx.check_planarity(g)[0]:    # a planar graph can be drawn without crossings: start from such a drawing
+        candidates.append(nx.spring_layout(g, pos=nx.planar_layout(g), seed=1))
+    pos = min(candidates, key=lambda p: _crossings(links, p))   # the first of the fewest crossings
     return {n: (float(pos[n][0]), float(pos[n][1])) for n in nodes}
+
+
+def _crossings(links: list[tuple[str, str]], pos: Any) -> int:
+    """How many pairs of links (without a common node) cross in the drawing ``pos``."""
+    def ccw(a: Any, b: Any, c: Any) -> bool:
+        return (c[1] - a[1]) * (b[0] - a[0]) > (b[1] - a[1]) * (c[0] - a[0])
+    count = 0
+    for i, (a, b) in enumerate(links):
+        for c, d in links[i + 1:]:
+            if len({a, b, c, d}) == 4 and ccw(pos[a], pos[c], pos[d]) != ccw(pos[b], pos[c], pos[d]) \
+                    and ccw(pos[a], pos[b], pos[c]) != ccw(pos[a], pos[b], pos[d]):
+                count += 1
+    return count
 
 
 def _num(value: float) -> str:

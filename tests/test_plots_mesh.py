@@ -243,3 +243,15 @@ def test_a_large_mesh_labels_only_its_busiest_nodes(tmp_path):
     assert _busiest(panel, DENSE_LABELS) == ["N07", "N03", "N11", "N00"]
     [png, svg] = mesh_figure([panel], tmp_path)
     assert svg.read_text().count("rtx ") == DENSE_LABELS
+
+
+@pytest.mark.parametrize("nodes, links", [
+    (["A", "B", "C", "D"], [("A", "B"), ("B", "D"), ("A", "C"), ("C", "D")]),      # the diamond, order A B C D
+    ([f"N{r}{c}" for r in range(3) for c in range(3)],
+     [(f"N{r}{c}", f"N{r}{c + 1}") for r in range(3) for c in range(2)]
+     + [(f"N{r}{c}", f"N{r + 1}{c}") for r in range(2) for c in range(3)]),     # the 3x3 grid
+])
+def test_a_planar_mesh_is_drawn_without_crossing_links(nodes, links):
+    from plots.mesh import _crossings
+    assert _crossings(links, mesh_layout(nodes, links)) == 0
+    assert _crossings([("A", "B"), ("C", "D")], {"A": (0, 0), "B": (1, 1), "C": (0, 1), "D": (1, 0)}) == 1
