@@ -16,6 +16,7 @@ from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
+from experiments.medium_spec import positions
 from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
@@ -129,6 +130,14 @@ def etx_routes(cfg: dict[str, Any], tables: dict[str, EtxTable]) -> tuple[dict[s
     costs = etx_link_costs(cfg, tables)
     routes = route_tables(cfg, lambda u, v: costs[(u, v)])
     return routes, route_record(cfg, routes, measured=True, costs={f"{u}>{v}": c for (u, v), c in costs.items()})
+
+
+def medium_positions(cfg: dict[str, Any]) -> dict[str, list[float]] | None:
+    """The dcf medium's node positions for meta.json (plots draws the mesh there), None without them."""
+    if cfg["medium"]["model"] == "none":
+        return None
+    pos = positions(cfg)
+    return None if pos is None else {n: [round(float(x), 3), round(float(y), 3)] for n, (x, y) in pos.items()}
 
 
 def route_record(cfg: dict[str, Any], tables: dict[str, RouteTable], measured: bool = False,
@@ -309,4 +318,6 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
             "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
             "scenario": cfg.get("scenario", ""),
             # the routes by hop count; with routing.metric etx the backend replaces them with the measured ones
-            "routing": route_record(cfg, route_tables(cfg))}
+            "routing": route_record(cfg, route_tables(cfg)),
+            # where the medium's nodes stand (metres), random placements resolved; null without positions
+            "positions": medium_positions(cfg)}

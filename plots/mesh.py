@@ -1,6 +1,6 @@
 """The mesh figure: the graph, each flow's route and the load on each node (the report's "Mesh").
 
-One panel per variant: the nodes at their medium positions (``experiments.medium_spec.positions``)
+One panel per variant: the nodes at their medium positions (meta.json `positions`, which the run resolved)
 when the medium has any, else at a deterministic layout (a line for a chain, a seeded spring layout
 for any other graph); the links; each flow's route from meta.json ``routing.paths`` as arrows in the
 flow's colour; and per node its local retransmissions (the node's colour), its snoop cache
@@ -220,23 +220,29 @@ def _panel(variant: str, cfg: dict[str, Any] | None,
     flows = [FlowRoute(label, a, b, dict(paths[i].most_common()), logged[i])
              for i, ((a, b), label) in enumerate(zip(pairs, _labels(pairs)))]
     metric = str((routing or {}).get("metric", "")) if routing else ""
-    return MeshPanel(variant, nodes, links, _medium_positions(cfg, nodes, links), metric, flows,
+    return MeshPanel(variant, nodes, links, _medium_positions(cfg, nodes, metas), metric, flows,
                      len(usable), link_etx={k: float(np.mean(v)) for k, v in etx.items()})
 
 
-def _medium_positions(cfg: dict[str, Any] | None, nodes: list[str],
-                      links: list[tuple[str, str]]) -> dict[str, tuple[float, float]] | None:
-    """The medium's node positions (metres), None without a medium or when it has none."""
-    if not cfg or (cfg.get("medium") or {}).get("model", "none") == "none":
+def _medium_positions(cfg: dict[str, Any] | None, nodes: list[str], metas: list[dict[str, Any]]
+                      ) -> dict[str, tuple[float, float]] | None:
+    """The medium's node positions (metres), None without a medium or when it has none.
+
+    From meta.json's ``positions`` (written by the run since meshes are graphs: the run resolved them,
+    random placements included); for an older run, from its experiment.yaml: the explicit
+    ``medium.positions`` over the chain on a line ``spacing_m`` apart, the only placement then."""
+    logged = next((m["positions"] for m in metas if "positions" in m), "absent")
+    if logged != "absent":
+        if not isinstance(logged, dict):
+            return None
+        return {str(n): (float(xy[0]), float(xy[1])) for n, xy in logged.items()}
+    medium = (cfg or {}).get("medium") or {}
+    if medium.get("model", "none") == "none" or medium.get("hears"):
         return None
-    from experiments.medium_spec import positions
-    resolved = dict(cfg, topology=dict(cfg.get("topology") or {}, nodes=nodes))
-    resolved["topology"].setdefault("links", [list(pair) for pair in links])
-    try:
-        found = positions(resolved)
-    except KeyError:   # an experiment.yaml older than a medium field positions() reads: a layout
-        return None
-    return None if found is None else {str(n): (float(x), float(y)) for n, (x, y) in found.items()}
+    spacing = float(medium.get("spacing_m", 200.0))
+    given = medium.get("positions") or {}
+    return {n: (float(given[n][0]), float(given[n][1])) if n in given else (i * spacing, 0.0)
+            for i, n in enumerate(nodes)}
 
 
 # ----------------------------------------------------------------------------- per-node loads
