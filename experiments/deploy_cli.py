@@ -242,11 +242,11 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         out = r.run(nodes.stop_all_command(r.host.work_dir)).stdout.split("\n")
         acted = [ln for ln in out if ln.strip() and not ln.rstrip().endswith("not-running")]
         line = f"stopped {len(acted)} node(s)" + (f": {'; '.join(acted)}" if acted else "")
-        # a kernel-data-plane run that could not clean up left its restore script: run it (as root)
+        # a run that could not clean up left its restore script (MAC filter; kernel data plane): run it (as root)
         path = shlex.quote(kernel.restore_path(r.host.install_dir))
         if r.dry_run or r.run(f"test -f {path} && echo present; true").stdout.strip() == "present":
             r.run(kernel.run_restore_command(r.host.install_dir), root=True, timeout=90)
-            line += "; kernel data plane restored (rules, routes, sysctls, offloads of the last run)"
+            line += "; host state restored (MAC filter, rules, routes, sysctls, offloads of the last run)"
         return line
 
     return _report(remotes, task, lambda r, s: s)
