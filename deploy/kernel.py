@@ -110,7 +110,8 @@ def snapshot_command(plan: HostPlan, install_dir: str) -> str:
     q = shlex.quote
     parts = [
         _section("version", "iptables -V 2>&1 || echo missing"),
-        _section("sysctl", "; ".join(f"echo {q(k)} $(sysctl -n {q(k)} 2>/dev/null || echo '?')" for k in plan.sysctls)),
+        _section("sysctl", "; ".join(f"echo {q(k)} $(sysctl -n {q(k)} 2>/dev/null || echo '?')" for k in plan.sysctls)
+                 or "true"),                         # the overlay's plan (MAC filter only) sets no sysctl
         _section("offload", f"ethtool -k {q(plan.iface)} 2>&1 || true"),
         _section("mac", macfilter.mac_command(plan.iface)),
     ]

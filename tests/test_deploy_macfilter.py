@@ -53,7 +53,9 @@ def test_each_node_drops_exactly_its_non_neighbours():
 def test_the_snapshot_reads_the_mesh_mac_and_names_a_missing_interface():
     s = kernel.parse_snapshot(SNAP.format(mac="02:AB:cd:00:11:22"), overlay_plan(), "/home/pi/aspan")
     assert s.mac == "02:ab:cd:00:11:22"
-    assert "cat /sys/class/net/wlan0/address" in kernel.snapshot_command(overlay_plan(), "/x")
+    cmd = kernel.snapshot_command(overlay_plan(), "/x")
+    assert "cat /sys/class/net/wlan0/address" in cmd
+    assert subprocess.run(["sh", "-n", "-c", cmd]).returncode == 0             # no sysctl: still valid shell
     with pytest.raises(HostError, match=r"no MAC address for the mesh interface wlan0 .*No such file.*iface"):
         kernel.parse_snapshot(SNAP.format(mac="cat: /sys/class/net/wlan0/address: No such file or directory"),
                               overlay_plan(), "/x")

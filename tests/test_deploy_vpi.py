@@ -660,6 +660,27 @@ def test_kernel_data_plane_runs_paper_lossy_and_leaves_every_pi_as_it_was(kernel
     assert '"handlers":"snoop"' in blog                                      # the NFQUEUE snoop agent ran on B
 
 
+def test_kernel_data_plane_over_a_diamond_filters_by_mac_and_leaves_every_pi_as_it_was(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    macs = mesh_macs(lab)
+    exp = kernel_exp(tmp_path, "kernel-diamond", 1500, ["sack"])
+    doc = yaml.safe_load(exp.read_text())
+    doc["topology"] = {"links": DIAMOND}
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = only_run(tmp_path / "runs", "kernel-diamond") / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok", meta.get("error")
+    assert meta["mac_filter"]["macs"] == macs and meta["mac_filter"]["drop_from"] == NOT_HEARD
+    assert set(meta["mac_filter"]["dropped"]) == set("ABCD")
+    assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+    dend = [json.loads(ln) for ln in (rep / "D.log").read_text().splitlines() if '"flow_end"' in ln]
+    assert dend and dend[0]["ok"] is True and dend[0]["bytes"] == 1500 * 1000
+    assert host_state(lab) == before
+
+
 def test_kernel_data_plane_runs_iperf3_between_the_flows_pis(kernel_lab, tmp_path):
     lab = kernel_lab
     before = host_state(lab)
