@@ -233,12 +233,15 @@ def test_node_state_parsing():
 def test_host_facts_and_pip_platforms():
     out = json.dumps({"python": [3, 11, 2], "impl": "cpython", "machine": "aarch64",
                       "libc": ["glibc", "2.36"], "venv": True}) + "\ntool nohup yes\ntool setsid yes\ntool ip yes\n" \
-        "tool iw no\ntool sysctl yes\ntool sudo yes\n"
+        "tool iw no\ntool sysctl yes\ntool sudo yes\ntool iptables yes\n"
     f = install.HostFacts.parse(out)
     assert f.platform_key() == "cp311-aarch64-glibc2.36"
     inv = load_inventory(inv_doc(), check_files=False)
     errors, warnings = f.check(inv.hosts[0])
     assert errors == [] and len(warnings) == 1 and "apt-get install iw" in warnings[0]
+    no_ipt = install.HostFacts.parse(out.replace("tool iptables yes", "tool iptables no"))
+    assert no_ipt.check(inv.hosts[0])[1][1].startswith("iptables missing (apt-get install iptables; needed by run")
+    assert "PATH=\"$PATH:/usr/local/sbin:/usr/sbin:/sbin\" command -v $t" in install.probe_command("python3")
     args = install.pip_platform_args(f)
     assert "manylinux_2_36_aarch64" in args and "manylinux2014_aarch64" in args and "linux_aarch64" in args
     assert args[args.index("--abi") + 1] == "cp311"
