@@ -328,6 +328,7 @@ def test_a_diamond_on_one_bridge_each_pi_hears_only_its_neighbours_and_is_restor
     exp = small_exp(tmp_path, "diamond", segments=6000, max_s=90, variants=[{"name": "sack", "tcp": {"variant": "sack"}}])
     doc = yaml.safe_load(exp.read_text())
     doc["topology"] = {"links": DIAMOND}
+    doc["etx"]["settle_s"] = 5          # the filter is on from before the nodes start: >= 8 s to probe it
     exp.write_text(yaml.safe_dump(doc))
     p = start_aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"),
                     "--no-plot")

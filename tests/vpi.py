@@ -59,6 +59,9 @@ def available() -> str | None:
         return f"needs {SSHD} (apt-get install openssh-server)"
     if shutil.which("ip") is None or shutil.which("ssh-keygen") is None:
         return "needs iproute2 and ssh-keygen"
+    missing = [t for t in ("sudo", "visudo", "useradd", "userdel") if shutil.which(t) is None]
+    if missing:
+        return f"needs {', '.join(missing)} (apt-get install sudo passwd): the Pis are reached as a user with sudo"
     return None
 
 
