@@ -221,7 +221,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         h = r.host
         q = shlex.quote
         ver = r.run(f"{q(h.venv)}/bin/python -c {q(VERSION_PY)} 2>/dev/null || echo not-installed").stdout.strip()
-        running = r.run(nodes.running_nodes_command(h.work_dir)).stdout.split("\n")
+        # as root: the kernel data plane's processes run as root, and only root can tell them (their cwd)
+        running = r.run(nodes.running_nodes_command(h.work_dir), root=True).stdout.split("\n")
         running = [ln for ln in running if ln.strip()]
         iface = r.run(f"ip -o -4 addr show dev {q(h.iface)} 2>&1 | awk '{{print $4}}' | paste -sd, -; "
                       f"cat /sys/class/net/{q(h.iface)}/operstate 2>/dev/null || echo missing").stdout.split()

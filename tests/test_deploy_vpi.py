@@ -739,6 +739,8 @@ def test_deploy_stop_cleans_up_after_a_crashed_kernel_run(kernel_lab, tmp_path):
         kill_group(p)                                # the orchestrator dies: no teardown ran
     assert "ASPAN-OUTPUT" in sh("ip", "netns", "exec", lab.pis["A"].ns, "iptables-save").stdout
     assert host_state(lab)["B"] != before["B"]
+    st = aspan("deploy", "status", "-i", str(lab.inv), "--hosts", "B")
+    assert "vpi-b: aspan-testbed 0.1.0; 1 node(s) running" in st.stdout, st.stdout     # B.node, root's, seen
     again = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "again"), "--no-plot")
     meta = json.loads((only_run(tmp_path / "again", "kernel-crash") / "sack" / "rep0" / "meta.json").read_text())
     assert meta["status"] == "failed" and "run aspan deploy stop" in meta["error"], meta["error"]
