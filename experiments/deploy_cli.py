@@ -30,8 +30,10 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
         raise ExperimentError("--inventory", "inventory", "the pi backend needs --inventory INV.yaml "
                               "(see README, 'Running on Raspberry Pis')")
     inv = load_inventory_file(inventory, check_files=not dry_run)
+    from experiments.backends.pi_common import experiment_graph
     for v in exp.variants:
         check_hosts(inv, v.config["topology"]["nodes"])
+        experiment_graph(v.config)               # the MAC filter needs the links: refused before any run
     from experiments.backends.pi_kernel import check_variants
     check_variants(exp, inv)
     return {"inventory": inv, "dry_run": dry_run}
@@ -240,7 +242,8 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     _, remotes = _remotes(args)
 
     def task(r: Any) -> str:
-        out = r.run(nodes.stop_all_command(r.host.work_dir)).stdout.split("\n")
+        # as root: the kernel data plane's processes are root's (a Pi user cannot even see their cwd)
+        out = r.run(nodes.stop_all_command(r.host.work_dir), root=True).stdout.split("\n")
         acted = [ln for ln in out if ln.strip() and not ln.rstrip().endswith("not-running")]
         line = f"stopped {len(acted)} node(s)" + (f": {'; '.join(acted)}" if acted else "")
         # a run that could not clean up left its restore script (MAC filter; kernel data plane): run it (as root)

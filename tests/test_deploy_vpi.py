@@ -748,6 +748,7 @@ def test_deploy_stop_cleans_up_after_a_crashed_kernel_run(kernel_lab, tmp_path):
     stop = aspan("deploy", "stop", "-i", str(lab.inv))
     assert stop.returncode == 0, stop.stdout + stop.stderr
     assert stop.stdout.count("host state restored") == 4
+    assert "vpi-b: stopped 1 node(s)" in stop.stdout                    # B.node (root's), stopped by stop itself
     assert host_state(lab) == before
 
 
