@@ -47,8 +47,8 @@ SYSTEM_PACKAGES: tuple[SystemPackage, ...] = (
     SystemPackage("ip", "iproute2", ("mesh", "routes")),
     SystemPackage("iw", "iw", ("mesh",)),
     SystemPackage("sysctl", "procps", ("routes",)),
-    SystemPackage("sudo", "sudo", ("mesh", "routes (when the ssh user is not root)")),
-    SystemPackage("iptables", "iptables", ("run, kernel data plane",)),
+    SystemPackage("sudo", "sudo", ("run: the MAC filter", "mesh", "routes (when the ssh user is not root)")),
+    SystemPackage("iptables", "iptables", ("run: the MAC filter, the kernel data plane",)),
     SystemPackage("ethtool", "ethtool", ("run, kernel data plane",)),
     SystemPackage("libnetfilter_queue.h", "libnetfilter-queue-dev", ("setup: building netfilterqueue",)),
     SystemPackage("Python.h", "python3-dev", ("setup: building netfilterqueue",)),
@@ -69,6 +69,7 @@ _PROBE_PY = ("import json, platform, sys\n"
              " 'libnetfilter_queue.h': os.path.exists('/usr/include/libnetfilter_queue/libnetfilter_queue.h')}\n"
              "print(json.dumps({'python': list(sys.version_info[:3]), 'impl': sys.implementation.name,"
              " 'machine': platform.machine(), 'libc': list(platform.libc_ver()), 'venv': v, 'headers': h}))")
+SBIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin"
 TOOLS = ("nohup", "setsid", "ip", "iw", "sysctl", "sudo", "iptables", "ethtool", "cc", "iperf3")
 
 
@@ -76,10 +77,12 @@ def probe_command(python: str) -> str:
     """Prints one JSON line about the host's Python (or ``{"python": null}``), then ``tool NAME yes|no``."""
     q = shlex.quote
     tools = " ".join(TOOLS)
+    # a user's PATH has no sbin directories (Debian: /usr/local/bin:/usr/bin:/bin), where iptables, ethtool,
+    # sysctl and iw live: they run through sudo, whose secure_path has them, so look there too
     return (f"if command -v {q(python)} >/dev/null 2>&1; then {q(python)} -c {q(_PROBE_PY)}; "
             f"else echo '{{\"python\": null}}'; fi; "
-            f"for t in {tools}; do if command -v $t >/dev/null 2>&1; then echo \"tool $t yes\"; "
-            f"else echo \"tool $t no\"; fi; done")
+            f"for t in {tools}; do if PATH=\"$PATH:{SBIN_PATH}\" command -v $t >/dev/null 2>&1; then "
+            f"echo \"tool $t yes\"; else echo \"tool $t no\"; fi; done")
 
 
 @dataclass
@@ -134,7 +137,10 @@ class HostFacts:
                     f"{tool} missing (apt-get install {pkg}; needed by "
                     f"{', '.join(next(p.needed_by for p in SYSTEM_PACKAGES if p.tool == tool))})")
         if host.sudo and not self.tools.get("sudo", False):
-            warnings.append("sudo missing (apt-get install sudo; mesh and routes need root)")
+            warnings.append("sudo missing (apt-get install sudo; run's MAC filter, mesh and routes need root)")
+        if not self.tools.get("iptables", False):
+            warnings.append("iptables missing (apt-get install iptables; needed by run: the MAC filter that "
+                            "enforces the experiment's graph)")
         return errors, warnings
 
     def kernel_missing(self) -> list[str]:

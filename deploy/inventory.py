@@ -49,7 +49,8 @@ HOST_FIELDS: dict[str, F] = {
     "install_dir": F(STR, "/home/pi/aspan", _abs_posix, "per-host directory: wheels, venv, runs"),
     "work_dir": F(OPT_STR, None, None, "where runs write node configs and logs (default: <install_dir>/runs)"),
     "python": F(STR, "python3", None, "the host's Python (>= 3.11) that creates the venv"),
-    "sudo": F(OPT_BOOL, None, None, "prefix root commands (mesh, routes) with 'sudo -n' (default: user is not root)"),
+    "sudo": F(OPT_BOOL, None, None, "prefix root commands (run's MAC filter, mesh, routes, the kernel data plane) "
+              "with 'sudo -n': passwordless sudo (default: on unless user is root)"),
     "strict_host_keys": F(BOOL, True, None, "reject hosts whose key is not in known_hosts (false only for virtual Pis)"),
     "known_hosts": F(OPT_STR, None, None, "known_hosts file (default: ~/.ssh/known_hosts)"),
     "connect_timeout_s": F(NUM, 10.0, in_range(0, lo_open=True), "ssh connect timeout"),

@@ -6,9 +6,10 @@ namespaces).  Per host and run:
 
 1. :func:`snapshot` (root): the iptables flavour the host runs (``iptables -V``:
    ``nf_tables`` -> ``iptables-nft``, else ``iptables-legacy``), the current values of
-   every sysctl, offload and /32 route the plan touches, ``iptables-save`` and
-   ``ip -4 route``; a host with rules of an earlier run (chains ``ASPAN-*``) or a restore
-   script left behind is refused (``aspan deploy stop`` cleans it).
+   every sysctl, offload and /32 route the plan touches, ``iptables-save``,
+   ``ip -4 route`` and the mesh interface's MAC address (:mod:`deploy.macfilter`); a host
+   with rules of an earlier run (chains ``ASPAN-*``) or a restore script left behind is
+   refused (``aspan deploy stop`` cleans it).
 2. :func:`restore_script` is written from that snapshot and uploaded to
    ``<install_dir>/kernel-restore.sh`` *before* anything changes: whatever happens
    next (a failure, Ctrl-C, the orchestrator dying), ``sh kernel-restore.sh`` (run by
@@ -28,6 +29,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from deploy import macfilter
 from deploy.hosts import HostError, Remote
 from deploy.nodes import ALIVE_FN, _stop_snippet
 
@@ -65,6 +67,7 @@ class Snapshot:
     iptables: str                                    # iptables-save, normalized
     ip_routes: str                                   # ip -4 route, sorted
     leftovers: list[str]
+    mac: str | None = None                           # the mesh interface's MAC address (deploy.macfilter)
 
     @property
     def iptables_cmd(self) -> str:
@@ -107,8 +110,10 @@ def snapshot_command(plan: HostPlan, install_dir: str) -> str:
     q = shlex.quote
     parts = [
         _section("version", "iptables -V 2>&1 || echo missing"),
-        _section("sysctl", "; ".join(f"echo {q(k)} $(sysctl -n {q(k)} 2>/dev/null || echo '?')" for k in plan.sysctls)),
+        _section("sysctl", "; ".join(f"echo {q(k)} $(sysctl -n {q(k)} 2>/dev/null || echo '?')" for k in plan.sysctls)
+                 or "true"),                         # the overlay's plan (MAC filter only) sets no sysctl
         _section("offload", f"ethtool -k {q(plan.iface)} 2>&1 || true"),
+        _section("mac", macfilter.mac_command(plan.iface)),
     ]
     for dst, _ in plan.routes:
         parts.append(_section(f"route {dst}", f"ip -4 route show exact {q(dst + '/32')}"))
@@ -157,8 +162,9 @@ def parse_snapshot(out: str, plan: HostPlan, install_dir: str) -> Snapshot:
     leftovers = sorted(set(re.findall(r"^:(ASPAN-[A-Z]+)", save, re.M)))
     if sec.get("restore") == ["present"]:
         leftovers.append(restore_path(install_dir))
+    mac = macfilter.parse_mac(sec["mac"], plan.iface) if "mac" in sec else None
     return Snapshot(flavour, sysctls, offloads, routes, normalize_iptables(save),
-                    "\n".join(sorted(ln for ln in sec.get("routes", []) if ln.strip())), leftovers)
+                    "\n".join(sorted(ln for ln in sec.get("routes", []) if ln.strip())), leftovers, mac)
 
 
 def apply_script(plan: HostPlan, snap: Snapshot) -> str:

@@ -6,7 +6,8 @@ holding, for its node N: ``N.node.json`` (uploaded), ``N.log`` (the event log),
 ``N.exit`` (the exit code, written when it ends) and ``N.stderr``.
 
 The node runs under ``nohup setsid sh -c '...'``: it survives the SSH session, is the
-leader of its own process group (stopped with one ``kill -- -PGID``), and the small
+leader of its own process group (stopped with one ``kill -s TERM -- -PGID``: dash, the ``sh`` that
+``sudo -n sh -c`` runs on Debian and Raspberry Pi OS, refuses ``kill -TERM -- -PGID``), and the small
 shell around it records the exit code even when the node is killed.
 """
 from __future__ import annotations
@@ -66,9 +67,9 @@ def _stop_snippet(pidfile: str, grace_s: float) -> str:
     """Shell code: SIGTERM the process group in ``pidfile`` (a shell word), SIGKILL after ``grace_s``."""
     steps = int(grace_s / 0.1)
     return (f"if [ -f {pidfile} ] && P=$(cat {pidfile}) && ours \"$P\" {pidfile}; then "
-            f"kill -TERM -- -\"$P\" 2>/dev/null; i=0; "
+            f"kill -s TERM -- -\"$P\" 2>/dev/null; i=0; "
             f"while alive \"$P\" && [ $i -lt {steps} ]; do sleep 0.1; i=$((i+1)); done; "
-            f"if alive \"$P\"; then kill -KILL -- -\"$P\" 2>/dev/null; echo killed \"$P\"; "
+            f"if alive \"$P\"; then kill -s KILL -- -\"$P\" 2>/dev/null; echo killed \"$P\"; "
             f"else echo stopped \"$P\"; fi; else echo not-running; fi")
 
 

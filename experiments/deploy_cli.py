@@ -30,8 +30,10 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
         raise ExperimentError("--inventory", "inventory", "the pi backend needs --inventory INV.yaml "
                               "(see README, 'Running on Raspberry Pis')")
     inv = load_inventory_file(inventory, check_files=not dry_run)
+    from experiments.backends.pi_common import experiment_graph
     for v in exp.variants:
         check_hosts(inv, v.config["topology"]["nodes"])
+        experiment_graph(v.config)               # the MAC filter needs the links: refused before any run
     from experiments.backends.pi_kernel import check_variants
     check_variants(exp, inv)
     return {"inventory": inv, "dry_run": dry_run}
@@ -221,7 +223,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
         h = r.host
         q = shlex.quote
         ver = r.run(f"{q(h.venv)}/bin/python -c {q(VERSION_PY)} 2>/dev/null || echo not-installed").stdout.strip()
-        running = r.run(nodes.running_nodes_command(h.work_dir)).stdout.split("\n")
+        # as root: the kernel data plane's processes run as root, and only root can tell them (their cwd)
+        running = r.run(nodes.running_nodes_command(h.work_dir), root=True).stdout.split("\n")
         running = [ln for ln in running if ln.strip()]
         iface = r.run(f"ip -o -4 addr show dev {q(h.iface)} 2>&1 | awk '{{print $4}}' | paste -sd, -; "
                       f"cat /sys/class/net/{q(h.iface)}/operstate 2>/dev/null || echo missing").stdout.split()
@@ -239,14 +242,15 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     _, remotes = _remotes(args)
 
     def task(r: Any) -> str:
-        out = r.run(nodes.stop_all_command(r.host.work_dir)).stdout.split("\n")
+        # as root: the kernel data plane's processes are root's (a Pi user cannot even see their cwd)
+        out = r.run(nodes.stop_all_command(r.host.work_dir), root=True).stdout.split("\n")
         acted = [ln for ln in out if ln.strip() and not ln.rstrip().endswith("not-running")]
         line = f"stopped {len(acted)} node(s)" + (f": {'; '.join(acted)}" if acted else "")
-        # a kernel-data-plane run that could not clean up left its restore script: run it (as root)
+        # a run that could not clean up left its restore script (MAC filter; kernel data plane): run it (as root)
         path = shlex.quote(kernel.restore_path(r.host.install_dir))
         if r.dry_run or r.run(f"test -f {path} && echo present; true").stdout.strip() == "present":
             r.run(kernel.run_restore_command(r.host.install_dir), root=True, timeout=90)
-            line += "; kernel data plane restored (rules, routes, sysctls, offloads of the last run)"
+            line += "; host state restored (MAC filter, rules, routes, sysctls, offloads of the last run)"
         return line
 
     return _report(remotes, task, lambda r, s: s)

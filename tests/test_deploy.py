@@ -3,8 +3,10 @@
 The end-to-end tests on virtual Pis (namespaces + sshd) are in test_deploy_vpi.py.
 """
 import contextlib
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,7 +171,7 @@ def test_run_dry_run_prints_every_step_of_every_host_and_connects_nowhere(tmp_pa
         lines = host_lines(r.stdout, name)
         steps = " ".join(lines)
         assert steps.count("/home/pi/aspan/venv/bin/aspan node --config") == 4
-        assert steps.count("kill -TERM --") == 4
+        assert steps.count("kill -s TERM --") == 4
         assert steps.count(f"/{node}.key -> ") == 4   # the experiment key goes up in its own file (MAC on)
         assert steps.count(f"get: /home/pi/aspan/runs/e/<stamp>/reno/rep1/{node}.log") == 1
         assert "python3 -u -c" in steps               # the clock offset measurement
@@ -190,7 +192,7 @@ def test_setup_dry_run_lists_packages_and_the_install_steps(tmp_path):
 
 
 def test_status_stop_gather_dry_run(tmp_path):
-    for sub, needle in (("status", "node(s)"), ("stop", "kill -TERM"), ("gather", "find /home/pi/aspan/runs")):
+    for sub, needle in (("status", "node(s)"), ("stop", "kill -s TERM"), ("gather", "find /home/pi/aspan/runs")):
         r = dry(tmp_path, sub)
         assert r.returncode == 0, r.stderr
         if sub != "status":
@@ -233,12 +235,15 @@ def test_node_state_parsing():
 def test_host_facts_and_pip_platforms():
     out = json.dumps({"python": [3, 11, 2], "impl": "cpython", "machine": "aarch64",
                       "libc": ["glibc", "2.36"], "venv": True}) + "\ntool nohup yes\ntool setsid yes\ntool ip yes\n" \
-        "tool iw no\ntool sysctl yes\ntool sudo yes\n"
+        "tool iw no\ntool sysctl yes\ntool sudo yes\ntool iptables yes\n"
     f = install.HostFacts.parse(out)
     assert f.platform_key() == "cp311-aarch64-glibc2.36"
     inv = load_inventory(inv_doc(), check_files=False)
     errors, warnings = f.check(inv.hosts[0])
     assert errors == [] and len(warnings) == 1 and "apt-get install iw" in warnings[0]
+    no_ipt = install.HostFacts.parse(out.replace("tool iptables yes", "tool iptables no"))
+    assert no_ipt.check(inv.hosts[0])[1][1].startswith("iptables missing (apt-get install iptables; needed by run")
+    assert "PATH=\"$PATH:/usr/local/sbin:/usr/sbin:/sbin\" command -v $t" in install.probe_command("python3")
     args = install.pip_platform_args(f)
     assert "manylinux_2_36_aarch64" in args and "manylinux2014_aarch64" in args and "linux_aarch64" in args
     assert args[args.index("--abi") + 1] == "cp311"
@@ -302,13 +307,19 @@ def test_without_fabric_deploy_says_how_to_install_it(tmp_path):
     assert r.returncode == 2 and "needs Fabric 3: pip install -e '.[pi]'" in r.stderr
 
 
-def _bash(cmd: str, cwd: Path | None = None) -> str:
-    return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=30).stdout
+def _bash(cmd: str, cwd: Path | None = None, shell: str = "bash") -> str:
+    return subprocess.run([shell, "-c", cmd], cwd=cwd, capture_output=True, text=True, timeout=30).stdout
 
 
-def test_node_shell_plumbing_start_poll_stop_and_stale_pid_files(tmp_path):
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_node_shell_plumbing_start_poll_stop_and_stale_pid_files(tmp_path, shell):
     """The start/poll/stop shell of deploy.nodes, run locally: a stale pid file naming some other
-    live process (PIDs are reused) is never taken for a node, nor signalled."""
+    live process (PIDs are reused) is never taken for a node, nor signalled.  In bash (a user's login
+    shell) and in sh (what ``sudo -n sh -c`` runs root commands with; dash on Debian and Raspberry Pi OS,
+    whose kill takes no ``kill -TERM -- -PGID``)."""
+    if shell == "sh" and shutil.which("sh") is None:
+        pytest.skip("no sh")
+    _sh = functools.partial(_bash, shell=shell)
     work = tmp_path / "work"
     rdir = work / "e" / "stamp" / "v" / "rep0"
     rdir.mkdir(parents=True)
@@ -321,15 +332,15 @@ def test_node_shell_plumbing_start_poll_stop_and_stale_pid_files(tmp_path):
     (stale / "B.pid").write_text(f"{other.pid}\n")
     pid = None
     try:
-        pid = int(_bash(nodes.start_command(str(fake), str(rdir), "A")).strip())
-        assert nodes.NodeState.parse(_bash(nodes.poll_command(str(rdir), "A"))).state == "running"
-        assert _bash(nodes.running_nodes_command(str(work))).split() == [str(rdir / "A.pid"), str(pid)]
-        out = _bash(nodes.stop_all_command(str(work), grace_s=3)).splitlines()
+        pid = int(_sh(nodes.start_command(str(fake), str(rdir), "A")).strip())
+        assert nodes.NodeState.parse(_sh(nodes.poll_command(str(rdir), "A"))).state == "running"
+        assert _sh(nodes.running_nodes_command(str(work))).split() == [str(rdir / "A.pid"), str(pid)]
+        out = _sh(nodes.stop_all_command(str(work), grace_s=3)).splitlines()
         assert sorted(out) == sorted([f"{rdir / 'A.pid'} stopped {pid}", f"{stale / 'B.pid'} not-running"])
         assert other.poll() is None                                   # untouched
-        st = nodes.NodeState.parse(_bash(nodes.poll_command(str(rdir), "A")))
+        st = nodes.NodeState.parse(_sh(nodes.poll_command(str(rdir), "A")))
         assert (st.state, st.exit_code) == ("exited", 143)            # SIGTERM, recorded by the wrapper
-        assert _bash(nodes.stop_pidfile_command(str(rdir / "A.pid"))).strip() == "not-running"
+        assert _sh(nodes.stop_pidfile_command(str(rdir / "A.pid"))).strip() == "not-running"
     finally:
         other.kill()
         other.wait()

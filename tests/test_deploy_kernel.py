@@ -82,7 +82,7 @@ def test_apply_and_restore_scripts_undo_each_other():
            "iptables-nft -t raw -I PREROUTING 1 -j ASPAN-PREROUTING" in a
     assert "filter" not in a                                                # no filter rules planned
     r = kernel.restore_script(plan(), s, "/home/pi/aspan")
-    assert "kill -TERM" in r and "/r/A.node.pid" in r                     # the run's root processes first
+    assert "kill -s TERM" in r and "/r/A.node.pid" in r                     # the run's root processes first
     assert "iptables-nft -t raw -D PREROUTING -j ASPAN-PREROUTING" in r and "-X ASPAN-PREROUTING" in r
     assert "try ip route add 10.2.1.4 via 10.2.1.3 dev wlan0" in r        # the route it replaced
     assert "try ethtool -K wlan0 tso on gso on" in r

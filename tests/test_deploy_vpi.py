@@ -9,6 +9,7 @@ Needs root and /usr/sbin/sshd (``.ci/run`` installs openssh-server); skipped oth
 instead under ASPAN_REQUIRE_ROOT_TESTS=1.  The kernel-data-plane tests also need iptables, ethtool,
 libnetfilter-queue-dev, python3-dev and a compiler (setup builds netfilterqueue in each Pi's venv).
 """
+import dataclasses
 import json
 import os
 import shutil
@@ -94,13 +95,11 @@ def lab(tmp_path_factory):
     lab = VirtualPiLab(base / "lab")
     try:
         lab.start()
-        lab.inv = lab.inventory(base / "inv.yaml", base / "install", connect_timeout_s=3)
+        lab.inv = lab.inventory(base / "inv.yaml", connect_timeout_s=3)
         lab.base = base
         yield lab
     finally:
-        lab.stop()
-        if (base / "install").exists():
-            shutil.rmtree(base / "install")      # four venvs with numpy, pandas, matplotlib: ~1.3 GB
+        lab.stop()                               # userdel --remove: its home, with four venvs (~1.3 GB)
     assert lab.leftovers() == []
     assert [k for k in lab.killed if "sshd" not in k] == [], "processes the tests left running in the Pis"
 
@@ -141,12 +140,33 @@ def test_traffic_never_leaves_the_namespaces(lab):
         assert f"{pi.mgmt_ip.rsplit('.', 1)[0]}." in inside and "10.2.1.0/24 dev mesh0" in inside
 
 
+def test_the_pis_are_reached_as_a_user_with_passwordless_sudo_and_not_as_root(lab):
+    from deploy.hosts import Remote, describe_error
+    from deploy.inventory import load_inventory_file
+    [host, *_] = load_inventory_file(lab.inv).hosts
+    assert host.user == lab.user != "root" and host.sudo                  # the inventory's default for a user
+    r = Remote(host)
+    try:
+        assert r.run("id -un").stdout.strip() == lab.user
+        assert r.run("id -u", root=True).stdout.strip() == "0"               # sudo -n sh -c 'id -u'
+        assert r.wrap("id -u", root=True) == "sudo -n sh -c 'id -u'"
+    finally:
+        r.close()
+    as_root = Remote(dataclasses.replace(host, user="root"))
+    try:
+        with pytest.raises(Exception) as e:
+            as_root.run("true")
+        assert describe_error(e.value).startswith("ssh login refused")
+    finally:
+        as_root.close()
+
+
 # ---- setup ----------------------------------------------------------------------------------
 def test_setup_installs_from_uploaded_wheels_into_each_install_dir(installed):
     lab = installed
     out = lab.setup_output
     for pi in lab.pis.values():
-        d = lab.base / "install" / pi.node
+        d = lab.install_root / pi.node
         assert f"vpi-{pi.node.lower()}: installed 0.1.0 in {d}/venv" in out
         assert any((d / "wheels").glob("aspan_testbed-*.whl")) and any((d / "wheels").glob("numpy-*.whl"))
         assert (d / "venv" / "bin" / "aspan").exists()
@@ -245,6 +265,106 @@ def test_deploy_run_paper_lossy_end_to_end(installed, tmp_path, clean):
     assert (run / "experiment.yaml").exists() and (run / "report.md").exists()
 
 
+# ---- a graph on one bridge: the MAC filter ---------------------------------------------------------
+DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
+NOT_HEARD = {"A": ["D"], "B": ["C"], "C": ["B"], "D": ["A"]}
+
+
+def iptables_state(lab) -> dict[str, str]:
+    """Per Pi: both iptables flavours' rules, read in its namespace (counters and empty tables left out)."""
+    return {pi.node: "\n".join(_rules_only(sh("ip", "netns", "exec", pi.ns, save).stdout)
+                               for save in ("iptables-nft-save", "iptables-legacy-save"))
+            for pi in lab.pis.values()}
+
+
+def mesh_macs(lab) -> dict[str, str]:
+    return {pi.node: sh("ip", "netns", "exec", pi.ns, "cat", f"/sys/class/net/{lab.iface}/address").stdout.strip()
+            for pi in lab.pis.values()}
+
+
+def mac_drop_count(lab, node: str, mac: str) -> int:
+    """Packets the rule of ``node``'s filter for ``mac`` dropped so far."""
+    out = sh("ip", "netns", "exec", lab.pis[node].ns, "iptables", "-t", "raw", "-L", "ASPAN-PREROUTING", "-v", "-x",
+             "-n").stdout
+    return sum(int(ln.split()[0]) for ln in out.splitlines() if ln.rstrip().endswith(f"MAC {mac}"))
+
+
+def datagrams_heard(lab, dst: str, senders: list[str], count: int = 20, port: int = 7999) -> dict[str, int]:
+    """Each of ``senders`` sends ``count`` UDP datagrams straight to ``dst``'s mesh address (no relay: one
+    bridge, on-link); how many ``dst`` received from each."""
+    d = lab.pis[dst]
+    listener = subprocess.Popen(
+        ["ip", "netns", "exec", d.ns, sys.executable, "-c",
+         "import json, socket, sys, collections\n"
+         f"s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('{d.mesh_ip}', {port})); s.settimeout(2)\n"
+         "print('ready', flush=True); got = collections.Counter()\n"
+         "while True:\n"
+         "    try: _, (ip, _) = s.recvfrom(100)\n"
+         "    except socket.timeout: break\n"
+         "    got[ip] += 1\n"
+         "print(json.dumps(got), flush=True)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().strip() == "ready"
+        for n in senders:
+            sh("ip", "netns", "exec", lab.pis[n].ns, sys.executable, "-c",
+               "import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+               f"for i in range({count}): s.sendto(b'not a neighbour?', ('{d.mesh_ip}', {port})); time.sleep(0.005)")
+        out, _ = listener.communicate(timeout=30)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+            listener.wait()
+    got = json.loads(out.strip().splitlines()[-1])
+    return {n: got.get(lab.pis[n].mesh_ip, 0) for n in senders}
+
+
+def test_a_diamond_on_one_bridge_each_pi_hears_only_its_neighbours_and_is_restored(installed, tmp_path, clean):
+    """Every vPi hears every other on the bridge; the run puts the diamond in force (A-D and B-C dropped by MAC
+    address), the overlay's flow A -> D completes over it, and every Pi's iptables is as before afterwards."""
+    lab = installed
+    before = iptables_state(lab)
+    macs = mesh_macs(lab)
+    assert datagrams_heard(lab, "D", ["A", "B"]) == {"A": 20, "B": 20}           # no filter yet: all hear all
+    exp = small_exp(tmp_path, "diamond", segments=6000, max_s=90, variants=[{"name": "sack", "tcp": {"variant": "sack"}}])
+    doc = yaml.safe_load(exp.read_text())
+    doc["topology"] = {"links": DIAMOND}
+    doc["etx"]["settle_s"] = 5          # the filter is on from before the nodes start: >= 8 s to probe it
+    exp.write_text(yaml.safe_dump(doc))
+    p = start_aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"),
+                    "--no-plot")
+    try:
+        wait_for(lambda: p.poll() is not None or f"--mac-source {macs['A']}" in iptables_state(lab)["D"], 60,
+                 "D's filter in force")
+        if p.poll() is not None:
+            pytest.fail(f"the run ended before the filter was seen:\n{p.communicate()[0]}")
+        during = iptables_state(lab)
+        dropped_before = mac_drop_count(lab, "D", macs["A"])
+        heard = datagrams_heard(lab, "D", ["A", "B"])
+        dropped = mac_drop_count(lab, "D", macs["A"]) - dropped_before
+        out, _ = p.communicate(timeout=150)
+    finally:
+        kill_group(p)
+    assert heard == {"A": 0, "B": 20}                                # D hears its neighbour B, not A
+    assert dropped >= 20                                             # counted by the rule for A's MAC
+    for n, others in NOT_HEARD.items():                              # one rule per non-neighbour, nothing else
+        rules = [ln for ln in during[n].splitlines() if "--mac-source" in ln]
+        assert rules == [f"-A ASPAN-PREROUTING -i {lab.iface} -m mac --mac-source {macs[m]} -j DROP" for m in others]
+    assert p.returncode == 0, out
+    rep = only_run(tmp_path / "runs", "diamond") / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok", meta.get("error")
+    assert meta["mac_filter"]["macs"] == macs and meta["mac_filter"]["drop_from"] == NOT_HEARD
+    assert meta["mac_filter"]["dropped"]["D"]["A"] >= 20
+    assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+    assert meta["restored"] == {n: "restored" for n in "ABCD"}
+    df = pd.read_csv(only_run(tmp_path / "runs", "diamond") / "summary.csv")
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 6000).all()
+    after = iptables_state(lab)
+    assert after == before, "iptables changed by the run"
+    assert "ASPAN" not in "".join(after.values())
+    assert datagrams_heard(lab, "D", ["A", "B"]) == {"A": 20, "B": 20}           # the filter is gone
+
+
 # ---- failures ------------------------------------------------------------------------------------
 def _rep_dir(out: Path, name: str, variant: str) -> Path:
     return wait_for(lambda: next(out.glob(f"{name}/*/{variant}/rep0"), None), 60, "the rep directory")
@@ -264,7 +384,7 @@ def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(in
     p = start_aspan("deploy", "run", str(exp), "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
     try:
         rep = _rep_dir(tmp_path / "runs", "long", "reno")
-        on_host = {n: lab.base / "install" / n / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0"
+        on_host = {n: lab.install_root / n / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0"
                    for n in "BD"}                               # the Pis share our file system
         dlog, blog = on_host["D"] / "D.log", on_host["B"] / "B.log"
         _wait_flowing(p, dlog)
@@ -275,9 +395,9 @@ def test_a_node_that_crashes_is_named_and_the_others_are_stopped_and_gathered(in
         kill_group(p)
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "failed"
-    assert meta["error"].startswith("vpi-b (root@") and "node B exited with code 137 (killed by signal 9)" in meta["error"]
-    assert "rep 0: failed (vpi-b (root@" in out
-    assert "reno rep 0: failed\n  vpi-b (root@" in out                     # the per-host report
+    assert meta["error"].startswith(f"vpi-b ({lab.user}@") and "node B exited with code 137 (killed by signal 9)" in meta["error"]
+    assert f"rep 0: failed (vpi-b ({lab.user}@" in out
+    assert f"reno rep 0: failed\n  vpi-b ({lab.user}@" in out                     # the per-host report
     assert meta["exit_codes"]["B"] == 137 and {meta["exit_codes"][n] for n in "ACD"} == {0}
     assert meta["stopped"] == {"A": "stopped", "B": "not-running", "C": "stopped", "D": "stopped"}
     for n in "ACD":                                          # the others: stopped cleanly, logs complete
@@ -292,7 +412,7 @@ def test_ctrl_c_stops_every_node_and_gathers_the_logs(installed, tmp_path, clean
     p = start_aspan("deploy", "run", str(exp), "-i", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
     try:
         rep = _rep_dir(tmp_path / "runs", "long", "reno")
-        dlog = lab.base / "install" / "D" / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0" / "D.log"
+        dlog = lab.install_root / "D" / "runs" / "long" / rep.parent.parent.name / "reno" / "rep0" / "D.log"
         _wait_flowing(p, dlog)
         os.killpg(p.pid, signal.SIGINT)
         p.communicate(timeout=60)
@@ -316,15 +436,15 @@ def test_a_host_that_is_down_is_named_and_nothing_starts(installed, tmp_path, cl
         lab.start_sshd("C")
     assert r.returncode == 1, r.stderr               # a repetition failed (the README's exit codes)
     c = lab.pis["C"]
-    assert f"rep 0: failed (vpi-c (root@{c.mgmt_ip}:22): unreachable:" in r.stderr
-    assert f"sack rep 0: failed\n  vpi-c (root@{c.mgmt_ip}:22): unreachable:" in r.stdout
+    assert f"rep 0: failed (vpi-c ({lab.user}@{c.mgmt_ip}:22): unreachable:" in r.stderr
+    assert f"sack rep 0: failed\n  vpi-c ({lab.user}@{c.mgmt_ip}:22): unreachable:" in r.stdout
     rep = only_run(tmp_path / "runs", "small") / "sack" / "rep0"
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "failed" and meta["error"].count("vpi-") == 1   # only C is named
     assert len(meta["host_report"]) == 1
     assert meta.get("pids") is None                              # no node was started anywhere
     assert st.returncode == 1
-    assert f"vpi-c (root@{c.mgmt_ip}:22): FAILED: unreachable:" in st.stdout
+    assert f"vpi-c ({lab.user}@{c.mgmt_ip}:22): FAILED: unreachable:" in st.stdout
     for n in "ABD":
         assert f"vpi-{n.lower()}: aspan-testbed 0.1.0; 0 node(s) running" in st.stdout
 
@@ -337,7 +457,7 @@ def test_a_host_lost_mid_run_then_stop_and_gather_recover_it(installed, tmp_path
     try:
         rep = _rep_dir(tmp_path / "runs", "long", "reno")
         stamp = rep.parent.parent.name
-        dlog = lab.base / "install" / "D" / "runs" / "long" / stamp / "reno" / "rep0" / "D.log"
+        dlog = lab.install_root / "D" / "runs" / "long" / stamp / "reno" / "rep0" / "D.log"
         _wait_flowing(p, dlog)
         sh("ip", "link", "set", c.root_dev, "down")             # C drops off the management network
         out, _ = p.communicate(timeout=180)
@@ -347,7 +467,7 @@ def test_a_host_lost_mid_run_then_stop_and_gather_recover_it(installed, tmp_path
         sh("ip", "addr", "replace", f"{c.root_ip}/30", "dev", c.root_dev)
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "failed"
-    assert f"vpi-c (root@{c.mgmt_ip}:22): lost during the run: unreachable" in meta["error"]
+    assert f"vpi-c ({lab.user}@{c.mgmt_ip}:22): lost during the run: unreachable" in meta["error"]
     assert "aspan deploy stop --hosts vpi-c" in meta["error"]
     assert "rep 0: failed (vpi-c" in out
     for n in "ABD":
@@ -377,7 +497,7 @@ def wifi_pi(tmp_path):
     lab = VirtualPiLab(tmp_path / "lab", nodes=("A",), mesh="dummy", iface="wlan0", extra_path=str(fake))
     try:
         lab.start()
-        lab.inv = lab.inventory(tmp_path / "inv.yaml", tmp_path / "install")
+        lab.inv = lab.inventory(tmp_path / "inv.yaml")
         lab.fake = fake
         yield lab
     finally:
@@ -412,7 +532,7 @@ def test_mesh_reports_a_host_whose_interface_is_missing(wifi_pi, tmp_path):
     bad.write_text(yaml.safe_dump(doc))
     r = aspan("deploy", "mesh", "-i", str(bad))
     assert r.returncode == 1
-    assert r.stdout.startswith(f"vpi-a (root@{lab.pis['A'].mgmt_ip}:22): FAILED: command failed (exit ")
+    assert r.stdout.startswith(f"vpi-a ({lab.user}@{lab.pis['A'].mgmt_ip}:22): FAILED: command failed (exit ")
     assert "No such device" in r.stdout
 
 
@@ -541,6 +661,27 @@ def test_kernel_data_plane_runs_paper_lossy_and_leaves_every_pi_as_it_was(kernel
     assert '"handlers":"snoop"' in blog                                      # the NFQUEUE snoop agent ran on B
 
 
+def test_kernel_data_plane_over_a_diamond_filters_by_mac_and_leaves_every_pi_as_it_was(kernel_lab, tmp_path):
+    lab = kernel_lab
+    before = host_state(lab)
+    macs = mesh_macs(lab)
+    exp = kernel_exp(tmp_path, "kernel-diamond", 1500, ["sack"])
+    doc = yaml.safe_load(exp.read_text())
+    doc["topology"] = {"links": DIAMOND}
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = only_run(tmp_path / "runs", "kernel-diamond") / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok", meta.get("error")
+    assert meta["mac_filter"]["macs"] == macs and meta["mac_filter"]["drop_from"] == NOT_HEARD
+    assert set(meta["mac_filter"]["dropped"]) == set("ABCD")
+    assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+    dend = [json.loads(ln) for ln in (rep / "D.log").read_text().splitlines() if '"flow_end"' in ln]
+    assert dend and dend[0]["ok"] is True and dend[0]["bytes"] == 1500 * 1000
+    assert host_state(lab) == before
+
+
 def test_kernel_data_plane_runs_iperf3_between_the_flows_pis(kernel_lab, tmp_path):
     lab = kernel_lab
     before = host_state(lab)
@@ -565,7 +706,7 @@ def test_kernel_run_with_a_killed_node_daemon_fails_naming_the_host_and_cleans_e
     p = start_aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
     try:
         rep = _rep_dir(tmp_path / "runs", "kernel-long", "aspan-1.00-once")
-        on_host = {n: lab.base / "install" / n / "runs" / "kernel-long" / rep.parent.parent.name /
+        on_host = {n: lab.install_root / n / "runs" / "kernel-long" / rep.parent.parent.name /
                    "aspan-1.00-once" / "rep0" for n in "BD"}
         _wait_flowing(p, on_host["D"] / "D.log")
         start = next(json.loads(ln) for ln in (on_host["B"] / "B.log").read_text().splitlines() if '"node_start"' in ln)
@@ -575,9 +716,9 @@ def test_kernel_run_with_a_killed_node_daemon_fails_naming_the_host_and_cleans_e
         kill_group(p)
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "failed"
-    assert meta["error"].startswith("vpi-b (root@"), meta["error"]
+    assert meta["error"].startswith(f"vpi-b ({lab.user}@"), meta["error"]
     assert "B.node exited with code 137 (killed by signal 9) before the flows finished" in meta["error"]
-    assert "rep 0: failed (vpi-b (root@" in out
+    assert f"rep 0: failed (vpi-b ({lab.user}@" in out
     assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
     assert meta["exit_codes"]["B.node"] == 137 and meta["exit_codes"]["C.node"] is not None
     after = host_state(lab)
@@ -592,19 +733,22 @@ def test_deploy_stop_cleans_up_after_a_crashed_kernel_run(kernel_lab, tmp_path):
     p = start_aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
     try:
         rep = _rep_dir(tmp_path / "runs", "kernel-crash", "sack")
-        dlog = lab.base / "install" / "D" / "runs" / "kernel-crash" / rep.parent.parent.name / "sack" / "rep0" / "D.log"
+        dlog = lab.install_root / "D" / "runs" / "kernel-crash" / rep.parent.parent.name / "sack" / "rep0" / "D.log"
         _wait_flowing(p, dlog)
     finally:
         kill_group(p)                                # the orchestrator dies: no teardown ran
     assert "ASPAN-OUTPUT" in sh("ip", "netns", "exec", lab.pis["A"].ns, "iptables-save").stdout
     assert host_state(lab)["B"] != before["B"]
+    st = aspan("deploy", "status", "-i", str(lab.inv), "--hosts", "B")
+    assert "vpi-b: aspan-testbed 0.1.0; 1 node(s) running" in st.stdout, st.stdout     # B.node, root's, seen
     again = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "again"), "--no-plot")
     meta = json.loads((only_run(tmp_path / "again", "kernel-crash") / "sack" / "rep0" / "meta.json").read_text())
     assert meta["status"] == "failed" and "run aspan deploy stop" in meta["error"], meta["error"]
     assert again.returncode == 1, again.stdout + again.stderr     # a repetition failed (issue 13)
     stop = aspan("deploy", "stop", "-i", str(lab.inv))
     assert stop.returncode == 0, stop.stdout + stop.stderr
-    assert stop.stdout.count("kernel data plane restored") == 4
+    assert stop.stdout.count("host state restored") == 4
+    assert "vpi-b: stopped 1 node(s)" in stop.stdout                    # B.node (root's), stopped by stop itself
     assert host_state(lab) == before
 
 
@@ -615,7 +759,7 @@ def test_ctrl_c_during_a_kernel_run_restores_every_pi(kernel_lab, tmp_path):
     p = start_aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
     try:
         rep = _rep_dir(tmp_path / "runs", "kernel-int", "sack")
-        dlog = lab.base / "install" / "D" / "runs" / "kernel-int" / rep.parent.parent.name / "sack" / "rep0" / "D.log"
+        dlog = lab.install_root / "D" / "runs" / "kernel-int" / rep.parent.parent.name / "sack" / "rep0" / "D.log"
         _wait_flowing(p, dlog)
         assert "ASPAN-FORWARD" in sh("ip", "netns", "exec", lab.pis["B"].ns, "iptables-save").stdout
         os.killpg(p.pid, signal.SIGINT)

@@ -4,8 +4,12 @@ Layout of a lab with id ``<id>`` (4 hex digits) and nodes A..D:
 
 - ``aspv-<id>-<node>``: one namespace per Pi.  Its mesh interface (``mesh0``) has the
   mesh address 10.2.1.x/24; its management interface ``mgmt0`` has 10.99.<k>.(4i+2)/30,
-  and an sshd (key-only root login, generated host key, ``UsePAM no``, ``StrictModes no``)
+  and an sshd (key-only login, generated host key, ``UsePAM no``, ``StrictModes no``)
   listens there and nowhere else.
+- The login: as on a Pi, a user that is not root and has passwordless sudo: ``aspv<id>`` (made by
+  ``useradd``, home ``/tmp/aspv-<id>-home`` holding its ``.ssh/authorized_keys`` and the install
+  directories, a sudoers drop-in ``/etc/sudoers.d/aspv<id>``; root logins refused).  Every root step
+  of the code under test goes through ``sudo -n``.  ``user=None``: root logins instead.
 - ``aspv-<id>-air``: a bridge joining every Pi's ``mesh0``: one broadcast domain, as
   an IBSS cell is.  The A-B-C-D chain comes from the overlay's own static routes (or
   from ``aspan deploy routes`` for kernel TCP).
@@ -13,9 +17,10 @@ Layout of a lab with id ``<id>`` (4 hex digits) and nodes A..D:
   the mesh range, only ``unreachable 10.2.0.0/16`` (added if absent, removed at the end
   only if this lab added it and no other ``aspn-*``/``aspv-*`` namespace exists).
 
-The Pis share the orchestrator's file system: only the network is isolated.  Everything
-started here is stopped by :meth:`VirtualPiLab.stop`, which also reports any process
-it had to kill inside the namespaces besides the sshds (a leak of the code under test).
+The Pis share the orchestrator's file system (and its users): only the network is isolated.
+Everything started here is stopped by :meth:`VirtualPiLab.stop` (the user, its home and the
+sudoers drop-in are removed too), which also reports any process it had to kill inside the
+namespaces besides the sshds (a leak of the code under test).
 """
 from __future__ import annotations
 
@@ -54,6 +59,9 @@ def available() -> str | None:
         return f"needs {SSHD} (apt-get install openssh-server)"
     if shutil.which("ip") is None or shutil.which("ssh-keygen") is None:
         return "needs iproute2 and ssh-keygen"
+    missing = [t for t in ("sudo", "visudo", "useradd", "userdel") if shutil.which(t) is None]
+    if missing:
+        return f"needs {', '.join(missing)} (apt-get install sudo passwd): the Pis are reached as a user with sudo"
     return None
 
 
@@ -104,9 +112,13 @@ class VirtualPiLab:
     """Start and stop a set of virtual Pis (see the module docstring)."""
 
     def __init__(self, workdir: Path, nodes: tuple[str, ...] = ("A", "B", "C", "D"), mesh: str = "bridge",
-                 iface: str = "mesh0", extra_path: str | None = None) -> None:
+                 iface: str = "mesh0", extra_path: str | None = None, sudo_user: bool = True) -> None:
         self.workdir = Path(workdir)
         self.id = f"{random.getrandbits(16):04x}"
+        self.user = f"aspv{self.id}" if sudo_user else "root"
+        self.home = Path(f"/tmp/aspv-{self.id}-home") if sudo_user else None
+        self.sudoers = Path(f"/etc/sudoers.d/aspv{self.id}") if sudo_user else None
+        self.made_user = False
         self.nodes = nodes
         self.mesh = mesh            # bridge: one broadcast domain; dummy: a dummy interface per Pi
         self.iface = iface
@@ -126,6 +138,8 @@ class VirtualPiLab:
         if not self.key.exists():
             sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"aspv-{self.id}", "-f", str(self.key))
         (self.workdir / "authorized_keys").write_text(Path(f"{self.key}.pub").read_text())
+        if self.home is not None:
+            self._make_user()
         k = _pick_mgmt_octet()
         if self.mesh == "bridge":
             sh("ip", "netns", "add", self.air)
@@ -167,13 +181,42 @@ class VirtualPiLab:
                 sh("ip", "-n", pi.ns, "link", "set", "peer0", "up")
         self._start_sshd(pi)
 
+    def _make_user(self) -> None:
+        """The login user: no password (``*``: not locked, which sshd without PAM would refuse), key only,
+        passwordless sudo; with ``extra_path``, sudo's secure_path starts with it (the fake ``iw``)."""
+        assert self.home is not None and self.sudoers is not None
+        if sh("getent", "passwd", self.user, check=False).returncode == 0:
+            raise RuntimeError(f"user {self.user} exists already: not ours, not touched")
+        sh("useradd", "--create-home", "--home-dir", str(self.home), "--shell", "/bin/bash", "--password", "*",
+           "--comment", f"aspan virtual Pi lab {self.id}", self.user)
+        self.made_user = True
+        ssh_dir = self.home / ".ssh"
+        ssh_dir.mkdir(mode=0o700)
+        (ssh_dir / "authorized_keys").write_text(Path(f"{self.key}.pub").read_text())
+        sh("chown", "-R", f"{self.user}:{self.user}", str(ssh_dir))
+        rules = [f"{self.user} ALL=(ALL) NOPASSWD: ALL"]
+        if self.extra_path:
+            rules.insert(0, f'Defaults:{self.user} secure_path="{self.extra_path}:{DEFAULT_PATH}"')
+        tmp = self.workdir / "sudoers"
+        tmp.write_text("\n".join(rules) + "\n")
+        sh("visudo", "-c", "-q", "-f", str(tmp))       # a broken drop-in would break sudo for everyone
+        tmp.chmod(0o440)
+        shutil.copy2(tmp, self.sudoers)
+
+    @property
+    def install_root(self) -> Path:
+        """Where the inventory puts each Pi's install_dir (``<root>/<node>``): writable by the login user."""
+        return (self.home if self.home is not None else self.workdir) / "install"
+
     def _sshd_config(self, pi: Pi) -> Path:
         hostkey = pi.dir / "ssh_host_ed25519_key"
         if not hostkey.exists():
             sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(hostkey))
+        # sshd reads the user's keys as the user: from its home, not from the root-only workdir
+        keys = "%h/.ssh/authorized_keys" if self.home is not None else str(self.workdir / "authorized_keys")
         lines = [f"ListenAddress {pi.mgmt_ip}", "Port 22", f"HostKey {hostkey}", f"PidFile {pi.sshd_pidfile}",
-                 "PermitRootLogin prohibit-password", "PubkeyAuthentication yes",
-                 f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}", "PasswordAuthentication no",
+                 f"PermitRootLogin {'no' if self.home is not None else 'prohibit-password'}", "PubkeyAuthentication yes",
+                 f"AuthorizedKeysFile {keys}", "PasswordAuthentication no",
                  "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "UseDNS no",
                  "Subsystem sftp internal-sftp", "MaxStartups 100:30:200", "MaxSessions 100",
                  "PrintMotd no", "LogLevel ERROR"]
@@ -210,10 +253,12 @@ class VirtualPiLab:
         self._wait_ssh(self.pis[node])
 
     # ---- inventory ---------------------------------------------------------------
-    def inventory(self, path: Path, install_root: Path, **defaults: Any) -> Path:
-        """Write an inventory of these Pis (root login, host key checking off) and return its path."""
+    def inventory(self, path: Path, install_root: Path | None = None, **defaults: Any) -> Path:
+        """Write an inventory of these Pis (the lab's login user, host key checking off) and return its path.
+        ``install_root`` defaults to :attr:`install_root`."""
+        install_root = install_root or self.install_root
         doc = {
-            "defaults": {"user": "root", "key_file": str(self.key), "iface": self.iface,
+            "defaults": {"user": self.user, "key_file": str(self.key), "iface": self.iface,
                          "strict_host_keys": False, "connect_timeout_s": 5, **defaults},
             "mesh": {"ssid": "aspv-mesh", "channel": 1},
             "start_margin_s": 3,
@@ -249,10 +294,22 @@ class VirtualPiLab:
                 sh("ip", "link", "del", pi.root_dev, check=False)
         if self.added_unreachable and not any(n.startswith(("aspn-", "aspv-")) for n in namespaces()):
             sh("ip", "route", "del", "unreachable", UNREACHABLE, check=False)
+        if self.sudoers is not None:
+            self.sudoers.unlink(missing_ok=True)
+        if self.made_user:
+            # removes its home too: the install directories, with the files root wrote there through sudo
+            r = sh("userdel", "--remove", self.user, check=False)
+            if r.returncode != 0:
+                raise RuntimeError(f"userdel --remove {self.user} failed ({r.returncode}): {r.stderr.strip()}")
+            self.made_user = False
 
     def leftovers(self) -> list[str]:
-        """Namespaces, root links or processes of this lab that still exist."""
+        """Namespaces, root links, processes, the user, its home or its sudoers drop-in if they still exist."""
         left = [n for n in namespaces() if n.startswith(f"aspv-{self.id}-")]
+        if self.home is not None:
+            if sh("getent", "passwd", self.user, check=False).returncode == 0:
+                left.append(f"user {self.user}")
+            left += [str(p) for p in (self.home, self.sudoers) if p is not None and p.exists()]
         links = sh("ip", "-o", "link", "show", check=False).stdout
         left += [ln.split(":")[1].strip() for ln in links.splitlines() if f"aspv{self.id}" in ln]
         for pi in self.pis.values():

@@ -5,7 +5,9 @@ Data plane ``pi.data_plane`` of the YAML: ``udp`` (this module: the user-space o
 NFQUEUE node daemons, over static kernel routes).
 
 Per (variant, repetition) on the overlay: check every host (installed, no node left running), measure
-its clock offset, write and upload each node's config (the local backend's format, with
+its clock offset, put the experiment's graph in force (:mod:`deploy.macfilter`: each host drops what
+it hears from a non-neighbour's MAC address; root, through ``sudo -n``; restored after every ending as
+the kernel data plane's rules are), write and upload each node's config (the local backend's format, with
 ``bind`` = the host's mesh address and the inventory's UDP port, ``peers`` = the other
 hosts' mesh addresses, start time and deadline converted to the host's clock), start
 every node in parallel, poll until the flows finish, stop every node and gather every
@@ -20,15 +22,17 @@ from __future__ import annotations
 import functools
 import json
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from deploy import nodes
+from deploy import kernel, nodes
 from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
 from deploy.inventory import Inventory, load_inventory_file
-from experiments.backends.pi_common import POLL_TRIES, RunFailed, _group, _preflight, check_hosts
+from experiments.backends.pi_common import (POLL_TRIES, RunFailed, _group, _preflight, arm_hosts, check_hosts, dry_arm,
+                                            experiment_graph, record_problems, restore_hosts)
 from experiments.build import base_meta, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import ExperimentError, Variant
@@ -74,6 +78,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     cfg = variant.config
     names: list[str] = cfg["topology"]["nodes"]
     check_hosts(inventory, names)
+    graph = experiment_graph(cfg)
     seed = rep_seed(cfg, repetition)
     hosts = inventory.by_node()
     meta = base_meta(cfg, variant.name, repetition, seed, "pi", variant.sweep_value)
@@ -87,12 +92,21 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     remotes = open_remotes([hosts[n] for n in names], dry_run=dry_run, echo=echo)
     rnode = {r.name: r.host.node for r in remotes}
     started: list[Remote] = []      # hosts where a node was started (or may have been)
+    # the MAC filter only: no sysctl, route, offload or root process of the overlay's
+    plans = {n: kernel.HostPlan(hosts[n].iface, hosts[n].mesh_address, {}, [], 0, [], offloads_off=())
+             for n in names}
+    snaps: dict[str, kernel.Snapshot] = {}
+    armed: list[Remote] = []        # hosts whose restore script may exist
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     receiver = cfg["flows"][0]["receiver"]
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                          sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
     try:
         offsets = _preflight(remotes, rdirs, meta)
+        if dry_run:
+            dry_arm(remotes, plans, graph)
+        else:
+            arm_hosts(remotes, plans, graph, rep_dir, snaps, armed, meta)
         t0 = time.time() + inventory.start_margin_s
         key = new_key() if mac_on(cfg, "pi") else None   # per repetition; never logged (issue 13)
         meta["auth"] = key is not None
@@ -129,13 +143,22 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
         meta["error"] = stop_reason(e)
         raise
     finally:
-        progress.finish()
-        for n in names:     # the local copies of the key go as soon as the nodes have theirs
-            (rep_dir / f"{n}.key").unlink(missing_ok=True)
-        _finish(remotes, started, rdirs, rep_dir, meta, rnode)
-        if not dry_run:
-            write_meta(rep_dir, meta)
-        close_all(remotes)
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not skip the restore
+        try:
+            progress.finish()
+            for n in names:     # the local copies of the key go as soon as the nodes have theirs
+                (rep_dir / f"{n}.key").unlink(missing_ok=True)
+            try:
+                _finish(remotes, started, rdirs, rep_dir, meta, rnode)
+            finally:
+                problems: dict[str, list[str]] = {}
+                restore_hosts(armed, plans, snaps, meta, problems)    # after the nodes stopped
+                record_problems(meta, problems, remotes)
+        finally:
+            signal.signal(signal.SIGINT, old_int)
+            if not dry_run:
+                write_meta(rep_dir, meta)
+            close_all(remotes)
     return meta
 
 

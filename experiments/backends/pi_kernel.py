@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from deploy import kernel, nodes
+from deploy import kernel, macfilter, nodes
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, on_hosts,
                           open_remotes)
 from deploy.inventory import Inventory
@@ -32,10 +32,12 @@ from experiments.backends.netns import mesh as meshmod
 from experiments.backends.netns.run import _append_drops, app_flow
 from experiments.backends.netns.sh import NetnsError
 from experiments.backends.netns.tcpapp import parse_tcpext
-from experiments.backends.pi_common import RunFailed, _group, _preflight, check_hosts
+from experiments.backends.pi_common import (RunFailed, _group, _preflight, arm_hosts, check_hosts, each_host,
+                                            experiment_graph, record_problems, restore_hosts)
 from experiments.progress import DeliveryProgress
 from experiments.build import base_meta, flow_plans, rep_seed, write_meta
 from experiments.schema import ExperimentError, Variant
+from routing.graph import MeshGraph
 
 NODE_MODULE = "experiments.backends.netns.node"
 APP_MODULE = "experiments.backends.netns.tcpapp"
@@ -68,6 +70,7 @@ def check_variants(exp: Any, inv: Inventory) -> None:
     for v in exp.variants:
         if v.config["pi"]["data_plane"] == "kernel":
             check_hosts(inv, v.config["topology"]["nodes"])
+            experiment_graph(v.config)
             plan_for(kernel_config(v.config, inv))
 
 
@@ -258,7 +261,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     try:
         offsets = _preflight(remotes, rdirs, meta)
         _check_kernel_ready(run, cfg)
-        _arm(run, hplans, meta)
+        _arm(run, hplans, experiment_graph(cfg), meta)
         _run_flows(run, cfg, plan, apps, seed, offsets, inventory, meta, progress)
         if meta["status"] == "running":
             meta["status"] = "ok"
@@ -307,25 +310,9 @@ def _check_kernel_ready(run: _Run, cfg: dict[str, Any]) -> None:
     run.group(run.remotes, check)
 
 
-def _arm(run: _Run, hplans: dict[str, kernel.HostPlan], meta: dict[str, Any]) -> None:
-    """Snapshot every host, upload its restore script, then apply the plan (routes, sysctls, rules)."""
-    snaps = run.group(run.remotes, lambda r: kernel.snapshot(r, hplans[r.host.node]))
-    run.snaps = {r.host.node: snaps[r.name] for r in run.remotes}
-    left = [f"{r.host.label()}: leftovers of an earlier kernel run ({', '.join(run.snaps[r.host.node].leftovers)}): "
-            "run aspan deploy stop" for r in run.remotes if run.snaps[r.host.node].leftovers]
-    if left:
-        raise RunFailed(left)
-    meta["iptables"] = {n: s.flavour for n, s in run.snaps.items()}
-
-    def arm(r: Remote) -> None:
-        n = r.host.node
-        local = run.rep_dir / f"{n}.kernel-restore.sh"
-        local.write_text(kernel.restore_script(hplans[n], run.snaps[n], r.host.install_dir))
-        run.armed.append(r)
-        r.put(local, kernel.restore_path(r.host.install_dir))
-        r.run(kernel.apply_script(hplans[n], run.snaps[n]), root=True)
-
-    run.group(run.remotes, arm)
+def _arm(run: _Run, hplans: dict[str, kernel.HostPlan], graph: MeshGraph, meta: dict[str, Any]) -> None:
+    """Snapshot every host, upload its restore script, then apply the plan (MAC filter, routes, sysctls, rules)."""
+    arm_hosts(run.remotes, hplans, graph, run.rep_dir, run.snaps, run.armed, meta)
 
 
 def _wait_ready(run: _Run, want: dict[str, list[str]], timeout: float) -> None:
@@ -453,20 +440,7 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshP
     problems: dict[str, list[str]] = {}
 
     def each(remotes: list[Remote], what: str, task: Callable[[Remote], Any]) -> dict[str, Any]:
-        if not remotes:
-            return {}
-        try:
-            res = by_name(on_hosts(remotes, task), remotes)
-        except GroupException as e:
-            res = by_name(e.result, remotes)
-        out = {}
-        for r in remotes:
-            v = res[r.name]
-            if isinstance(v, BaseException):
-                problems.setdefault(r.host.node, []).append(f"{what}: {describe_error(v)}")
-            else:
-                out[r.host.node] = v
-        return out
+        return each_host(remotes, what, task, problems)
 
     armed = list(run.armed)
     nfq_before = meta.pop("_nfq_before", None)
@@ -509,31 +483,14 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshP
         return got
 
     meta["gathered"] = each(armed, "gather", gather)
-    restored = each(armed, "restore", lambda r: r.run(kernel.run_restore_command(r.host.install_dir), root=True,
-                                                        timeout=90).stdout.strip())
-    meta["restored"] = restored
-    after = each([r for r in armed if r.host.node in restored], "check after the restore",
-                 lambda r: kernel.snapshot(r, hplans[r.host.node]))
-    meta["host_state_after"] = {}
-    for n, snap in after.items():
-        diffs = kernel.compare(run.snaps[n], snap)
-        meta["host_state_after"][n] = diffs or "as before the run"
-        if diffs:
-            problems.setdefault(n, []).extend(diffs)
+    restore_hosts(armed, hplans, run.snaps, meta, problems)
     for n, count in meta.get("statistic_drops", {}).items():
         _append_drops(run.rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
     for n, rec in meta.get("nfqueue", {}).items():
         b, a = rec["before"] or {}, rec["after"] or {}
         for key in ("queue_dropped", "user_dropped"):
             _append_drops(run.rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
-    meta["host_errors"] = {n: "; ".join(p) for n, p in problems.items()}
-    if problems:
-        labels = {r.host.node: r.host.label() for r in run.remotes}
-        lines = [f"{labels[n]}: {'; '.join(p)}" for n, p in problems.items()]
-        if meta["status"] in ("ok", "running"):
-            meta["status"] = "failed"
-        meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + lines)
-        meta["host_report"] = meta.get("host_report", []) + lines
+    record_problems(meta, problems, run.remotes)
 
 
 def _dry_run(cfg: dict[str, Any], plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str], seed: int,
@@ -545,8 +502,11 @@ def _dry_run(cfg: dict[str, Any], plan: meshmod.MeshPlan, inv: Inventory, rdirs:
     apps = app_configs(cfg, seed, rdirs)
     procs = {n: [name for name, _ in apps.get(n, [])] + [f"{n}.node"] for n in plan.nodes}
     hp = host_plans(plan, inv, rdirs, procs)
+    graph = experiment_graph(cfg)
     for n in plan.nodes:
         h = hosts[n]
+        macs = {m: f"<{m}:{hosts[m].iface}:MAC>" for m in plan.nodes}
+        hp[n].rules = macfilter.drop_rules(graph, n, h.iface, macs) + hp[n].rules
         snap = kernel.Snapshot("<flavour>", {k: "<before>" for k in hp[n].sysctls},
                                {f: "<before>" for f in hp[n].offloads_off}, {}, "", "", [])
         print(f"[{h.name}] kernel data plane on {h.iface} ({h.mesh_address}); processes: {', '.join(procs[n])}",
