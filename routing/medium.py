@@ -236,7 +236,12 @@ class Medium:
         return []
 
     def next_timer(self) -> int | None:
-        return self._heap[0][0] if self._heap else None
+        heap = self._heap
+        # an attempt frozen since it was scheduled does nothing (_on_attempt): drop it here rather than
+        # have the driver wake for it (a token only grows, so a stale attempt stays stale)
+        while heap and heap[0][2] == "attempt" and heap[0][3][1] != heap[0][3][0].token:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def advance(self, now: int) -> list[Output]:
         """Run every medium event due at or before ``now``; the deliveries and drops they made."""
@@ -246,6 +251,11 @@ class Medium:
             getattr(self, "_on_" + kind)(t, arg)
         out, self._out = self._out, []
         return out
+
+    @property
+    def events(self) -> int:
+        """Medium events run so far (scheduled and popped)."""
+        return self._order - len(self._heap)
 
     def queued(self, node: str) -> int:
         return len(self.stations[node].queue)
