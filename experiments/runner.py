@@ -13,6 +13,7 @@ from typing import Any, Callable
 import yaml
 
 from experiments.backends import BACKENDS, RepRunner
+from experiments.backends.loopback import refuse_local
 from experiments.build import refuse_metric
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
@@ -41,12 +42,14 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim and local
     backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others); an explicit ``link``
     field on sim and netns only (experiments.link_spec.LINK_REFUSED); ``routing.metric etx`` on the sim
-    only (experiments.build.METRIC_REFUSED).
+    only (experiments.build.METRIC_REFUSED); on local, a mesh too large for its loopback addresses or for
+    the medium process's open-file limit (experiments.backends.loopback.refuse_local).
     """
     variants = [(v.name, v.config) for v in exp.variants]
     refuse_medium(exp.source, variants, backend, ExperimentError)
     refuse_link(exp.source, variants, backend, ExperimentError)
     refuse_metric(exp.source, variants, backend, ExperimentError)
+    refuse_local(exp.source, variants, backend, ExperimentError)
     if backend != "netns":
         return
     for v in exp.variants:
