@@ -71,7 +71,7 @@ def distant_flows(nodes: list[str], links: list[list[str]], count: int) -> list[
     return out
 
 
-MAX_DURATION_S = 60.0   # virtual seconds after settling: a run still going then is stopped (status incomplete)
+MAX_DURATION_S = 120.0   # virtual seconds after settling: a run still going then is stopped (status incomplete)
 
 
 def experiment(nodes: list[str], medium: dict[str, Any], segments: int, settle_s: float) -> dict[str, Any]:
