@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+
 import experiments.backends.sim as sim
 from experiments.medium_spec import topology as medium_topology
 from experiments.schema import load_experiment
@@ -57,7 +59,6 @@ def node_names(n: int) -> list[str]:
 def distant_flows(nodes: list[str], links: list[list[str]], count: int) -> list[tuple[str, str]]:
     """``count`` (sender, receiver) pairs far apart: repeatedly the farthest pair (in hops) of nodes not
     yet in a flow, ties broken by node order (deterministic)."""
-    import networkx as nx
     g = MeshGraph.build(nodes, links).nx()
     dist = dict(nx.all_pairs_shortest_path_length(g))
     order = {n: i for i, n in enumerate(nodes)}
