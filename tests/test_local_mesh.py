@@ -3,6 +3,7 @@ its loopback addresses past 254 nodes; what it refuses before a run (experiments
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,9 @@ def test_loopback_addresses_go_on_past_254() -> None:
     assert len(every) == 3000 and not every & {loopback.pair_address(i) for i in range(3000)}
     with pytest.raises(ValueError):
         loopback.node_address(loopback.MAX_ADDRESSES)
+    for addr in (loopback.node_address(300), loopback.pair_address(300)):   # all of 127/8 is loopback
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind((addr, 0))
 
 
 def chain_exp(n: int, medium: str = "dcf") -> Any:
