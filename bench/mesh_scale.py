@@ -15,7 +15,11 @@ processes share the machine), and the ratio of each to the baseline measured in 
 4-node chain A-B-C-D 200 m apart with one flow.  The issue's target: the 50-node mesh with 10 flows
 at no less than 1 simulated second per wall second (wall/sim <= 1).
 
+``--write DIR`` writes every mesh as an experiment file instead (variants plain and dcf), to run on the
+local backend: ``aspan run DIR/mesh-scale-grid-50.yaml --backend local``.
+
 Run: .venv/bin/python -m bench mesh_scale [--sizes 4,9,16,25,50,100] [--rounds 3] [--profile grid-50]
+     [--write DIR]
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import yaml
 
 import experiments.backends.sim as sim
 from experiments.medium_spec import topology as medium_topology
@@ -147,6 +152,22 @@ def chain_mesh(segments: int, settle_s: float) -> Mesh:
     return Mesh("chain-4", data, 4, 3, 1, "baseline: A-B-C-D, 200 m apart")
 
 
+def for_any_backend(mesh: Mesh) -> dict[str, Any]:
+    """``mesh`` as an experiment file (``--write``): its links listed, variants ``plain`` (medium none on the
+    same links) and ``dcf`` (the bench's medium), ``etx.settle_s`` 2 (the local backend's processes start),
+    ``limits.max_duration_s`` 300."""
+    data = dict(mesh.data, name=f"mesh-scale-{mesh.name}")
+    cfg = resolve(mesh.data)
+    data["topology"] = {"nodes": cfg["topology"]["nodes"], "links": cfg["topology"]["links"]}
+    if mesh.name == "chain-4":
+        data["topology"] = {"chain": cfg["topology"]["nodes"]}
+    data["etx"] = dict(data["etx"], settle_s=2.0)
+    data["limits"] = {"max_duration_s": 300.0}   # the 100-node grid's flows took up to 124 s on local
+    data["variants"] = [{"name": "plain", "medium": {"model": "none", "positions": {}, "placement": "line"}},
+                        {"name": "dcf"}]
+    return data
+
+
 def _load() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1, 5, 15 min)"
 
@@ -213,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settle", type=float, default=1.0, help="etx.settle_s: probing before the flows start")
     ap.add_argument("--spacing", type=float, default=200.0, help="grid spacing in metres (< range_m 250)")
     ap.add_argument("--degree", type=float, default=6.0, help="random placement: mean neighbours per node")
+    ap.add_argument("--write", default="", help="directory: write each mesh as an experiment file for any backend "
+                                                "(variants plain: medium none on the same links, and dcf) and stop")
     ap.add_argument("--profile", default="", help="mesh name (e.g. grid-50): run it once under cProfile and "
                                                   "print the top functions instead")
     args = ap.parse_args(argv)
@@ -222,6 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             meshes.append(grid_mesh(n, args.spacing, args.segments, args.settle) if place == "grid"
                           else random_mesh(n, args.degree, args.segments, args.settle))
+    if args.write:
+        for m in meshes:
+            path = Path(args.write) / f"mesh-scale-{m.name}.yaml"
+            path.write_text(yaml.safe_dump(for_any_backend(m), sort_keys=False))
+            print(path)
+        return 0
     if args.profile:
         mesh = next(m for m in meshes if m.name == args.profile)
         out = Path(tempfile.gettempdir()) / f"mesh_scale-{mesh.name}.prof"
