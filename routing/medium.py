@@ -218,6 +218,7 @@ class Medium:
         # of strings changes with PYTHONHASHSEED from process to process.
         self._sensed_by = {src: tuple(sorted(n for n in topology.senses if src in topology.senses[n]))
                            for src in topology.hears}
+        self._sensing = {src: tuple(self.stations[n] for n in names) for src, names in self._sensed_by.items()}
         self._air: list[_Tx] = []   # frames in the air: at most one per station
         self._heap: list[tuple[int, int, str, Any]] = []
         self._order = 0
@@ -364,10 +365,10 @@ class Medium:
             self._overlap(other, tx)
             self._overlap(tx, other)
         self._air.append(tx)
-        for n in self._sensed_by[tx.src]:
-            s = self.stations[n]
+        for s in self._sensing[tx.src]:
             s.busy += 1
-            self._freeze(s, now)
+            if s.count_from is not None and s.attempt_at > now:   # else _freeze has nothing to do
+                self._freeze(s, now)
         if hold is not None:
             self._at(now + hold, "busy_end", tx.src)
 
@@ -381,12 +382,12 @@ class Medium:
                 victim.hidden = interferer.src != victim.src and interferer.src not in self.topo.senses[victim.src]
 
     def _unbusy(self, src: str, now: int) -> None:
-        for n in self._sensed_by[src]:
-            s = self.stations[n]
+        for s in self._sensing[src]:
             s.busy -= 1
             if s.busy == 0:
                 s.idle_since = now
-                self._contend(s, now)
+                if s.backoff is not None and not s.in_exchange and s.count_from is None:   # else _contend returns
+                    self._contend(s, now)
 
     def _done(self, st: _Station, now: int, success: bool) -> None:
         """The exchange is over: next frame after a success or a drop, else the same frame again."""
