@@ -213,18 +213,21 @@ def node_agent(cfg: dict[str, Any], name: str, log: EventSink | Emit) -> SnoopAg
 
 
 def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
-               t0: float, internal_probes: bool = True, apps: bool = True) -> NodeCore:
+               t0: float, internal_probes: bool = True, apps: bool = True,
+               routes: dict[str, RouteTable] | None = None) -> NodeCore:
     """The node core of ``name``: engine, snoop agent, ETX table, loss model and its TCP apps.
 
     ``t0`` is when probing starts on the backend's clock; flows start after
     ``etx.settle_s``.  Loss ``down`` intervals are relative to the flow start.
     With ``apps=False`` the node gets no bulk-transfer apps (for the socket API).
     ``log``: the node's event log (routing.eventlog.EventLog) or an ``emit`` function.
+    ``routes``: every node's route table (:func:`route_tables`), when a backend building every node in one
+    process computed them once (else this node's are computed here: all of them, for a large mesh a cost).
     """
     sink = as_sink(log)
     emit = sink.emit
     addrs = cfg["topology"]["addresses"]
-    table = route_tables(cfg)[name]
+    table = (routes or route_tables(cfg))[name]
     etx_cfg = cfg["etx"]
     t_flows = t0 + etx_cfg["settle_s"]
     loss = build_loss_model(node_loss_spec(cfg, name, t_flows), node_rng(seed, name, "loss"))

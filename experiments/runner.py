@@ -13,6 +13,7 @@ from typing import Any, Callable
 import yaml
 
 from experiments.backends import BACKENDS, RepRunner
+from experiments.backends.loopback import refuse_local
 from experiments.build import refuse_metric, refuse_route_hops
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
@@ -42,13 +43,16 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others); an explicit ``link``
     field on sim and netns only (experiments.link_spec.LINK_REFUSED); ``routing.metric etx`` on the sim
     only (experiments.build.METRIC_REFUSED); on the kernel data plane (netns, pi kernel) no flow's route
-    longer than the IPv4 option's 4-bit hop count (experiments.build.refuse_route_hops).
+    longer than the IPv4 option's 4-bit hop count (experiments.build.refuse_route_hops); on local, a mesh
+    too large for its loopback addresses or for the medium process's open-file limit
+    (experiments.backends.loopback.refuse_local).
     """
     variants = [(v.name, v.config) for v in exp.variants]
     refuse_medium(exp.source, variants, backend, ExperimentError)
     refuse_link(exp.source, variants, backend, ExperimentError)
     refuse_metric(exp.source, variants, backend, ExperimentError)
     refuse_route_hops(exp.source, variants, backend, ExperimentError)
+    refuse_local(exp.source, variants, backend, ExperimentError)
     for v in exp.variants:   # a link's own loss model needs the previous hop of every packet a node hears
         kernel = backend == "netns" or (backend == "pi" and v.config["pi"]["data_plane"] == "kernel")
         if kernel and v.config["loss"]["links"]:

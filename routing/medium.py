@@ -218,6 +218,7 @@ class Medium:
         # of strings changes with PYTHONHASHSEED from process to process.
         self._sensed_by = {src: tuple(sorted(n for n in topology.senses if src in topology.senses[n]))
                            for src in topology.hears}
+        self._sensing = {src: tuple(self.stations[n] for n in names) for src, names in self._sensed_by.items()}
         self._air: list[_Tx] = []   # frames in the air: at most one per station
         self._heap: list[tuple[int, int, str, Any]] = []
         self._order = 0
@@ -236,7 +237,12 @@ class Medium:
         return []
 
     def next_timer(self) -> int | None:
-        return self._heap[0][0] if self._heap else None
+        heap = self._heap
+        # an attempt frozen since it was scheduled does nothing (_on_attempt): drop it here rather than
+        # have the driver wake for it (a token only grows, so a stale attempt stays stale)
+        while heap and heap[0][2] == "attempt" and heap[0][3][1] != heap[0][3][0].token:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
 
     def advance(self, now: int) -> list[Output]:
         """Run every medium event due at or before ``now``; the deliveries and drops they made."""
@@ -246,6 +252,11 @@ class Medium:
             getattr(self, "_on_" + kind)(t, arg)
         out, self._out = self._out, []
         return out
+
+    @property
+    def events(self) -> int:
+        """Medium events run so far (scheduled and popped)."""
+        return self._order - len(self._heap)
 
     def queued(self, node: str) -> int:
         return len(self.stations[node].queue)
@@ -354,10 +365,10 @@ class Medium:
             self._overlap(other, tx)
             self._overlap(tx, other)
         self._air.append(tx)
-        for n in self._sensed_by[tx.src]:
-            s = self.stations[n]
+        for s in self._sensing[tx.src]:
             s.busy += 1
-            self._freeze(s, now)
+            if s.count_from is not None and s.attempt_at > now:   # else _freeze has nothing to do
+                self._freeze(s, now)
         if hold is not None:
             self._at(now + hold, "busy_end", tx.src)
 
@@ -371,12 +382,12 @@ class Medium:
                 victim.hidden = interferer.src != victim.src and interferer.src not in self.topo.senses[victim.src]
 
     def _unbusy(self, src: str, now: int) -> None:
-        for n in self._sensed_by[src]:
-            s = self.stations[n]
+        for s in self._sensing[src]:
             s.busy -= 1
             if s.busy == 0:
                 s.idle_since = now
-                self._contend(s, now)
+                if s.backoff is not None and not s.in_exchange and s.count_from is None:   # else _contend returns
+                    self._contend(s, now)
 
     def _done(self, st: _Station, now: int, success: bool) -> None:
         """The exchange is over: next frame after a success or a drop, else the same frame again."""

@@ -1,7 +1,8 @@
 """Local backend: one ``aspan node`` process per node on loopback UDP (no root needed).
 
-Node i listens on 127.0.1.(i+1) (standing in for the Pis' 10.2.1.x); the mesh
-addresses in the packets stay those of the YAML.  Every process started here is
+Node i listens on 127.0.1.(i+1) (standing in for the Pis' 10.2.1.x; past 254 nodes 127.1.b.x:
+experiments.backends.loopback); the mesh addresses in the packets stay those of the YAML.  A node's
+UDP peers are its graph neighbours (it sends to nobody else).  Every process started here is
 stopped here: at the end, on Ctrl-C and when a node fails.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiments.backends import medium_process
+from experiments.backends.loopback import directed_links, node_address
 from experiments.build import mac_on, new_key, start_rep, write_key, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import Variant
@@ -31,7 +33,8 @@ class NodeFailed(RuntimeError):
 
 
 def loopback_address(index: int) -> str:
-    return f"127.0.1.{index + 1}"
+    """Node ``index``'s address (experiments.backends.loopback.node_address)."""
+    return node_address(index)
 
 
 def free_port(host: str = "127.0.1.1") -> int:
@@ -105,11 +108,14 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if cfg["medium"]["model"] != "none":
             procs["medium"], via_medium = medium_process.start(cfg, seed, rep_dir, udp, free_port("127.0.2.1"),
                                                                deadline, t0)
+        neighbours: dict[str, list[str]] = {n: [] for n in names}
+        for a, b in directed_links(cfg):
+            neighbours[a].append(b)
         for n in names:
             conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
                     "log": str(rep_dir / f"{n}.log"), "done_file": str(rep_dir / f"{n}.done"),
                     "bind": list(udp[n]),
-                    "peers": via_medium[n] if via_medium else {addrs[m]: list(udp[m]) for m in names if m != n}}
+                    "peers": via_medium[n] if via_medium else {addrs[m]: list(udp[m]) for m in neighbours[n]}}
             if key is not None:
                 conf["auth_key_file"] = str(write_key(rep_dir / f"{n}.key", key))
             cpath = rep_dir / f"{n}.node.json"

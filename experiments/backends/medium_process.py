@@ -18,7 +18,8 @@ Run by the runner: ``python -m experiments.backends.medium_process --config FILE
 from __future__ import annotations
 
 import json
-import select
+import resource
+import selectors
 import socket
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from experiments.backends.loopback import MEDIUM_FD_MARGIN, directed_links, local_problem, pair_address
 from experiments.backends.medium_daemon import config_main, serve
 from experiments.medium_spec import build_medium
 from routing.eventlog import EventLog
@@ -69,17 +71,26 @@ class MediumProcess:
         self.stop_event.set()
 
     def run(self, deadline: float | None) -> None:
-        socks = [s for s, _, _ in self.by_fd.values()]
+        # epoll (selectors): select() takes no descriptor above 1023, and a large mesh has more pairs
+        sel = selectors.DefaultSelector()
+        for s, src, dst in self.by_fd.values():
+            sel.register(s, selectors.EVENT_READ, (s, src, dst))
+        try:
+            self._loop(sel, deadline)
+        finally:
+            sel.close()
+
+    def _loop(self, sel: selectors.BaseSelector, deadline: float | None) -> None:
         medium = self.medium
         while not self.stop_event.is_set():
             if deadline is not None and time.time() > deadline:
                 return
             nxt = medium.next_timer()
             wait = MAX_SLEEP_S if nxt is None else min(MAX_SLEEP_S, max(0.0, (nxt - self.now_ns()) / 1e9))
-            ready, _, _ = select.select(socks, [], [], wait)
+            ready = sel.select(wait)
             self._handle(medium.advance(self.now_ns()))
-            for s in ready:
-                _, src, dst = self.by_fd[s.fileno()]
+            for key, _ in ready:
+                s, src, dst = key.data
                 while True:
                     try:
                         data = s.recv(MAX_DATAGRAM)
@@ -121,19 +132,18 @@ class MediumProcess:
             s.close()
 
 
-PAIR_NET = "127.0.2."   # the medium's sockets: one loopback address per directed pair, one port
-
-
 def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[str, int]], port: int,
           deadline: float, start_by: float) -> tuple["subprocess.Popen[bytes]", dict[str, dict[str, list[Any]]]]:
     """Start the medium process of a local repetition; wait until its sockets are bound (by ``start_by``).
-    Returns the process and, per node, the peers to give it: every neighbour reached through the medium."""
+    Returns the process and, per node, the peers to give it: every graph neighbour, reached through the medium
+    (one socket per directed graph link: a node sends to nobody else).  What cannot fit is refused before the
+    run (experiments.backends.loopback.refuse_local); here it would be an error."""
     names = cfg["topology"]["nodes"]
     addrs = cfg["topology"]["addresses"]
-    pairs = [(a, b) for a in names for b in names if a != b]
-    if len(pairs) > 254:
-        raise ValueError(f"the local medium process serves at most 254 directed pairs (16 nodes), got {len(pairs)}")
-    plan = [{"src": a, "dst": b, "ip": f"{PAIR_NET}{i + 1}", "port": port} for i, (a, b) in enumerate(pairs)]
+    problem = local_problem(cfg)
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
+    plan = [{"src": a, "dst": b, "ip": pair_address(i), "port": port} for i, (a, b) in enumerate(directed_links(cfg))]
     ready = rep_dir / "medium.ready"
     conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
             "deadline": deadline, "pairs": plan, "nodes": {n: list(a) for n, a in udp.items()}}
@@ -149,9 +159,19 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
                 proc.wait()
             raise RuntimeError(f"the medium process did not start: {(rep_dir / 'medium.stderr').read_text()[-500:]}")
         time.sleep(0.02)
-    peers = {n: {addrs[p["dst"]]: [p["ip"], p["port"]] for p in plan if p["src"] == n} for n in names}
+    peers: dict[str, dict[str, list[Any]]] = {n: {} for n in names}
+    for p in plan:
+        peers[p["src"]][addrs[p["dst"]]] = [p["ip"], p["port"]]
     return proc, peers
 
+
+
+def _raise_open_files(need: int) -> None:
+    """One socket per directed pair: the soft limit of open files up to ``need``, as far as the hard one allows
+    (refuse_local refused a mesh above the hard one before the run)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
 
 
 def run_medium(conf: dict[str, Any]) -> int:
@@ -161,6 +181,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         cfg = conf["experiment"]
         medium = build_medium(cfg, conf["seed"])
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
+        _raise_open_files(len(pairs) + MEDIUM_FD_MARGIN)
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
         try:
             serve(proc, medium, log, conf, {"pairs": len(pairs)},

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiments.backends import sim_medium
-from experiments.build import build_node, etx_routes, overlay_tap, start_rep, write_meta
+from experiments.build import build_node, etx_routes, overlay_tap, route_tables, start_rep, write_meta
 from experiments.link_spec import sim_link
 from experiments.schema import Variant
 from routing.eventlog import EventLog
@@ -33,11 +33,17 @@ class EventLoop:
         self._order += 1
         heapq.heappush(self._heap, (t, self._order, fn, args))
 
+    @property
+    def events(self) -> int:
+        """Events run so far (scheduled and popped; a superseded wake-up counts): free of any cost in the loop."""
+        return self._order - len(self._heap)
+
     def run(self, until: float, stop: Callable[[], bool]) -> None:
         heap = self._heap
         while heap and not stop():
-            t, _, fn, args = heapq.heappop(heap)
+            t, order, fn, args = heapq.heappop(heap)
             if t > until:
+                heapq.heappush(heap, (t, order, fn, args))   # not run: it stays due
                 self.now = until
                 return
             self.now = t
@@ -107,7 +113,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     logs = {n: EventLog(rep_dir / f"{n}.log", n, batch=True) for n in names}
     taps: dict[str, Any] = {}
     try:
-        nodes = {n: SimNode(loop, build_node(cfg, n, seed, logs[n], 0.0), logs[n]) for n in names}
+        routes = route_tables(cfg)   # once for all nodes
+        nodes = {n: SimNode(loop, build_node(cfg, n, seed, logs[n], 0.0, routes=routes), logs[n]) for n in names}
         by_addr = {addrs[n]: nodes[n] for n in names}
         link = sim_link(cfg)   # null fields: the sim's own 10 Mbit/s, 2 ms, 50 packets
         medium = sim_medium.driver(cfg, seed, loop, nodes)  # None for medium.model none: the links below
@@ -137,8 +144,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
         until = cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]
-        loop.run(until, stop=lambda: all(getattr(a, "done", True) for a in apps))
-        finished = all(getattr(a, "done", True) for a in apps)
+        loop.run(until, stop=_all_done(apps))
+        finished = _all_done(apps)()
         meta["status"] = "ok" if finished else "incomplete"
         if not finished:
             meta["error"] = f"flows not finished after {cfg['limits']['max_duration_s']} s of virtual time"
@@ -160,6 +167,18 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             tap.close()
         write_meta(rep_dir, meta)
     return meta
+
+
+def _all_done(apps: list[Any]) -> Callable[[], bool]:
+    """The loop's stop test, asked after every event: every app done (one without ``done`` counts as done).
+    ``done`` never goes back to False, so only the apps not yet seen done are looked at, the last first."""
+    pending = [a for a in apps if not getattr(a, "done", True)]
+
+    def stop() -> bool:
+        while pending and pending[-1].done:
+            pending.pop()
+        return not pending
+    return stop
 
 
 def _fix_etx_routes(cfg: dict[str, Any], nodes: dict[str, SimNode], meta: dict[str, Any],
