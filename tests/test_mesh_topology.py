@@ -317,3 +317,22 @@ def test_routes_are_written_to_the_run_directory_before_the_start(tmp_path):
     routes = json.loads((d / "routes.json").read_text())
     assert routes["h"]["paths"] == [["D", "B", "A"]] and routes["h"]["routes"]["C"] == {"A": "A", "B": "A", "D": "D"}
     assert routes["e"]["measured"] and "meta.json" in routes["e"]["note"]
+
+
+def test_a_dead_link_carries_no_route_and_an_unreachable_destination_is_said():
+    """ETX of a link no probe crossed is inf: least_cost_next_hops leaves it out, so a node behind it has
+    no route (the run then fails naming it) rather than a route over a link that delivers nothing."""
+    from routing.routes import RouteError
+    g = MeshGraph.chain(["A", "B", "C"])
+    dead = {("B", "C"), ("C", "B")}
+    hops = least_cost_next_hops(g, lambda u, v: math.inf if (u, v) in dead else 1.0)
+    assert "C" not in hops["A"] and "C" not in hops["B"] and hops["A"]["B"] == "B"
+    cfg = load({"topology": {"chain": ["A", "B", "C"]}, "flows": [{"sender": "A", "receiver": "C"}]}).variants[0].config
+    with pytest.raises(RouteError, match="no route from A to C"):
+        route_tables(cfg, lambda u, v: math.inf if (u, v) in dead else 1.0)
+
+
+def test_a_loop_is_named_with_the_walk_that_shows_it():
+    """The walk stops as soon as it is longer than the node count (it must repeat a node then)."""
+    found = errors({"topology": {"links": DIAMOND, "routes": {"B": {"D": "A"}, "A": {"D": "B"}}}})
+    assert found["topology.routes.A"] == "routing loop from A to D: A -> B -> A -> B -> A"
