@@ -207,3 +207,21 @@ def test_carrier_sense_follows_who_senses_whom_in_an_asymmetric_graph() -> None:
     out = run(m)
     c_end = DIFS + B.exchange_ns(1000)
     assert out == [(DIFS + DATA_1000, "deliver", "C", "B"), (c_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "A", "B")]
+
+
+def test_half_duplex_a_station_that_transmits_does_not_decode_a_frame_for_it() -> None:
+    # Module docstring, reception: a frame is lost at its receiver when "the receiver itself transmits
+    # (half duplex)".  A, B, C hear each other; A sends to B while B sends to C, both in slot 0: nobody
+    # but B itself radiates near B, so only the half-duplex rule loses A's frame there.  (B's frame is
+    # lost at C, where A interferes.)  Retries: A 1 slot, B 3 slots (cw 63).
+    rng = ScriptedRng(0, 0, 1, 3)
+    m = Medium(B, full_mesh("A", "B", "C"), 10, rng)  # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    m.send(0, Frame("B", "C", "b", 1000))
+    assert run(m, until=DIFS + DATA_1000) == []   # B was on the air for the whole of A's frame
+    out = run(m)
+    retry = DIFS + B.exchange_ns(1000) + DIFS
+    assert out == [(retry + SLOT + DATA_1000, "deliver", "A", "B"),
+                   (retry + SLOT + B.exchange_ns(1000) + DIFS + 2 * SLOT + DATA_1000, "deliver", "B", "C")]
+    a = m.stations["A"].stats
+    assert (a.attempts, a.collisions, a.hidden, a.ack_lost) == (2, 1, 0, 0)
