@@ -254,3 +254,27 @@ def test_duplicate_detection_a_frame_whose_ack_was_lost_is_delivered_once() -> N
     assert m.queued("A") == 0 and m.next_timer() is None     # and its ACK came back
     a = m.stations["A"].stats
     assert (a.attempts, a.retries, a.collisions, a.ack_lost, a.mac_drops, a.frames) == (2, 1, 0, 1, 0, 1)
+
+
+def test_a_frame_delivered_whose_acks_are_all_lost_is_not_a_mac_retry_drop() -> None:
+    # CHAIN_EDAB with seven frames queued at D: every round A and D pick the same slot (all draws 0),
+    # so each of B's seven ACKs is lost at A under D's frame.  A gives up after retry_limit attempts
+    # (10.3.4.4), but B had the frame from the first attempt and delivered it once (10.3.2.14):
+    # Medium._done reports no ``mac_retry`` drop for it ("only its ACKs were lost: the receiver has it").
+    assert B.retry_limit == 7
+    m = Medium(B, CHAIN_EDAB, 10, ScriptedRng())  # type: ignore[arg-type]
+    a_frame = Frame("A", "B", "a", 100)
+    m.send(0, a_frame)
+    for i in range(7):
+        m.send(0, Frame("D", "E", i, 1500))
+    rounds = [DIFS + k * (B.exchange_ns(1500) + DIFS) for k in range(7)]   # A and D start together
+    give_up = rounds[-1] + B.exchange_ns(100)   # the end of B's 7th ACK, lost at A
+    out = run(m, until=give_up - 1)
+    assert out == [(DIFS + DATA_100, "deliver", "A", "B")] + [(s + DATA_1500, "deliver", "D", "E") for s in rounds[:-1]]
+    assert (a_frame.attempts, m.queued("A")) == (7, 1)
+    assert run(m, until=give_up) == []                  # A gives up here: no drop reported
+    assert m.queued("A") == 0
+    a = m.stations["A"].stats
+    assert (a.attempts, a.retries, a.collisions, a.ack_lost, a.mac_drops, a.frames) == (7, 6, 0, 7, 0, 1)
+    assert m.stations["A"].cw == B.cw_min
+    assert run(m) == [(rounds[-1] + DATA_1500, "deliver", "D", "E")]
