@@ -115,3 +115,21 @@ def test_already_acked_data_is_not_cached():
     a.on_ack(FLOW, 3 * MSS, 1.0)
     feed(a, [1])  # a late TCP retransmission of acknowledged data
     assert a.cache_segments == 0
+
+
+def test_segment_ending_exactly_at_the_last_ack_is_acknowledged_and_not_cached():
+    # A cumulative ACK of 3000 acknowledges every byte below 3000 (the cache frees a segment whose end
+    # is <= the ACK: FlowCache.free_below), so a late copy of segment 2 (2000..3000) has nothing left
+    # to protect: SnoopAgent.on_data's "already acknowledged" rule, end <= last ACK.
+    a, log = agent()
+    feed(a, range(3))
+    a.on_ack(FLOW, 3 * MSS, 1.0)
+    assert (a.cache_segments, a.cache_bytes, a.stats["freed"]) == (0, 0, 3)
+    f = AspanFields(1.0, 1.0)
+    assert a.on_data(FLOW, 2 * MSS, MSS, f, 0.995, 2, 2.0, "late2") is False
+    assert (a.cache_segments, a.cache_bytes, a.stats["cached"]) == (0, 0, 3)
+    assert f.pkt_effort == quantise(0.995) and f.snoop_count == 0   # forwarded as not cached
+    assert len(log.names("cache")) == 4   # 3 cached, 1 freed: nothing since
+    # the segment just above the ACK is not acknowledged: it is cached
+    assert a.on_data(FLOW, 3 * MSS, MSS, AspanFields(), 0.995, 2, 2.0, "pkt3") is True
+    assert a.cache_segments == 1

@@ -207,3 +207,74 @@ def test_carrier_sense_follows_who_senses_whom_in_an_asymmetric_graph() -> None:
     out = run(m)
     c_end = DIFS + B.exchange_ns(1000)
     assert out == [(DIFS + DATA_1000, "deliver", "C", "B"), (c_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "A", "B")]
+
+
+def test_half_duplex_a_station_that_transmits_does_not_decode_a_frame_for_it() -> None:
+    # Module docstring, reception: a frame is lost at its receiver when "the receiver itself transmits
+    # (half duplex)".  A, B, C hear each other; A sends to B while B sends to C, both in slot 0: nobody
+    # but B itself radiates near B, so only the half-duplex rule loses A's frame there.  (B's frame is
+    # lost at C, where A interferes.)  Retries: A 1 slot, B 3 slots (cw 63).
+    rng = ScriptedRng(0, 0, 1, 3)
+    m = Medium(B, full_mesh("A", "B", "C"), 10, rng)  # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    m.send(0, Frame("B", "C", "b", 1000))
+    assert run(m, until=DIFS + DATA_1000) == []   # B was on the air for the whole of A's frame
+    out = run(m)
+    retry = DIFS + B.exchange_ns(1000) + DIFS
+    assert out == [(retry + SLOT + DATA_1000, "deliver", "A", "B"),
+                   (retry + SLOT + B.exchange_ns(1000) + DIFS + 2 * SLOT + DATA_1000, "deliver", "B", "C")]
+    a = m.stations["A"].stats
+    assert (a.attempts, a.collisions, a.hidden, a.ack_lost) == (2, 1, 0, 0)
+
+
+# E - D - A - B, each hears only its neighbours: A and D sense each other, B does not sense D, E does
+# not sense A.  A sends 100 bytes to B while D sends 1500 bytes to E in the same slot: A's frame
+# reaches B intact, but B's ACK comes back while D is still on the air next to A and is lost there.
+CHAIN_EDAB = Topology.from_graph({"E": ["D"], "D": ["E", "A"], "A": ["D", "B"], "B": ["A"]})
+DATA_100 = 192_000 + 98_910            # preamble + (100 + 36) * 8 / 11 Mb/s
+DATA_1500 = 192_000 + 1_117_091        # preamble + (1500 + 36) * 8 / 11 Mb/s
+
+
+def test_duplicate_detection_a_frame_whose_ack_was_lost_is_delivered_once() -> None:
+    # IEEE 802.11-2020 10.3.2.14 (module docstring: "a frame delivered once is not delivered again when
+    # only its ACK was lost"): A never got the ACK, so it sends the frame again; B must not deliver it twice.
+    assert (B.data_ns(100), B.data_ns(1500)) == (DATA_100, DATA_1500)
+    assert DATA_100 + B.sifs_ns + ACK < DATA_1500   # the ACK ends inside D's frame
+    rng = ScriptedRng()   # every draw 0 slots
+    m = Medium(B, CHAIN_EDAB, 10, rng)  # type: ignore[arg-type]
+    a_frame = Frame("A", "B", "a", 100)
+    m.send(0, a_frame)
+    m.send(0, Frame("D", "E", "d", 1500))
+    # A's retry: after D's exchange (A defers to it) and a DIFS, 0 slots; its ACK then comes back
+    retry = DIFS + B.exchange_ns(1500) + DIFS
+    out = run(m, until=retry + B.exchange_ns(100) - 1)
+    assert out == [(DIFS + DATA_100, "deliver", "A", "B"), (DIFS + DATA_1500, "deliver", "D", "E")]
+    assert (a_frame.attempts, m.queued("A")) == (2, 1)   # the retry is on the air, its ACK not yet back
+    assert run(m, until=retry + B.exchange_ns(100)) == []   # the retry reached B: not delivered again
+    assert m.queued("A") == 0 and m.next_timer() is None     # and its ACK came back
+    a = m.stations["A"].stats
+    assert (a.attempts, a.retries, a.collisions, a.ack_lost, a.mac_drops, a.frames) == (2, 1, 0, 1, 0, 1)
+
+
+def test_a_frame_delivered_whose_acks_are_all_lost_is_not_a_mac_retry_drop() -> None:
+    # CHAIN_EDAB with seven frames queued at D: every round A and D pick the same slot (all draws 0),
+    # so each of B's seven ACKs is lost at A under D's frame.  A gives up after retry_limit attempts
+    # (10.3.4.4), but B had the frame from the first attempt and delivered it once (10.3.2.14):
+    # Medium._done reports no ``mac_retry`` drop for it ("only its ACKs were lost: the receiver has it").
+    assert B.retry_limit == 7
+    m = Medium(B, CHAIN_EDAB, 10, ScriptedRng())  # type: ignore[arg-type]
+    a_frame = Frame("A", "B", "a", 100)
+    m.send(0, a_frame)
+    for i in range(7):
+        m.send(0, Frame("D", "E", i, 1500))
+    rounds = [DIFS + k * (B.exchange_ns(1500) + DIFS) for k in range(7)]   # A and D start together
+    give_up = rounds[-1] + B.exchange_ns(100)   # the end of B's 7th ACK, lost at A
+    out = run(m, until=give_up - 1)
+    assert out == [(DIFS + DATA_100, "deliver", "A", "B")] + [(s + DATA_1500, "deliver", "D", "E") for s in rounds[:-1]]
+    assert (a_frame.attempts, m.queued("A")) == (7, 1)
+    assert run(m, until=give_up) == []                  # A gives up here: no drop reported
+    assert m.queued("A") == 0
+    a = m.stations["A"].stats
+    assert (a.attempts, a.retries, a.collisions, a.ack_lost, a.mac_drops, a.frames) == (7, 6, 0, 7, 0, 1)
+    assert m.stations["A"].cw == B.cw_min
+    assert run(m) == [(rounds[-1] + DATA_1500, "deliver", "D", "E")]
