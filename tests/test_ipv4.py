@@ -10,7 +10,7 @@ from scapy.all import IP, TCP, UDP, IPOption, Raw
 from aspan.fields import AspanFields
 from routing.ip_option import (check_fields, decode_option, encode_option, insert_option, rewrite_option,
                                strip_option)
-from routing.ipv4 import OPTION_LEN, PacketError, TcpPacket, find_option, parse_tcp
+from routing.ipv4 import OPTION_LEN, PacketError, TcpPacket, find_option, parse_tcp, tcp_checksum
 
 
 def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
@@ -25,6 +25,17 @@ def checksum_ok(data: bytes) -> bool:
     sent = pkt.chksum
     del pkt.chksum
     return IP(bytes(pkt)).chksum == sent
+
+
+@pytest.mark.parametrize("payload", [0, 1, 60, 61])
+def test_tcp_checksum_agrees_with_scapy_for_odd_and_even_segments(payload):
+    # RFC 9293 3.1: an odd segment is padded with a zero octet for the sum, but the
+    # pseudo-header's TCP Length is the segment's own length, "not counting" the pad
+    data = tcp_bytes(payload=payload)
+    seg = bytearray(data[20:])
+    sent = int.from_bytes(seg[16:18], "big")
+    seg[16:18] = b"\0\0"
+    assert tcp_checksum(data[12:16], data[16:20], seg) == sent == IP(data)[TCP].chksum
 
 
 def test_option_layout_is_eight_bytes_with_the_experimental_type():
