@@ -65,7 +65,7 @@ def test_ssthresh_at_the_third_dupack_is_half_the_flight_not_half_cwnd(variant: 
 def test_ssthresh_floor_of_two_segments_at_a_fast_retransmit(variant: str) -> None:
     # 3500 bytes in flight (three full segments and a 500-byte tail): FlightSize / 2 = 1750
     # is below 2 * SMSS, so ssthresh = 2000 (RFC 5681 eq. (4)).
-    a, rec = client(variant, iss=ISS, init_cwnd=4)
+    a, _ = client(variant, iss=ISS, init_cwnd=4)
     a.send(bytes(3500))
     out = a.segments_to_send(1.0)
     assert [len(s.payload) for s in out] == [1000, 1000, 1000, 500]
@@ -80,7 +80,7 @@ def test_ssthresh_floor_of_two_segments_at_a_fast_retransmit(variant: str) -> No
 def test_ssthresh_floor_of_two_segments_at_a_timeout(variant: str) -> None:
     # one segment outstanding and lost: RFC 5681 eq. (4) gives max(500, 2000) = 2000, and
     # cwnd = LW = 1 SMSS
-    a, rec = client(variant, iss=ISS, init_cwnd=4)
+    a, _ = client(variant, iss=ISS, init_cwnd=4)
     a.send(bytes(1000))
     assert len(a.segments_to_send(1.0)) == 1
     deadline = a.next_timer()
@@ -129,3 +129,9 @@ def test_a_window_update_is_not_a_duplicate_ack(variant: str) -> None:
     assert a.stats["dupacks_received"] == 2
     assert not a.in_recovery and a.stats["losses_dupack"] == 0
     assert a.segments_to_send(1.6) == [] and rec.of("rtx") == []
+    # RFC 5681 sec. 3.2: three dupacks "without any intervening ACKs which move SND.UNA": the
+    # update moved nothing, so the next dupack (window equal to the last one, 64000) is the third
+    a.on_segment(ack_seg(a, base, window=64_000,
+                         sack=sack_upto(3) if variant == "sack" else ()), 1.7)
+    assert a.stats["dupacks_received"] == 3 and a.in_recovery
+    assert [s.seq for s in a.segments_to_send(1.7)][:1] == [base]
