@@ -308,8 +308,9 @@ def tcp_window(data: bytes, ihl: int) -> int:
 
 def tcp_checksum(src: bytes, dst: bytes, segment: bytes | bytearray) -> int:
     """The TCP checksum (RFC 9293, 3.1) of ``segment`` (checksum field zero) between 4-byte addresses."""
-    if len(segment) % 2:
+    length = len(segment)              # the pseudo-header's TCP Length: without the pad octet
+    if length % 2:
         segment = bytes(segment) + b"\0"
     s = sum(struct.unpack(f"!{len(segment) // 2}H", segment))
-    s += sum(struct.unpack("!HHHH", src + dst)) + PROTO_TCP + len(segment)
+    s += sum(struct.unpack("!HHHH", src + dst)) + PROTO_TCP + length
     return fold_checksum(s)

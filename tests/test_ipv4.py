@@ -10,7 +10,7 @@ from scapy.all import IP, TCP, UDP, IPOption, Raw
 from aspan.fields import AspanFields
 from routing.ip_option import (check_fields, decode_option, encode_option, insert_option, rewrite_option,
                                strip_option)
-from routing.ipv4 import OPTION_LEN, PacketError, TcpPacket, find_option, parse_tcp
+from routing.ipv4 import OPTION_LEN, PacketError, TcpPacket, checksum, find_option, parse_tcp, tcp_checksum
 
 
 def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
@@ -25,6 +25,53 @@ def checksum_ok(data: bytes) -> bool:
     sent = pkt.chksum
     del pkt.chksum
     return IP(bytes(pkt)).chksum == sent
+
+
+def header_checksum_ok(data: bytes) -> bool:
+    """RFC 1071 check of the IPv4 header (as long as the IHL it states): sums to 0xFFFF."""
+    ihl = (data[0] & 15) * 4
+    return 20 <= ihl <= len(data) and checksum(data[:ihl]) == 0
+
+
+def tcp_checksum_ok(data: bytes) -> bool:
+    """RFC 9293 3.1 check of the TCP segment after the IPv4 header (pseudo-header included)."""
+    ihl = (data[0] & 15) * 4
+    seg = bytearray(data[ihl:])
+    sent = int.from_bytes(seg[16:18], "big")
+    seg[16:18] = b"\0\0"
+    return tcp_checksum(data[12:16], data[16:20], seg) == sent
+
+
+def assert_flip_detected(data: bytes, byte: int, ihl: int) -> None:
+    """One bit of byte ``byte`` of a valid packet (header length ``ihl``) was flipped.  The
+    Internet checksum detects every single-bit error of what it covers (a flip changes the
+    ones' complement sum by +-2^k, never 0 mod 0xFFFF): a flip in the header by the header
+    checksum, which does not cover the TCP segment; a flip in the segment by the TCP checksum."""
+    if byte < ihl:
+        assert not header_checksum_ok(data)
+    else:
+        assert header_checksum_ok(data) and not tcp_checksum_ok(data)
+
+
+def test_every_single_bit_flip_is_detected_by_a_checksum():
+    for payload in (60, 61):                         # an odd segment is padded for its checksum
+        data = insert_option(tcp_bytes(payload=payload), 20, encode_option(AspanFields(), 1))
+        assert header_checksum_ok(data) and tcp_checksum_ok(data)
+        for bit in range(8 * len(data)):
+            flipped = bytearray(data)
+            flipped[bit // 8] ^= 1 << (bit % 8)
+            assert_flip_detected(bytes(flipped), bit // 8, 28)
+
+
+@pytest.mark.parametrize("payload", [0, 1, 60, 61])
+def test_tcp_checksum_agrees_with_scapy_for_odd_and_even_segments(payload):
+    # RFC 9293 3.1: an odd segment is padded with a zero octet for the sum, but the
+    # pseudo-header's TCP Length is the segment's own length, "not counting" the pad
+    data = tcp_bytes(payload=payload)
+    seg = bytearray(data[20:])
+    sent = int.from_bytes(seg[16:18], "big")
+    seg[16:18] = b"\0\0"
+    assert tcp_checksum(data[12:16], data[16:20], seg) == sent == IP(data)[TCP].chksum
 
 
 def test_option_layout_is_eight_bytes_with_the_experimental_type():
@@ -120,6 +167,7 @@ def test_any_bytes_parse_or_raise_packet_error_only(blob):
 def test_bit_flips_in_a_valid_packet_parse_or_raise_packet_error(cut, bit):
     data = bytearray(insert_option(tcp_bytes(payload=60), 20, encode_option(AspanFields(), 1)))
     data[bit // 8 % len(data)] ^= 1 << (bit % 8)
+    assert_flip_detected(bytes(data), bit // 8 % len(data), 28)
     try:
         parse_tcp(bytes(data[:cut]), 94)
         parse_tcp(bytes(data), 94)
@@ -159,6 +207,7 @@ def test_the_fast_parse_agrees_with_the_general_one(payload, stamped, cut, bit, 
     elif mangle == 2 and bit < 8 * len(data):
         b = bytearray(data)
         b[bit // 8] ^= 1 << (bit % 8)
+        assert_flip_detected(bytes(b), bit // 8, 28 if stamped else 20)
         data = bytes(b)
     _same_parse(data)
 
