@@ -330,8 +330,7 @@ def test_a_diamond_on_one_bridge_each_pi_hears_only_its_neighbours_and_is_restor
     doc["topology"] = {"links": DIAMOND}
     doc["etx"]["settle_s"] = 5          # the filter is on from before the nodes start: >= 8 s to probe it
     exp.write_text(yaml.safe_dump(doc))
-    p = start_aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"),
-                    "--no-plot")
+    p = start_aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"))
     try:
         wait_for(lambda: p.poll() is not None or f"--mac-source {macs['A']}" in iptables_state(lab)["D"], 60,
                  "D's filter in force")
@@ -359,6 +358,11 @@ def test_a_diamond_on_one_bridge_each_pi_hears_only_its_neighbours_and_is_restor
     assert meta["restored"] == {n: "restored" for n in "ABCD"}
     df = pd.read_csv(only_run(tmp_path / "runs", "diamond") / "summary.csv")
     assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 6000).all()
+    [path] = meta["routing"]["paths"]                                # the run's report draws the mesh it ran on
+    assert path[0] == "A" and path[-1] == "D" and len(path) == 3
+    run = only_run(tmp_path / "runs", "diamond")
+    assert (run / "figures" / "mesh.png").stat().st_size > 0
+    assert f"| sack | hop count | A->D | {'-'.join(path)} | 1 |" in (run / "report.md").read_text()
     after = iptables_state(lab)
     assert after == before, "iptables changed by the run"
     assert "ASPAN" not in "".join(after.values())
