@@ -204,6 +204,20 @@ def node_link_loss_specs(cfg: dict[str, Any], name: str, t_flows: float) -> dict
     return out
 
 
+def refuse_link_loss(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+                     error: type[ConfigError]) -> None:
+    """Raise ``error`` naming the first variant with ``loss.links`` on the kernel data plane (netns; pi with
+    ``pi.data_plane: kernel``): a link's own loss model needs the previous hop of every packet a node hears,
+    which the NFQUEUE handlers do not know."""
+    for name, cfg in variants:
+        kernel = backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel")
+        if kernel and cfg["loss"]["links"]:
+            raise error(source, f"variants[{name}].loss.links",
+                        "the kernel data plane's handlers apply the node's loss model and do not know which "
+                        "neighbour sent a packet, so a loss per link would be ignored; use loss.nodes, or "
+                        "--backend sim or local")
+
+
 def node_agent(cfg: dict[str, Any], name: str, log: EventSink | Emit) -> SnoopAgent:
     """Node ``name``'s snoop agent: the scheme ``snoop.scheme`` with the experiment's snoop settings."""
     s = cfg["snoop"]

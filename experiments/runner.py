@@ -14,7 +14,7 @@ import yaml
 
 from experiments.backends import BACKENDS, RepRunner
 from experiments.backends.loopback import refuse_local
-from experiments.build import refuse_metric, refuse_route_hops
+from experiments.build import refuse_link_loss, refuse_metric, refuse_route_hops, route_record, route_tables
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
 from experiments.schema import Experiment, ExperimentError, Variant
@@ -43,7 +43,8 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others); an explicit ``link``
     field on sim and netns only (experiments.link_spec.LINK_REFUSED); ``routing.metric etx`` on the sim
     only (experiments.build.METRIC_REFUSED); on the kernel data plane (netns, pi kernel) no flow's route
-    longer than the IPv4 option's 4-bit hop count (experiments.build.refuse_route_hops); on local, a mesh
+    longer than the IPv4 option's 4-bit hop count (experiments.build.refuse_route_hops) and no loss per
+    link (experiments.build.refuse_link_loss); on local, a mesh
     too large for its loopback addresses or for the medium process's open-file limit
     (experiments.backends.loopback.refuse_local).
     """
@@ -53,13 +54,7 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     refuse_metric(exp.source, variants, backend, ExperimentError)
     refuse_route_hops(exp.source, variants, backend, ExperimentError)
     refuse_local(exp.source, variants, backend, ExperimentError)
-    for v in exp.variants:   # a link's own loss model needs the previous hop of every packet a node hears
-        kernel = backend == "netns" or (backend == "pi" and v.config["pi"]["data_plane"] == "kernel")
-        if kernel and v.config["loss"]["links"]:
-            raise ExperimentError(exp.source, f"variants[{v.name}].loss.links",
-                                  "the kernel data plane's handlers apply the node's loss model and do not know "
-                                  "which neighbour sent a packet, so a loss per link would be ignored; use "
-                                  "loss.nodes, or --backend sim or local")
+    refuse_link_loss(exp.source, variants, backend, ExperimentError)
     if backend != "netns":
         return
     for v in exp.variants:
@@ -146,7 +141,6 @@ def write_routes(run_dir: Path, exp: Experiment) -> None:
     """RUN_DIR/routes.json, before anything starts: per variant the routes every backend will use
     (experiments.build.route_record).  With routing.metric etx the routes are measured when each
     repetition's settle phase ends, so they are in that repetition's meta.json instead."""
-    from experiments.build import route_record, route_tables
     out: dict[str, Any] = {}
     for v in exp.variants:
         if v.config["routing"]["metric"] == "hops":

@@ -206,6 +206,13 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
     return full
 
 
+def _check_override_loss(src: str, path: str, spec: Any, default: dict[str, Any], errs: Errors) -> dict[str, Any]:
+    """A node's or a link's loss spec over ``loss.default``: with the default's model it inherits the
+    default's settings; with another model it stands alone."""
+    same_model = (spec or {}).get("model", default["model"]) == default["model"]
+    return _check_loss(src, path, _deep_merge(default, spec or {}) if same_model else spec, errs)
+
+
 def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     """Cross-field checks: nodes exist, addresses valid and unique, routes reach, flows sensible.
     Every error found is appended to ``errs``."""
@@ -218,9 +225,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         if nodes_ok and n not in nodes:
             errs.append(ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
             continue
-        merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
-            else _deep_merge(cfg["loss"]["default"], spec or {})
-        cfg["loss"]["nodes"][n] = _check_loss(src, f"loss.nodes.{n}", merged, errs)
+        cfg["loss"]["nodes"][n] = _check_override_loss(src, f"loss.nodes.{n}", spec, cfg["loss"]["default"], errs)
     cfg["loss"]["links"] = _check_link_losses(src, cfg, nodes if nodes_ok else [], errs)
     if not cfg["flows"]:
         errs.append(ExperimentError(src, "flows", "expected at least one flow"))
@@ -260,9 +265,7 @@ def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Er
                                         f"({', '.join(nodes)}), got {key!r}"))
             continue
         a, b, one_way = ends
-        merged = spec if (spec or {}).get("model", cfg["loss"]["default"]["model"]) != cfg["loss"]["default"]["model"] \
-            else _deep_merge(cfg["loss"]["default"], spec or {})
-        full = _check_loss(src, path, merged, errs)
+        full = _check_override_loss(src, path, spec, cfg["loss"]["default"], errs)
         if one_way:
             directed[f"{a}>{b}"] = full
         else:

@@ -149,6 +149,7 @@ def route_summary(topology: Mapping[str, Any], tables: Mapping[str, RouteTable])
     """Node -> {destination node: next-hop node} of every table, by name (for meta.json and routes.json)."""
     addrs = topology["addresses"]
     name_of = {a: n for n, a in addrs.items()}
-    return {n: {name_of[d]: name_of[v] for d, v in sorted(t.as_dict().items(), key=lambda kv: list(addrs.values()).index(kv[0]))
+    order = {a: i for i, a in enumerate(addrs.values())}     # destinations in node order
+    return {n: {name_of[d]: name_of[v] for d, v in sorted(t.as_dict().items(), key=lambda kv: order[kv[0]])
                 if d in name_of and v in name_of}
             for n, t in tables.items()}

@@ -43,12 +43,7 @@ def directed_links(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     """(src, dst) for every directed graph link, in node order then neighbour order: the pairs a node sends on."""
     topo = cfg["topology"]
     graph = MeshGraph.build(topo["nodes"], topo["links"])
-    nbrs: dict[str, list[str]] = {n: [] for n in graph.nodes}
-    for a, b in graph.links:
-        nbrs[a].append(b)
-        nbrs[b].append(a)
-    order = {n: i for i, n in enumerate(graph.nodes)}
-    return [(a, b) for a in graph.nodes for b in sorted(nbrs[a], key=order.__getitem__)]
+    return [(a, b) for a in graph.nodes for b in graph.neighbours(a)]
 
 
 def open_files_limit() -> int | None:

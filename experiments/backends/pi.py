@@ -254,11 +254,4 @@ def _finish(remotes: list[Remote], started: list[Remote], rdirs: dict[str, str],
             problems.setdefault(rnode[name], f"gather: {describe_error(v)}")
         else:
             meta["gathered"][rnode[name]] = v
-    meta["host_errors"] = problems
-    if problems:
-        labels = {r.host.node: r.host.label() for r in remotes}
-        lines = [f"{labels[n]}: {p}" for n, p in problems.items()]
-        if meta["status"] in ("ok", "running"):
-            meta["status"] = "failed"
-        meta["error"] = "; ".join(([meta["error"]] if meta.get("error") else []) + lines)
-        meta["host_report"] = meta.get("host_report", []) + lines
+    record_problems(meta, {n: [p] for n, p in problems.items()}, remotes)
