@@ -39,6 +39,7 @@ than ``W`` clears the ring in one go).
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
 __all__ = ["BEFORE_FULL_MODES", "QUALITY_MODES", "ProbeWindow", "LinkEstimator", "EtxTable"]
@@ -245,6 +246,13 @@ class LinkEstimator:
         if self.mode == "forward":
             return self.initial if self._forward is None else self._forward
         return self.forward() * self.reverse()
+
+    def etx(self) -> float:
+        """ETX of sending over this link, 1 / (df x dr) (De Couto et al., MobiCom 2003, Sec. 3: the forward
+        ratio the neighbour reported for my probes times the ratio of its probes I heard); ``math.inf``
+        when either is 0.  Routes by ETX use it (routing.linkstate; whatever :attr:`mode` says)."""
+        d = self.forward() * self.reverse()
+        return 1.0 / d if d > 0 else math.inf
 
     def __repr__(self) -> str:
         return (f"LinkEstimator(mode={self.mode!r}, forward={self.forward():.4f}, "

@@ -21,10 +21,11 @@ from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
 from routing.loss import build_loss_model, node_rng
-from routing.node import NodeCore, ProbeSettings
+from routing.node import NodeCore, ProbeSettings, Routing
 from routing.graph import LinkCost, path_of
+from routing.linkstate import LinkStateRouter, LinkStateSettings
 from routing.ip_option import MAX_NIBBLE
-from routing.routes import RouteTable, route_summary, topology_routes
+from routing.routes import RouteTable, graph_of, route_summary, topology_routes
 from tcp_user.bulk import BulkReceiver, BulkSender
 from tcp_user.config import TcpConfig
 
@@ -55,25 +56,27 @@ def route_tables(cfg: dict[str, Any], link_cost: LinkCost | None = None) -> dict
     return topology_routes(cfg["topology"], link_cost)
 
 
-#: Why a backend cannot take its routes from ETX (``routing.metric: etx``), refused before the run starts.
-#: The sim holds every node's estimator at one place when the settle phase ends; the real-time backends'
-#: nodes would need to tell each other their links first (link-state routing, issue 23).
-METRIC_REFUSED = {
-    b: "ETX routes are computed from every node's probe estimates at the end of the settle phase, which only "
-       "the sim holds at one place; the real-time backends' nodes do not yet exchange their link estimates "
-       "(link-state routing). Use routing.metric hops here, or --backend sim"
-    for b in ("local", "netns", "pi")
-}
+#: Why a backend cannot route by flooded link state (``routing.metric: etx`` or ``routing.dynamic``), refused
+#: before the run starts: the kernel data plane forwards by the namespaces' kernel routes, which its node
+#: daemon does not rewrite.
+LINK_STATE_REFUSED = ("the kernel data plane forwards by kernel routes fixed when the mesh is built; its node "
+                      "daemons do not flood link state or rewrite them. Use routing.metric hops without "
+                      "routing.dynamic there, or a backend with the overlay (sim, local, pi with pi.data_plane overlay)")
+
+
+def kernel_data_plane(cfg: dict[str, Any], backend: str) -> bool:
+    """Does ``backend`` forward this variant's packets by kernel routes (netns; pi with pi.data_plane kernel)?"""
+    return backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel")
 
 
 def refuse_metric(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
                   error: type[ConfigError]) -> None:
-    """Raise ``error`` naming the first variant whose ``routing.metric`` ``backend`` cannot follow."""
-    reason = METRIC_REFUSED.get(backend)
+    """Raise ``error`` naming the first variant whose link-state routing ``backend`` cannot run."""
     for name, cfg in variants:
-        if reason is not None and cfg["routing"]["metric"] != "hops":
-            raise error(source, f"variants[{name}].routing.metric",
-                        f"{cfg['routing']['metric']!r} cannot run on backend {backend}: {reason}")
+        if link_state(cfg) and kernel_data_plane(cfg, backend):
+            field = "metric" if cfg["routing"]["metric"] != "hops" else "dynamic"
+            raise error(source, f"variants[{name}].routing.{field}",
+                        f"{cfg['routing'][field]!r} cannot run on backend {backend}: {LINK_STATE_REFUSED}")
 
 
 #: The most hops a flow's route may have on the kernel data plane (netns; pi with ``pi.data_plane: kernel``):
@@ -105,31 +108,73 @@ def refuse_route_hops(source: str, variants: list[tuple[str, dict[str, Any]]], b
     """Raise ``error`` naming the first variant and flow whose route the kernel data plane cannot count
     (:func:`route_hop_problems`): on netns, and on pi with ``pi.data_plane: kernel``."""
     for name, cfg in variants:
-        if backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel"):
+        if kernel_data_plane(cfg, backend):
             for path, why in route_hop_problems(cfg)[:1]:
                 raise error(source, f"variants[{name}].{path}", f"cannot run on backend {backend}: {why}")
 
 
-def etx_link_costs(cfg: dict[str, Any], tables: dict[str, EtxTable]) -> dict[tuple[str, str], float]:
-    """(u, v) -> ETX of the link from u to v, as u measured it: 1 / (df x dr) (De Couto et al. 2003, Sec. 3:
-    the forward ratio v reported for u's probes times the ratio of v's probes u heard); inf when either
-    is 0.  ``tables``: every node's ETX table (keyed by neighbour address)."""
-    addrs = cfg["topology"]["addresses"]
-    costs: dict[tuple[str, str], float] = {}
-    for a, b in cfg["topology"]["links"]:
-        for u, v in ((a, b), (b, a)):
-            link = tables[u].link(addrs[v])
-            d = link.forward() * link.reverse()
-            costs[(u, v)] = 1.0 / d if d > 0 else math.inf
-    return costs
+def link_state(cfg: dict[str, Any]) -> bool:
+    """Do the nodes route by flooded link state (routing.linkstate)?  With the etx metric (static: the
+    routes fixed when settling ends) and with ``routing.dynamic``; hop-count static routes need none."""
+    return cfg["routing"]["metric"] == "etx" or cfg["routing"]["dynamic"]
 
 
-def etx_routes(cfg: dict[str, Any], tables: dict[str, EtxTable]) -> tuple[dict[str, RouteTable], dict[str, Any]]:
-    """Minimum-ETX route tables from the nodes' estimators (routing.metric etx), and their record
-    for meta.json (:func:`route_record`)."""
-    costs = etx_link_costs(cfg, tables)
-    routes = route_tables(cfg, lambda u, v: costs[(u, v)])
-    return routes, route_record(cfg, routes, measured=True, costs={f"{u}>{v}": c for (u, v), c in costs.items()})
+def link_state_settings(cfg: dict[str, Any]) -> LinkStateSettings:
+    r = cfg["routing"]
+    return LinkStateSettings(advertise_s=r["advertise_s"], hold_s=r["hold_s"], dead_s=r["dead_s"],
+                             margin=r["margin"], switch_after_s=r["switch_after_s"])
+
+
+def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable) -> LinkStateRouter | None:
+    """Node ``name``'s link-state router over its ETX table (None without link-state routing): link cost
+    ETX (``routing.metric: etx``) or 1 per live link (``hops``); the YAML's route overrides pinned; ``table``:
+    the routes it starts with."""
+    if not link_state(cfg):
+        return None
+    topo = cfg["topology"]
+    addrs = topo["addresses"]
+    graph = graph_of(topo)
+    if cfg["routing"]["metric"] == "etx":
+        def cost(nbr: str, now: float) -> float:
+            return etx.link(nbr).etx()
+    else:
+        def cost(nbr: str, now: float) -> float:
+            return 1.0
+    pinned = {addrs[d]: addrs[v] for d, v in (topo.get("routes") or {}).get(name, {}).items()}
+    return LinkStateRouter(addrs[name], [addrs[m] for m in graph.neighbours(name)], addrs.values(),
+                           link_state_settings(cfg), cost, lambda nbr: etx.link(nbr).last_heard, pinned,
+                           table.as_dict())
+
+
+def node_routing(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable, t0: float) -> Routing | None:
+    """What drives node ``name``'s router on the overlay (routing.node.Routing): static routes by ETX are
+    computed once when settling ends (``t0 + etx.settle_s``); dynamic routes from two advertisement
+    intervals after probing starts, and then whenever the link state changes."""
+    router = node_router(cfg, name, etx, table)
+    if router is None:
+        return None
+    t_flows = t0 + cfg["etx"]["settle_s"]
+    first = t0 + 2 * cfg["routing"]["advertise_s"]
+    return Routing(router, first, None if cfg["routing"]["dynamic"] else t_flows)
+
+
+def link_state_record(cfg: dict[str, Any], tables: dict[str, RouteTable],
+                      routers: dict[str, LinkStateRouter]) -> dict[str, Any]:
+    """meta.json's ``routing`` after a run with link-state routing: the routes the nodes ended with
+    (``tables``, per node name) and the link costs each node last advertised (its own LSA), ``"A>B"``:
+    the cost of sending from A to B; a link a node did not advertise (down, or never heard) is null."""
+    topo = cfg["topology"]
+    addrs = topo["addresses"]
+    name_of = {a: n for n, a in addrs.items()}
+    costs: dict[str, float] = {f"{u}>{v}": math.inf for a, b in topo["links"] for u, v in ((a, b), (b, a))}
+    for n, router in routers.items():
+        own = router.database().get(addrs[n])
+        for v, c in (own.links if own is not None else ()):
+            costs[f"{n}>{name_of[v]}"] = c
+    rec = route_record(cfg, tables, measured=True, costs=costs)
+    rec["dynamic"] = bool(cfg["routing"]["dynamic"])
+    rec["route_changes"] = {n: r.stats["route_changes"] for n, r in routers.items()}
+    return rec
 
 
 def medium_positions(cfg: dict[str, Any]) -> dict[str, list[float]] | None:
@@ -259,7 +304,8 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
                            etx_cfg["log_interval_s"], t0)
     node = NodeCore(name, addrs[name], engine, etx, list(table.neighbours), probes, emit,
-                    jitter=lambda: jrng.uniform(-0.1, 0.1), internal_probes=internal_probes)
+                    jitter=lambda: jrng.uniform(-0.1, 0.1), internal_probes=internal_probes,
+                    routing=node_routing(cfg, name, etx, table, t0))
     for fp in (flow_plans(cfg, seed, t_flows) if apps else []):
         tcfg = tcp_config(cfg, fp.segment_size, fp.variant)
         fname = fp.name(addrs)

@@ -72,9 +72,17 @@ SCHEMA: dict[str, Any] = {
         "addresses": F((dict,), {}, None, "node -> mesh address (default 10.2.1.1, 10.2.1.2, ...)"),
         "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; overrides of the computed routes"),
     },
-    "routing": {
+    "routing": {   # routing.linkstate; docs/DESIGN.md, "Link-state routing"
         "metric": F(STR, "hops", member_of(METRICS), "hops: shortest paths by hop count | etx: minimum-ETX paths "
-                                                     "from the settle phase's probe estimates, fixed for the run"),
+                                                     "from the link state the nodes flood (their probe estimates)"),
+        "dynamic": F(BOOL, False, None, "false: routes fixed for the run (etx: as measured when settling ends) | "
+                                        "true: every node keeps following the flooded link state and reroutes"),
+        "advertise_s": F(NUM, 0.5, in_range(0, lo_open=True), "how often a node floods its link-state advertisement"),
+        "hold_s": F(NUM, 3.0, in_range(0, lo_open=True), "an advertisement not refreshed for this long is forgotten"),
+        "dead_s": F(NUM, 1.0, in_range(0, lo_open=True), "a neighbour not heard for this long: its link is down"),
+        "margin": F(NUM, 0.1, in_range(0), "hysteresis: a new next hop whose path is better by this fraction takes "
+                                           "over at once..."),
+        "switch_after_s": F(NUM, 5.0, in_range(0), "...one better by less, after staying better this long"),
     },
     "loss": {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
@@ -242,6 +250,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     cfg["flows"] = flows
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
         errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
+    _check_routing(src, cfg, errs)
     _check_scheme(src, cfg["snoop"], errs)
     if nodes_ok:
         n_errs = len(errs)
@@ -249,6 +258,17 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         topology_ok = topology_ok and len(errs) == n_errs
     if topology_ok and all(isinstance(f.get(r), str) and f[r] in nodes for f in flows for r in ("sender", "receiver")):
         check_graph(src, cfg, ExperimentError, errs)   # connected, flows joined, routes sound (issue 13)
+
+
+def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
+    """Timers of link-state routing that cannot work together (routing.linkstate)."""
+    r, etx = cfg["routing"], cfg["etx"]
+    if not r["hold_s"] > r["advertise_s"]:
+        errs.append(ExperimentError(src, "routing.hold_s", f"must exceed routing.advertise_s ({r['advertise_s']}): "
+                                    "an advertisement would be forgotten before its next copy comes"))
+    if not r["dead_s"] > max(etx["interval_s"], etx["warmup_interval_s"]):
+        errs.append(ExperimentError(src, "routing.dead_s", f"must exceed the probe interval etx.interval_s "
+                                    f"({etx['interval_s']}): every link would look down between two probes"))
 
 
 def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Errors) -> dict[str, Any]:

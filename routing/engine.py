@@ -19,7 +19,7 @@ from aspan.fields import FIXED_ONE, AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
 from routing.step import DROP_REASONS, HOP_LIMIT, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
-from routing.wire import (AUTH_VERSION, DATA, IP_UDP_OVERHEAD, PROBE, Packet, WireError, authentic_data, decode,
+from routing.wire import (AUTH_VERSION, DATA, IP_UDP_OVERHEAD, LSA, PROBE, Packet, WireError, authentic_data, decode,
                           decode_authentic, ntoa, plain_data, plain_packet, relayed, wire_size)
 from tcp_user.segment import ACK, Segment
 
@@ -46,7 +46,10 @@ class Drop:
 
 Action = Transmit | Deliver | Drop
 
-_PTYPES = {DATA: "tcp", PROBE: "probe"}
+_PTYPES = {DATA: "tcp", PROBE: "probe", LSA: "lsa"}
+#: packets that measure or describe one link, sent to a neighbour over that link and never relayed: an ETX
+#: probe must cross the link it measures even when the route to the neighbour goes around it (etx metric)
+LINK_LOCAL = (PROBE, LSA)
 _MAX_NAMES = 4096
 
 
@@ -282,6 +285,11 @@ class ForwardingEngine:
                 pkt.hops = hop + 1
                 actions.append(Transmit(pkt, nxt))
                 return actions
+        if pkt.ptype in LINK_LOCAL:
+            if kind != "send" or pkt.dst not in self.routes.neighbours:
+                return [self.drop(pkt, "no_route", now, detail="a link-local packet is never relayed")]
+            pkt.hops = hop + 1
+            return [Transmit(pkt, pkt.dst)]          # over the link itself, whatever the routes say
         nxt = self.routes.next_hop(pkt.dst)
         if nxt is None:
             return [self.drop(pkt, "no_route", now)]

@@ -13,7 +13,8 @@ from typing import Any, Callable, Protocol
 from aspan.fields import AspanFields
 from etx.estimator import EtxTable
 from routing.engine import Deliver, ForwardingEngine, Transmit
-from routing.wire import DATA, PROBE, Packet, Probe
+from routing.linkstate import LinkStateRouter, RouteChange
+from routing.wire import DATA, LSA, PROBE, Packet, Probe
 from tcp_user.segment import SYN, Segment
 
 Emit = Callable[..., None]
@@ -53,10 +54,23 @@ class ProbeSettings:
     start: float = 0.0
 
 
+@dataclass
+class Routing:
+    """Link-state routing of a node (routing.linkstate): its router, and ``freeze_at`` (static routes by
+    ETX: the routes computed then are kept for the run and flooding stops) or None (dynamic: the node
+    follows the link state to the end).  Routes are first computed at ``first_compute`` (the
+    advertisements have had time to spread: until then the table the node started with stands)."""
+
+    router: LinkStateRouter
+    first_compute: float
+    freeze_at: float | None = None
+
+
 class NodeCore:
     def __init__(self, name: str, address: str, engine: ForwardingEngine, etx: EtxTable,
                  neighbours: list[str], probes: ProbeSettings, emit: Emit,
-                 jitter: Callable[[], float] | None = None, internal_probes: bool = True) -> None:
+                 jitter: Callable[[], float] | None = None, internal_probes: bool = True,
+                 routing: Routing | None = None) -> None:
         self.name = name
         self.address = address
         self.engine = engine
@@ -77,6 +91,10 @@ class NodeCore:
             for i, nbr in enumerate(self.neighbours):
                 self._push(probes.start + 0.001 * (i + 1), "probe", nbr)
         self._push(probes.start + probes.log_interval_s, "etx_log", "")
+        self.routing = routing
+        if routing is not None:
+            self._push(probes.start + routing.router.settings.advertise_s * (1.0 + self._jitter()), "lsa", "")
+            self._push(routing.first_compute if routing.freeze_at is None else routing.freeze_at, "route", "")
 
     # ---- setup -------------------------------------------------------------
     def bind(self, endpoint: Endpoint, local_port: int, remote: str, remote_port: int,
@@ -128,6 +146,10 @@ class NodeCore:
             _, _, kind, arg = heapq.heappop(self._timers)
             if kind == "probe":
                 out.extend(self._send_probe(arg, now))
+            elif kind == "lsa":
+                out.extend(self._advertise(now))
+            elif kind == "route":
+                self._route(now)
             else:
                 self._log_etx(now)
         t = self.engine.next_timer()
@@ -167,6 +189,46 @@ class NodeCore:
             self._emit(now, "etx", nbr=nbr, forward=round(vals["forward"], 6),
                        reverse=round(vals["reverse"], 6), quality=round(vals["quality"], 6))
 
+    # ---- link-state routing (routing.linkstate) ------------------------------
+    def _advertise(self, now: float) -> Out:
+        """Originate this node's LSA and send it to every neighbour; the next one in ``advertise_s``."""
+        rt = self.routing
+        assert rt is not None
+        if rt.freeze_at is not None and now >= rt.freeze_at:
+            return []                     # static routes: no flooding once they are fixed
+        self._push(now + rt.router.settings.advertise_s * (1.0 + self._jitter()), "lsa", "")
+        lsa = rt.router.originate(now)
+        return self._flood(lsa, rt.router.neighbours, now)
+
+    def _flood(self, lsa: Any, to: Any, now: float) -> Out:
+        out: Out = []
+        for v in to:
+            out.extend(self._run(self.engine.send_local(Packet(LSA, self.address, 0, v, 0, lsa=lsa), now), now))
+        return out
+
+    def _route(self, now: float) -> None:
+        """Recompute the routes when the link state changed (dynamic), or once (static, at ``freeze_at``)."""
+        rt = self.routing
+        assert rt is not None
+        router = rt.router
+        if rt.freeze_at is None:
+            self._push(now + router.settings.recompute_s, "route", "")
+            if not router.due(now):
+                return
+        self.apply_routes(router.compute(now), now)
+        if rt.freeze_at is not None:
+            self._emit(now, "routes", metric="etx", routes=self.engine.routes.as_dict())
+
+    def apply_routes(self, changes: list[RouteChange], now: float) -> None:
+        """Put the router's routes into the route table the forwarding step reads, and log each change."""
+        if not changes:
+            return
+        assert self.routing is not None
+        self.engine.routes.replace(self.routing.router.routes)
+        for c in changes:
+            self._emit(now, "route", dst=c.dst, old=c.old, new=c.new,
+                       metric=None if c.metric is None else round(c.metric, 4))
+
     def _run(self, actions: list[Any], now: float) -> Out:
         out: Out = []
         for a in actions:
@@ -184,6 +246,16 @@ class NodeCore:
             else:   # every datagram is accounted for (issue 13, item 6)
                 self.engine.drop(pkt, "stranger", now, detail="probe from a non-neighbour")
             return []
+        if pkt.ptype == LSA and pkt.lsa is not None:
+            if pkt.src not in self.neighbours:
+                self.engine.drop(pkt, "stranger", now, detail="LSA from a non-neighbour")
+                return []
+            rt = self.routing
+            if rt is None:
+                self.engine.drop(pkt, "no_route", now, detail="LSA heard by a node without link-state routing")
+                return []
+            frozen = rt.freeze_at is not None and now >= rt.freeze_at   # kept and counted, not passed on
+            return self._flood(pkt.lsa, rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not frozen), now)
         if pkt.ptype == DATA and pkt.segment is not None:
             b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))
             if b is None and pkt.segment.flags & SYN and pkt.dport in self._listeners:

@@ -7,6 +7,8 @@ Layout, network byte order::
     body                type DATA:    seq u32 | ack u32 | flags u8 | nsack u8 | nsnack u8 | window u32
                                       | paylen u16 | nsack x (left u32, right u32) | nsnack x u32 | payload
                         type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
+                        type LSA:     origin ip(4) | seq u32 | nlinks u8 | nlinks x (neighbour ip(4), etx u16)
+                                      (a link-state advertisement, routing.linkstate; etx in hundredths, >= 100)
     trailer (4 bytes)   CRC-32 of everything before it
 
 Version 3 (authenticated overlay, issue 13) is version 2 with the CRC trailer replaced by
@@ -38,6 +40,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from aspan.fields import FIXED_ONE, AspanFields, to_fixed
+from routing.linkstate import Lsa
 from tcp_user.segment import KNOWN_FLAGS, MAX_SACK_BLOCKS, MAX_SNACK, Segment
 
 MAGIC = 0xA5
@@ -47,10 +50,15 @@ TAG_LEN = 16
 
 DATA = 1     # carries a TCP segment
 PROBE = 2    # ETX probe
+LSA = 3      # link-state advertisement (routing.linkstate), flooded hop by hop
 
 _HEADER = struct.Struct("!BBB4sH4sHBBBBHH")
 _DATA = struct.Struct("!IIBBBIH")
 _PROBE = struct.Struct("!If")
+_LSA = struct.Struct("!4sIB")
+_LSA_LINK = struct.Struct("!4sH")
+#: ETX hundredths an LSA link may carry (routing.linkstate.MAX_ETX is the largest, 65535 stays unused)
+_ETX_MIN, _ETX_MAX = 100, 65534
 _CRC = struct.Struct("!I")
 _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
@@ -137,11 +145,12 @@ class Packet:
     fields: AspanFields = field(default_factory=AspanFields)
     segment: Segment | None = None
     probe: Probe | None = None
+    lsa: Lsa | None = None
 
     def copy(self) -> "Packet":
         """A copy whose header fields can be changed without touching this one (payload shared)."""
         return Packet(self.ptype, self.src, self.sport, self.dst, self.dport, self.hops,
-                      self.fields.copy(), self.segment, self.probe)
+                      self.fields.copy(), self.segment, self.probe, self.lsa)
 
     def flow(self) -> tuple[str, int, str, int]:
         return (self.src, self.sport, self.dst, self.dport)
@@ -214,9 +223,39 @@ def _general_body(pkt: Packet, version: int) -> bytes:
             if not (p.ratio == -1.0 or _f32_ok(p.ratio)):
                 raise WireError(f"probe ratio out of range: {p.ratio}")
             return head + _PROBE.pack(p.seq, p.ratio)
+        if pkt.ptype == LSA:
+            if pkt.lsa is None:
+                raise WireError("LSA packet without an advertisement")
+            return head + _lsa_body(pkt.lsa)
         raise WireError(f"unknown packet type {pkt.ptype}")
     except (struct.error, OSError, TypeError, OverflowError) as e:
         raise WireError(f"cannot encode packet: {e}") from None
+
+
+def _lsa_body(lsa: Lsa) -> bytes:
+    parts = [_LSA.pack(_aton(lsa.origin), lsa.seq, len(lsa.links))]
+    for v, etx in lsa.links:
+        hundredths = round(etx * 100)
+        if not _ETX_MIN <= hundredths <= _ETX_MAX:
+            raise WireError(f"LSA link {lsa.origin}->{v}: ETX {etx!r} out of [1, {_ETX_MAX / 100}]")
+        parts.append(_LSA_LINK.pack(_aton(v), hundredths))
+    return b"".join(parts)
+
+
+def _parse_lsa(data: bytes, off: int, body_end: int) -> Lsa:
+    if off + _LSA.size > body_end:
+        raise WireError("truncated LSA body")
+    origin, seq, n = _LSA.unpack_from(data, off)
+    off += _LSA.size
+    if off + n * _LSA_LINK.size != body_end:
+        raise WireError("LSA link count disagrees with datagram size")
+    links = []
+    for i in range(n):
+        v, hundredths = _LSA_LINK.unpack_from(data, off + i * _LSA_LINK.size)
+        if not _ETX_MIN <= hundredths <= _ETX_MAX:
+            raise WireError(f"LSA link {i}: ETX {hundredths / 100} out of range")
+        links.append((ntoa(v), hundredths / 100))
+    return Lsa(ntoa(origin), seq, tuple(links))
 
 
 # ---- version 3: authenticated (issue 13, item 3) ------------------------------------------------
@@ -400,6 +439,8 @@ def _parse_general(data: bytes, body_end: int, expected_version: int) -> Packet:
         if not (ratio == -1.0 or _f32_ok(ratio)):
             raise WireError("probe ratio out of range")
         pkt.probe = Probe(seq, ratio)
+    elif ptype == LSA:
+        pkt.lsa = _parse_lsa(data, off, body_end)
     else:
         raise WireError(f"unknown packet type {ptype}")
     return pkt
@@ -414,4 +455,6 @@ def wire_size(pkt: Packet) -> int:
     if pkt.ptype == DATA and pkt.segment is not None:
         s = pkt.segment
         return size + _DATA.size + 8 * len(s.sack) + 4 * len(s.snack) + len(s.payload)
+    if pkt.ptype == LSA and pkt.lsa is not None:
+        return size + _LSA.size + _LSA_LINK.size * len(pkt.lsa.links)
     return size + _PROBE.size

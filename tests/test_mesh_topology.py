@@ -8,7 +8,8 @@ import networkx as nx
 import pandas as pd
 import pytest
 
-from experiments.build import build_node, etx_link_costs, route_tables
+from experiments.build import build_node, route_tables
+from etx.estimator import LinkEstimator
 from experiments.medium_spec import positions
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
@@ -132,37 +133,19 @@ def test_an_override_may_take_any_graph_neighbour_and_is_still_checked():
 
 def test_etx_costs_take_the_lossy_link_out_of_the_route():
     cfg = load({"topology": {"links": DIAMOND}, "routing": {"metric": "etx"}}).variants[0].config
-
-    class Link:
-        def __init__(self, df, dr):
-            self.df, self.dr = df, dr
-
-        def forward(self):
-            return self.df
-
-        def reverse(self):
-            return self.dr
-
-    class Table:
-        def __init__(self, links):
-            self.links = links
-
-        def link(self, addr):
-            return self.links[addr]
-
-    addrs = cfg["topology"]["addresses"]
-    def estimators(ratio):
-        return {u: Table({addrs[v]: Link(ratio.get((u, v), 1.0), ratio.get((v, u), 1.0))
-                          for v in MeshGraph.build(cfg["topology"]["nodes"], DIAMOND).neighbours(u)})
-                for u in "ABCD"}
-    costs = etx_link_costs(cfg, estimators({("A", "B"): 0.5}))    # A->B delivers half of A's probes
-    assert costs[("A", "B")] == pytest.approx(2.0) and costs[("B", "A")] == pytest.approx(2.0)   # 1 / (df x dr)
-    assert costs[("A", "C")] == 1.0
+    half = LinkEstimator(window=10)
+    for seq in (0, 1, 3, 5, 7):                   # probes 0-7 sent, 2, 4, 6 lost: dr 5/8; df 0.8 reported
+        half.on_probe(seq, 0.8, now=0.0)
+    assert half.etx() == pytest.approx(2.0)      # 1 / (df x dr) = 1 / (0.8 x 5/8), De Couto et al. Sec. 3
+    costs = {(u, v): 1.0 for a, b in DIAMOND for u, v in ((a, b), (b, a))}
+    costs[("A", "B")] = costs[("B", "A")] = half.etx()
     hops = route_summary(cfg["topology"], route_tables(cfg, lambda u, v: costs[(u, v)]))
     assert path_of(hops, "A", "D") == ["A", "C", "D"] and path_of(hops, "D", "A") == ["D", "C", "A"]
     assert hops["A"]["B"] == "B"     # 2.0 direct beats 3.0 round the diamond
-    costs = etx_link_costs(cfg, estimators({("A", "B"): 0.0}))    # a dead link costs inf: no route crosses it
-    assert costs[("A", "B")] == math.inf
+    dead = LinkEstimator(window=10)
+    dead.on_probe(0, 0.0, now=0.0)               # the neighbour heard none of ours: df 0
+    assert dead.etx() == math.inf
+    costs[("A", "B")] = dead.etx()               # a dead link costs inf: no route crosses it
     assert path_of(route_summary(cfg["topology"], route_tables(cfg, lambda u, v: costs[(u, v)])), "A", "B") \
         == ["A", "C", "D", "B"]
 
@@ -170,7 +153,7 @@ def test_etx_costs_take_the_lossy_link_out_of_the_route():
 def test_etx_routes_are_refused_before_the_start_where_they_cannot_be_measured(tmp_path, capsys):
     from experiments.cli import main
     f = tmp_path / "e.yaml"
-    f.write_text(json.dumps({"backend": "local", "topology": {"links": DIAMOND}, "routing": {"metric": "etx"}}))
+    f.write_text(json.dumps({"backend": "netns", "topology": {"links": DIAMOND}, "routing": {"metric": "etx"}}))
     assert main(["validate", str(f)]) == 2
     assert "variants[default].routing.metric" in capsys.readouterr().err
     assert main(["validate", str(f), "--backend", "sim"]) == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiments.backends import sim_medium
-from experiments.build import build_node, etx_routes, overlay_tap, route_tables, start_rep, write_meta
+from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
 from experiments.link_spec import sim_link
 from experiments.schema import Variant
 from routing.eventlog import EventLog
@@ -138,8 +138,6 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                                           node.queue_drop)
         if medium and (taps or any(node.core.engine.step.link_lost for node in nodes.values())):
             medium.previous_hop = dict(addrs)   # a capture names the previous hop, a link's loss model needs it
-        if cfg["routing"]["metric"] == "etx":   # fixed when settling ends, before any flow's first segment
-            loop.call_at(cfg["etx"]["settle_s"], _fix_etx_routes, cfg, nodes, meta, logs, loop)
         for node in nodes.values():
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
@@ -150,11 +148,17 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if not finished:
             meta["error"] = f"flows not finished after {cfg['limits']['max_duration_s']} s of virtual time"
         meta["virtual_end_s"] = round(loop.now, 6)
+        routers = {n: node.core.routing.router for n, node in nodes.items() if node.core.routing is not None}
+        if routers:   # the routes the nodes ended with (routing.linkstate), as the mesh figure draws them
+            meta["routing"] = link_state_record(cfg, {n: node.core.engine.routes for n, node in nodes.items()},
+                                                routers)
         if medium:
             medium.log_stats(lambda n, stats: logs[n].emit(loop.now, "mac", **stats))
         for n, node in nodes.items():
             node.core.engine.step.flush_drops(loop.now, final=True)
-            extra = {"capture": taps[n].writer.stats()} if n in taps else {}
+            extra: dict[str, Any] = {"capture": taps[n].writer.stats()} if n in taps else {}
+            if node.core.routing is not None:
+                extra["routing"] = dict(node.core.routing.router.stats)
             logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops, **extra)
     except Exception as e:
         meta["status"] = "failed"
@@ -179,17 +183,6 @@ def _all_done(apps: list[Any]) -> Callable[[], bool]:
             pending.pop()
         return not pending
     return stop
-
-
-def _fix_etx_routes(cfg: dict[str, Any], nodes: dict[str, SimNode], meta: dict[str, Any],
-                    logs: dict[str, EventLog], loop: EventLoop) -> None:
-    """routing.metric etx: minimum-ETX routes from every node's estimates at the end of the settle phase,
-    put into the nodes' route tables in place (the forwarding step holds them) and into meta.json."""
-    tables, record = etx_routes(cfg, {n: node.core.etx for n, node in nodes.items()})
-    for n, node in nodes.items():
-        node.core.engine.routes.replace(tables[n].as_dict())
-        logs[n].emit(loop.now, "routes", metric="etx", routes=record["routes"][n])
-    meta["routing"] = record
 
 
 def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
