@@ -20,7 +20,7 @@ from experiments.medium_spec import positions
 from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
-from routing.loss import build_loss_model, node_rng
+from routing.loss import MODELS as LOSS_MODELS, build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings, Routing
 from routing.graph import LinkCost, path_of
 from routing.linkstate import LinkStateRouter, LinkStateSettings
@@ -57,11 +57,12 @@ def route_tables(cfg: dict[str, Any], link_cost: LinkCost | None = None) -> dict
 
 
 #: Why a backend cannot route by flooded link state (``routing.metric: etx`` or ``routing.dynamic``), refused
-#: before the run starts: the kernel data plane forwards by the namespaces' kernel routes, which its node
-#: daemon does not rewrite.
-LINK_STATE_REFUSED = ("the kernel data plane forwards by kernel routes fixed when the mesh is built; its node "
-                      "daemons do not flood link state or rewrite them. Use routing.metric hops without "
-                      "routing.dynamic there, or a backend with the overlay (sim, local, pi with pi.data_plane overlay)")
+#: before the run starts: on the Pis' kernel data plane the routes are the ones `aspan deploy routes` put in
+#: with sudo, and the node daemon there does not yet rewrite and restore them (netns does: its daemons run
+#: in namespaces the run owns, routing/kernel_routes.py).
+LINK_STATE_REFUSED = ("on the Pis' kernel data plane the routes are those `aspan deploy routes` installed; the node "
+                      "daemon does not yet rewrite them from the flooded link state and restore them afterwards. "
+                      "Use routing.metric hops without routing.dynamic there, pi.data_plane udp (the overlay), or netns")
 
 
 def kernel_data_plane(cfg: dict[str, Any], backend: str) -> bool:
@@ -73,7 +74,7 @@ def refuse_metric(source: str, variants: list[tuple[str, dict[str, Any]]], backe
                   error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant whose link-state routing ``backend`` cannot run."""
     for name, cfg in variants:
-        if link_state(cfg) and kernel_data_plane(cfg, backend):
+        if link_state(cfg) and backend == "pi" and kernel_data_plane(cfg, backend):
             field = "metric" if cfg["routing"]["metric"] != "hops" else "dynamic"
             raise error(source, f"variants[{name}].routing.{field}",
                         f"{cfg['routing'][field]!r} cannot run on backend {backend}: {LINK_STATE_REFUSED}")
@@ -230,11 +231,20 @@ def header_fields(cfg: dict[str, Any]) -> AspanFields:
     return AspanFields.stamped(s["pkt_qos"], s["snoop_after"], s["snoop_limit"])
 
 
+def absolute_times(spec: dict[str, Any], t_flows: float) -> dict[str, Any]:
+    """A loss spec with its times (``down`` intervals, the model's ``times`` settings: routing.loss.ModelKind)
+    moved from "relative to the flow start" to the backend's clock (flows start at ``t_flows``)."""
+    out = dict(spec, down=[[t_flows + a, t_flows + b] for a, b in spec.get("down", [])])
+    kind = LOSS_MODELS.get(out.get("model", "none"))
+    for key in (kind.times if kind is not None else ()):
+        if key in out:
+            out[key] = t_flows + out[key]
+    return out
+
+
 def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, Any]:
-    """Node ``name``'s loss model spec, its link-down intervals moved to absolute time (flows start at ``t_flows``)."""
-    spec = dict(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]))
-    spec["down"] = [[t_flows + a, t_flows + b] for a, b in spec.get("down", [])]
-    return spec
+    """Node ``name``'s loss model spec, its times moved to absolute time (flows start at ``t_flows``)."""
+    return absolute_times(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]), t_flows)
 
 
 def node_link_loss_specs(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, dict[str, Any]]:
@@ -245,7 +255,7 @@ def node_link_loss_specs(cfg: dict[str, Any], name: str, t_flows: float) -> dict
     for key, spec in cfg["loss"].get("links", {}).items():
         frm, to = key.split(">")
         if to == name:
-            out[frm] = dict(spec, down=[[t_flows + a, t_flows + b] for a, b in spec.get("down", [])])
+            out[frm] = absolute_times(spec, t_flows)
     return out
 
 
@@ -376,11 +386,25 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
     return {"variant": variant, "repetition": repetition, "seed": seed, "backend": backend,
             "sweep_value": sweep_value, "nodes": dict(cfg["topology"]["addresses"]),
             "flows": [{"sender": f["sender"], "receiver": f["receiver"], "segments": f["segments"],
-                       "segment_size": f["segment_size"], "variant": f["variant"] or cfg["tcp"]["variant"]}
+                       "segment_size": f["segment_size"], "variant": f["variant"] or cfg["tcp"]["variant"],
+                       "start_s": f["start_s"]}
                       for f in cfg["flows"]],
             "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
             "scenario": cfg.get("scenario", ""),
             # the routes by hop count; with routing.metric etx the backend replaces them with the measured ones
             "routing": route_record(cfg, route_tables(cfg)),
             # where the medium's nodes stand (metres), random placements resolved; null without positions
-            "positions": medium_positions(cfg)}
+            "positions": medium_positions(cfg),
+            # the loss `down` intervals (relative to the flow start): the summary's reroute and recovery times
+            "failures": failures(cfg)}
+
+
+def failures(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every ``down`` interval of the loss specs, ``where`` "node B" (all B hears) or "link A>B" (what B hears
+    from A), in start order; a node without a spec of its own takes loss.default's."""
+    loss = cfg["loss"]
+    out = [{"where": f"node {n}", "down": list(iv)}
+           for n in cfg["topology"]["nodes"] for iv in loss["nodes"].get(n, loss["default"]).get("down", [])]
+    out += [{"where": f"link {k}", "down": list(iv)} for k, spec in loss.get("links", {}).items()
+            for iv in spec.get("down", [])]
+    return sorted(out, key=lambda f: (f["down"][0], f["where"]))

@@ -211,6 +211,11 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
                 and 0 <= iv[0] < iv[1]):
             errs.append(ExperimentError(src, f"{path}.down[{i}]",
                                         f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}"))
+    times = LOSS_MODELS[full["model"]].times if model_ok else ()
+    if len(times) == 2 and all(isinstance(full.get(k), (int, float)) for k in times) \
+            and not full[times[0]] < full[times[1]]:
+        errs.append(ExperimentError(src, f"{path}.{times[1]}", f"must be after {times[0]} ({full[times[0]]}), "
+                                    f"got {full[times[1]]}"))
     return full
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from plots.flows import FlowInfo, flow_events, rep_flows
 from plots.logs import RepLogs, aligned_times
+from plots.routing import flow_recovery, route_changes
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -41,11 +42,12 @@ SUMMARY_COLUMNS: list[str] = [
     "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
     "cache_insertions", "premature_retransmissions", "cwnd_mean",
     "flow", "n_flows", "cache_mean_segments",
+    "route_changes", "reroute_s", "recovery_s",
 ]
 # Columns that describe the whole repetition (every node, every flow): the ``cache`` and
 # ``drop`` events carry no flow (docs/LOGS.md), so every flow row of a repetition repeats them.
 REP_COLUMNS: tuple[str, ...] = ("cache_max_segments", "cache_insertions", "cache_mean_segments",
-                                "drops_loss", "drops_queue", "drops_malformed", "n_flows")
+                                "drops_loss", "drops_queue", "drops_malformed", "n_flows", "route_changes")
 
 _INT = "Int64"
 SUMMARY_DTYPES: dict[str, str] = {
@@ -58,6 +60,7 @@ SUMMARY_DTYPES: dict[str, str] = {
     "drops_malformed": _INT, "status": "object", "cache_insertions": _INT,
     "premature_retransmissions": _INT, "cwnd_mean": "float64",
     "flow": "object", "n_flows": _INT, "cache_mean_segments": "float64",
+    "route_changes": _INT, "reroute_s": "float64", "recovery_s": "float64",
 }
 FLOAT_FORMAT = "%.6g"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -263,6 +266,7 @@ def _flow_row(rep: RepLogs, flow: FlowInfo, flows: list[FlowInfo]) -> dict[str, 
         "premature_retransmissions": int((ev["ev"] == "premature").sum()),
         "cwnd_mean": cwnd_time_mean(view, roles),
         "flow": flow.label,
+        **flow_recovery(rep, flow, ev),     # plots.routing: from a failure to the flow's recovery
     }
 
 
@@ -284,6 +288,7 @@ def _rep_columns(rep: RepLogs, n_flows: int) -> dict[str, Any]:
         "cache_insertions": _cache_insertions(ev),
         "n_flows": n_flows,
         "cache_mean_segments": cache_time_mean(rep),
+        "route_changes": route_changes(rep),
     }
 
 

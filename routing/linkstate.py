@@ -24,7 +24,9 @@ sequence number, and the ETX of each link to a live neighbour as it measures it 
   still *feasible* (``dist(nh, d) < dist(self, d)``: it is closer to d than this node, Babel's
   feasibility idea, RFC 8966 Sec. 2.4) and the best is not better by more than ``margin`` (relative);
   a better one within the margin takes over only after staying better for ``switch_after_s``.  Two
-  paths of nearly equal ETX therefore do not swap on every probe window.  Loop freedom: along any
+  paths of nearly equal ETX therefore do not swap on every probe window.  A destination keeps the
+  route the node started with until the link state first reaches it (start-up: the neighbours'
+  advertisements may not have arrived at the first computation).  Loop freedom: along any
   walk of next hops, ``dist(., d)`` strictly falls (a feasible next hop, or the best, which is
   feasible since every link costs at least 1), so on a common database no walk repeats a node.
 
@@ -36,8 +38,9 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Lsa", "LinkStateSettings", "LinkStateRouter", "RouteChange", "LSA_DROP_REASONS"]
+__all__ = ["Lsa", "LinkStateSettings", "LinkStateRouter", "RouteChange", "LSA_DROP_REASONS", "apply_changes"]
 
 #: the largest sequence number an LSA carries (u32 on the wire)
 MAX_SEQ = 0xFFFFFFFF
@@ -115,6 +118,7 @@ class LinkStateRouter:
         self.routes: dict[str, str] = dict(initial or {})  # destination -> next hop (``initial``: the routes before)
         self.metric: dict[str, float] = {}                # destination -> cost through the next hop
         self._better: dict[str, tuple[str, float]] = {}   # destination -> (better neighbour, since)
+        self._reached: set[str] = set()                   # destinations the link state has reached
         self._dirty = False
         self._next_compute = -math.inf
         self.stats = {"lsa_originated": 0, "lsa_accepted": 0, "lsa_flooded": 0, "route_changes": 0,
@@ -210,6 +214,10 @@ class LinkStateRouter:
             if d in self.pinned:
                 new = self.pinned[d]
                 metric = mine.get(new, math.inf) + dist_from.get(new, {}).get(d, math.inf)
+            elif new is not None:
+                self._reached.add(d)
+            elif d not in self._reached:    # the link state has not reached d yet: the initial route stands
+                continue
             if new is None:
                 self.routes.pop(d, None)
                 self.metric.pop(d, None)
@@ -261,6 +269,21 @@ class LinkStateRouter:
         """Is neighbour ``v`` closer to ``d`` than this node (so routing through it cannot loop)?"""
         dv = 0.0 if v == d else dist_from[v].get(d, math.inf)
         return dv < my_dist.get(d, math.inf)
+
+
+class _Table(Protocol):
+    def replace(self, routes: Mapping[str, str]) -> None: ...
+
+
+def apply_changes(router: LinkStateRouter, changes: list[RouteChange], table: _Table,
+                  emit: Callable[..., None], now: float) -> None:
+    """Put the router's routes into the route table the forwarding step reads (routing.routes.RouteTable)
+    and log a ``route`` event per change (docs/LOGS.md): every data plane does this the same way."""
+    if not changes:
+        return
+    table.replace(router.routes)
+    for c in changes:
+        emit(now, "route", dst=c.dst, old=c.old, new=c.new, metric=None if c.metric is None else round(c.metric, 4))
 
 
 def _dijkstra(g: Mapping[str, Mapping[str, float]], src: str) -> dict[str, float]:

@@ -197,6 +197,32 @@ class LinkDown:
         return f"LinkDown({self.intervals})"
 
 
+class Ramp:
+    """Independent losses whose rate moves linearly from ``rate_from`` (until ``start``) to ``rate_to`` (from
+    ``end`` on): a link that degrades (or recovers) slowly.  One ``rng.random()`` per packet."""
+
+    def __init__(self, rate_from: float, rate_to: float, start: float, end: float, rng: random.Random) -> None:
+        self.rate_from = _probability("rate_from", rate_from)
+        self.rate_to = _probability("rate_to", rate_to)
+        if not (_is_number(start) and _is_number(end)) or not start < end:
+            raise ValueError(f"start_s must be before end_s, got {start!r} and {end!r}")
+        self.start, self.end = float(start), float(end)
+        self.rng = rng
+
+    def rate(self, now: float) -> float:
+        if now <= self.start:
+            return self.rate_from
+        if now >= self.end:
+            return self.rate_to
+        return self.rate_from + (self.rate_to - self.rate_from) * (now - self.start) / (self.end - self.start)
+
+    def drop(self, now: float) -> bool:
+        return self.rng.random() < self.rate(now)
+
+    def __repr__(self) -> str:
+        return f"Ramp({self.rate_from} -> {self.rate_to} over [{self.start}, {self.end}])"
+
+
 class BitError:
     """Independent bit errors at rate ``ber``: a packet of ``size`` bytes is lost with
     probability ``1 - (1 - ber) ** (8 * size)`` (one ``rng.random()`` per packet).
@@ -305,6 +331,12 @@ def _gilbert_elliott(params: Mapping[str, Any], rng: random.Random) -> LossModel
     return GilbertElliott(rng, **params)
 
 
+def _ramp(params: Mapping[str, Any], rng: random.Random) -> LossModel:
+    return Ramp(_keyed("rate_from", _probability, params.get("rate_from", 0.0)),
+                _keyed("rate_to", _probability, _required(params, "rate_to", "ramp")),
+                params.get("start_s", 0.0), params.get("end_s", 30.0), rng)
+
+
 Builder = Callable[[Mapping[str, Any], random.Random], LossModel]
 
 
@@ -321,6 +353,8 @@ class ModelKind:
     build: Builder
     settings: Mapping[str, Field] = field(default_factory=dict)
     doc: str = ""
+    #: settings that are times relative to the flow start, as ``down`` is (the backends move them to their clock)
+    times: tuple[str, ...] = ()
 
 
 # The registry of loss models: the schema and build_loss_model take their names and keys from
@@ -340,6 +374,13 @@ MODELS: dict[str, ModelKind] = {
     "bit-error": ModelKind(_bit_error, {
         "ber": Field(NUM, 0.0, in_range(0, 1), "bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)")},
         "independent bit errors, loss per packet from its size (paper 000)"),
+    "ramp": ModelKind(_ramp, {
+        "rate_from": Field(NUM, 0.0, in_range(0, 1), "drop probability until start_s"),
+        "rate_to": Field(NUM, 0.5, in_range(0, 1), "drop probability from end_s on"),
+        "start_s": Field(NUM, 0.0, None, "when the rate starts to move (relative to the flow start)"),
+        "end_s": Field(NUM, 30.0, None, "when it reaches rate_to (relative to the flow start)")},
+        "independent losses at a rate moving linearly in time: a link that degrades slowly (issue 23)",
+        times=("start_s", "end_s")),
 }
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 from aspan.fields import AspanFields
 from etx.estimator import EtxTable
 from routing.engine import Deliver, ForwardingEngine, Transmit
-from routing.linkstate import LinkStateRouter, RouteChange
+from routing.linkstate import LinkStateRouter, RouteChange, apply_changes
 from routing.wire import DATA, LSA, PROBE, Packet, Probe
 from tcp_user.segment import SYN, Segment
 
@@ -220,14 +220,9 @@ class NodeCore:
             self._emit(now, "routes", metric="etx", routes=self.engine.routes.as_dict())
 
     def apply_routes(self, changes: list[RouteChange], now: float) -> None:
-        """Put the router's routes into the route table the forwarding step reads, and log each change."""
-        if not changes:
-            return
+        """The router's changes into the route table the forwarding step reads, each logged."""
         assert self.routing is not None
-        self.engine.routes.replace(self.routing.router.routes)
-        for c in changes:
-            self._emit(now, "route", dst=c.dst, old=c.old, new=c.new,
-                       metric=None if c.metric is None else round(c.metric, 4))
+        apply_changes(self.routing.router, changes, self.engine.routes, self._emit, now)
 
     def _run(self, actions: list[Any], now: float) -> Out:
         out: Out = []

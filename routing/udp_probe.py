@@ -6,6 +6,11 @@ per neighbour sends numbered probes carrying the ratio measured for that
 neighbour, a listener thread credits the probes heard.  Loss is not applied
 here: the probes cross the receiving node's netfilter INPUT hook, where its loss
 model (NFQUEUE handler or iptables statistic match) drops them like any packet.
+
+With link-state routing (routing.linkstate; ``routing`` given) the same socket carries the
+node's link-state advertisements: a third thread originates them, floods what the listener
+accepts, recomputes the routes and hands each batch of changes to ``on_routes`` (the node
+daemon rewrites its kernel routes there, routing.kernel_routes).
 """
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ from typing import Any, Callable
 
 from etx.estimator import EtxTable
 from etx.prober import ProberThread
-from routing.wire import PROBE, Packet, Probe, WireError, decode, encode
+from routing.linkstate import Lsa, RouteChange
+from routing.node import Routing
+from routing.wire import LSA, PROBE, Packet, Probe, WireError, decode, encode
 
 Emit = Callable[..., None]
 
@@ -30,7 +37,9 @@ class UdpProber:
     """
 
     def __init__(self, address: str, port: int, etx: EtxTable, interval: Callable[[float], float],
-                 emit: Emit, log_interval_s: float = 1.0) -> None:
+                 emit: Emit, log_interval_s: float = 1.0, routing: Routing | None = None,
+                 on_routes: Callable[[list[RouteChange], float], None] | None = None,
+                 jitter: Callable[[], float] = lambda: 0.0) -> None:
         self.address = address
         self.port = port
         self.etx = etx
@@ -42,6 +51,9 @@ class UdpProber:
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.stats = {"probes_sent": 0, "probes_heard": 0, "malformed": 0, "send_errors": 0}
+        self.routing = routing
+        self._on_routes = on_routes or (lambda changes, now: None)
+        self._jitter = jitter
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._sock.bind((address, port))
         self._sock.settimeout(0.2)
@@ -55,6 +67,8 @@ class UdpProber:
         self._threads = [ProberThread(n, self._interval, self._probe, self.stop_event, self._failed)
                          for n in self.etx.neighbours]
         self._threads.append(threading.Thread(target=self._listen, name="probe-listener", daemon=True))
+        if self.routing is not None:
+            self._threads.append(threading.Thread(target=self._link_state, name="link-state", daemon=True))
         for t in self._threads:
             t.start()
 
@@ -71,14 +85,55 @@ class UdpProber:
     def _probe(self, nbr: str) -> None:
         with self._lock:
             seq, ratio = self.etx.next_probe(nbr, time.time())
-        data = encode(Packet(PROBE, self.address, self.port, nbr, self.port, probe=Probe(seq, ratio)))
-        try:
-            self._sock.sendto(data, (nbr, self.port))
+        before = self.stats["send_errors"]
+        self._send(Packet(PROBE, self.address, self.port, nbr, self.port, probe=Probe(seq, ratio)), nbr, "probe")
+        if self.stats["send_errors"] == before:
             self.stats["probes_sent"] += 1
-        except OSError as e:   # e.g. ENOBUFS under load: a probe the link never carried
+
+    def _send(self, pkt: Packet, nbr: str, what: str) -> None:
+        try:
+            self._sock.sendto(encode(pkt), (nbr, self.port))
+        except OSError as e:   # e.g. ENOBUFS under load: a datagram the link never carried
             self.stats["send_errors"] += 1
             if self.stats["send_errors"] <= 10:
-                self._emit(time.time(), "send_error", error=f"probe to {nbr}: {e}")
+                self._emit(time.time(), "send_error", error=f"{what} to {nbr}: {e}")
+
+    def _flood(self, lsa: Lsa, to: list[str]) -> None:
+        for v in to:
+            self._send(Packet(LSA, self.address, self.port, v, self.port, lsa=lsa), v, "LSA")
+
+    def _link_state(self) -> None:
+        """Originate every ``advertise_s``, recompute every ``recompute_s`` when the database changed (dynamic)
+        or once at ``freeze_at`` (static), as routing.node.NodeCore does on the overlay."""
+        rt = self.routing
+        assert rt is not None
+        router = rt.router
+        settings = router.settings
+        next_adv = time.time() + settings.advertise_s * (1.0 + self._jitter())
+        next_route = rt.first_compute if rt.freeze_at is None else rt.freeze_at
+        try:
+            while not self.stop_event.is_set():
+                now = time.time()
+                frozen = rt.freeze_at is not None and now >= rt.freeze_at
+                if now >= next_adv and not frozen:
+                    next_adv = now + settings.advertise_s * (1.0 + self._jitter())
+                    with self._lock:
+                        lsa = router.originate(now)
+                    self._flood(lsa, list(router.neighbours))
+                if now >= next_route:
+                    with self._lock:
+                        changes = router.compute(now) if (rt.freeze_at is not None or router.due(now)) else []
+                    self._on_routes(changes, now)
+                    if rt.freeze_at is not None:
+                        self._emit(now, "routes", metric="etx", routes=dict(router.routes))
+                        next_route = float("inf")
+                    else:
+                        next_route = now + settings.recompute_s
+                frozen = rt.freeze_at is not None and time.time() >= rt.freeze_at
+                wake = next_route if frozen else min(next_adv, next_route)
+                self.stop_event.wait(None if wake == float("inf") else max(0.0, wake - time.time()))
+        except Exception as e:   # noqa: BLE001 - handed to the node daemon, which logs node_error and exits 1
+            self._failed(e)
 
     def _listen(self) -> None:
         next_log = time.time() + self._log_interval
@@ -105,6 +160,14 @@ class UdpProber:
         except WireError as e:
             self.stats["malformed"] += 1
             self._emit(now, "drop", reason="malformed", ptype="probe", detail=str(e), size=len(data))
+            return
+        if pkt.ptype == LSA and pkt.lsa is not None and self.routing is not None and pkt.src in self._quality \
+                and pkt.src == src:
+            rt = self.routing
+            frozen = rt.freeze_at is not None and now >= rt.freeze_at   # kept and counted, not passed on
+            with self._lock:
+                onward = rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not frozen)
+            self._flood(pkt.lsa, onward)
             return
         if pkt.ptype != PROBE or pkt.probe is None or pkt.src not in self._quality or pkt.src != src:
             self.stats["malformed"] += 1

@@ -24,7 +24,7 @@ LOGS_MD_COLUMNS = (
     "cwnd_median, tx_per_pkt_p50, tx_per_pkt_p99, tx_per_pkt_max, cache_max_segments, "
     "snoop_hits, local_retransmissions, backend, integrity_ok, drops_loss, drops_queue, "
     "drops_malformed, status, cache_insertions, premature_retransmissions, cwnd_mean, flow, "
-    "n_flows, cache_mean_segments")
+    "n_flows, cache_mean_segments, route_changes, reroute_s, recovery_s")
 
 
 def test_columns_are_the_contract() -> None:
@@ -253,7 +253,7 @@ def test_write_summary_deterministic(tmp_path: Path) -> None:
     assert lines[0] == ",".join(SUMMARY_COLUMNS)
     assert len(lines) == 9
     assert lines[1] == ("snoop,0,1000,3,2,0.012,0,1,3.5,3,5.94,6,4,2,1,sim,True,1,1,1,ok,7,0,4.68421,"
-                        "A->D:6001,1,0.065")
+                        "A->D:6001,1,0.065,0,,")
     assert list(df["variant"]) == ["snoop"] * 4 + ["reno"] * 4
     assert list(df["repetition"]) == [0, 1, 2, 10] * 2
 

@@ -21,26 +21,28 @@ from pathlib import Path
 from typing import Any
 
 from etx.estimator import EtxTable
-from experiments.build import header_fields, node_agent, node_loss_spec, route_tables
+from experiments.build import header_fields, node_agent, node_loss_spec, node_routing, route_tables
 from routing.capture import KernelTap
 from routing.eventlog import EventLog
 from routing.kernel import KernelForwarder
+from routing.kernel_routes import KernelRoutes
+from routing.linkstate import RouteChange, apply_changes
 from routing.link_shaper import LatenessBoard, LinkShaper
 from routing.linkem import LinkParams
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
+from routing.routes import RouteTable
 from routing.udp_probe import UdpProber
 
 
 def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
-               log: EventLog, option: int, handler_loss: bool) -> KernelForwarder:
+               log: EventLog, option: int, handler_loss: bool, table: RouteTable) -> KernelForwarder:
     """Node ``name``'s snoop step: loss model, snoop agent (``snoop.scheme``), routes (as in build_node).
 
     Without ``handler_loss`` the node's loss is the iptables statistic match and its
     handler sees nothing it hears, so it gets no loss model.
     """
     addrs = cfg["topology"]["addresses"]
-    table = route_tables(cfg)[name]
     spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
     loss = build_loss_model(spec, node_rng(seed, name, "loss"))
     agent = node_agent(cfg, name, log)
@@ -99,10 +101,24 @@ def run_node(conf: dict[str, Any]) -> int:
             base = etx_cfg["warmup_interval_s"] if now < t_flows else etx_cfg["interval_s"]
             return base * (1.0 + jrng.uniform(-0.1, 0.1))
 
-        prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"])
+        routing = node_routing(cfg, name, etx, table, conf["t0"])
+        kroutes = None
+        if routing is not None:
+            kr = conf["kernel_routes"]
+            kroutes = KernelRoutes(addr, kr["devs"], kr["advmss"])
+
+            def on_routes(changes: list[RouteChange], now: float) -> None:
+                assert routing is not None and kroutes is not None
+                kroutes.apply(changes)       # the kernel's first: the log says what is in force
+                apply_changes(routing.router, changes, table, log.emit, now)
+
+        prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"],
+                           routing=routing, on_routes=on_routes if routing is not None else None,
+                           jitter=lambda: jrng.uniform(-0.1, 0.1))
         fw = None
         if conf["handlers"] == "snoop":
-            fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"])
+            fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"],
+                            table)
             capture = cfg.get("capture") or {}
             if capture.get("enabled"):            # the packets as they leave the handler (docs/LOGS.md)
                 tap = KernelTap(Path(conf["log"]).with_suffix(".pcapng"), int(capture["max_mb"] * 1e6))
@@ -146,7 +162,9 @@ def run_node(conf: dict[str, Any]) -> int:
             while tick(time.time()):
                 stop.wait(0.2)
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        extra: dict[str, Any] = {"probes": dict(prober.stats), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
+        extra: dict[str, Any] = {"probes": dict(prober.stats),
+                                 **({"routing": dict(routing.router.stats, kernel_routes=kroutes.installed)}
+                                    if routing is not None and kroutes is not None else {}), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
                                  "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
                                  "cpu_run_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3)}
         if driver is not None:

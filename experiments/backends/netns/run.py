@@ -200,7 +200,9 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
                     "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
                     "handler_loss": n in plan.handler_loss, "link": link, "realtime": nx["realtime"],
                     "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
-                                                                  or meshmod.queued_input(plan, n))}
+                                                                  or meshmod.queued_input(plan, n)),
+                    "kernel_routes": {"devs": {plan.addrs[m]: dev for m, dev in plan.devs[n].items()},
+                                      "advmss": plan.advmss}}
             procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf,
                         pass_fds=(board,) if board is not None else ())
             ready.append(rep_dir / f"{n}.ready")
