@@ -56,28 +56,9 @@ def route_tables(cfg: dict[str, Any], link_cost: LinkCost | None = None) -> dict
     return topology_routes(cfg["topology"], link_cost)
 
 
-#: Why a backend cannot route by flooded link state (``routing.metric: etx`` or ``routing.dynamic``), refused
-#: before the run starts: on the Pis' kernel data plane the routes are the ones `aspan deploy routes` put in
-#: with sudo, and the node daemon there does not yet rewrite and restore them (netns does: its daemons run
-#: in namespaces the run owns, routing/kernel_routes.py).
-LINK_STATE_REFUSED = ("on the Pis' kernel data plane the routes are those `aspan deploy routes` installed; the node "
-                      "daemon does not yet rewrite them from the flooded link state and restore them afterwards. "
-                      "Use routing.metric hops without routing.dynamic there, pi.data_plane udp (the overlay), or netns")
-
-
 def kernel_data_plane(cfg: dict[str, Any], backend: str) -> bool:
     """Does ``backend`` forward this variant's packets by kernel routes (netns; pi with pi.data_plane kernel)?"""
     return backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel")
-
-
-def refuse_metric(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
-                  error: type[ConfigError]) -> None:
-    """Raise ``error`` naming the first variant whose link-state routing ``backend`` cannot run."""
-    for name, cfg in variants:
-        if link_state(cfg) and backend == "pi" and kernel_data_plane(cfg, backend):
-            field = "metric" if cfg["routing"]["metric"] != "hops" else "dynamic"
-            raise error(source, f"variants[{name}].routing.{field}",
-                        f"{cfg['routing'][field]!r} cannot run on backend {backend}: {LINK_STATE_REFUSED}")
 
 
 #: The most hops a flow's route may have on the kernel data plane (netns; pi with ``pi.data_plane: kernel``):
@@ -173,7 +154,7 @@ def link_state_record(cfg: dict[str, Any], tables: dict[str, RouteTable],
         for v, c in (own.links if own is not None else ()):
             costs[f"{n}>{name_of[v]}"] = c
     rec = route_record(cfg, tables, measured=True, costs=costs)
-    rec["dynamic"] = bool(cfg["routing"]["dynamic"])
+    rec["link_state"] = True
     rec["route_changes"] = {n: r.stats["route_changes"] for n, r in routers.items()}
     return rec
 
@@ -193,7 +174,8 @@ def route_record(cfg: dict[str, Any], tables: dict[str, RouteTable], measured: b
     (``"A>B"``: ETX of sending from A to B)."""
     topo = cfg["topology"]
     hops = route_summary(topo, tables)
-    rec: dict[str, Any] = {"metric": cfg["routing"]["metric"], "measured": measured,
+    rec: dict[str, Any] = {"metric": cfg["routing"]["metric"], "dynamic": cfg["routing"]["dynamic"],
+                           "measured": measured,
                            "links": [list(p) for p in topo["links"]], "routes": hops,
                            "paths": [path_of(hops, f["sender"], f["receiver"]) for f in cfg["flows"]]}
     if costs is not None:
@@ -363,7 +345,39 @@ def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | N
 
 
 def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:
+    logged_routes(rep_dir, meta)
     (rep_dir / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+def logged_routes(rep_dir: Path, meta: dict[str, Any]) -> None:
+    """With link-state routing on a backend whose nodes run apart (local, netns, pi), meta.json's ``routing``
+    becomes the routes the nodes ended with: the starting routes with every ``route`` event of the node logs
+    applied in time order (the sim, holding the routers, writes them itself: :func:`link_state_record`)."""
+    r = meta.get("routing")
+    if not isinstance(r, dict) or not r.get("link_state") or r.get("measured"):
+        return
+    name_of = {a: n for n, a in (meta.get("nodes") or {}).items()}
+    routes = {n: dict(t) for n, t in r["routes"].items()}
+    events = []
+    for log in sorted(rep_dir.glob("*.log")):
+        with log.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if '"ev":"route"' in line:
+                    try:
+                        e = json.loads(line)
+                    except ValueError:      # a crashed node's last line: the readers skip it too
+                        continue
+                    events.append((float(e["t"]), str(e["node"]), name_of.get(e["dst"]), name_of.get(e["new"])))
+    counts: dict[str, int] = {}
+    for _t, node, dst, new in sorted(events, key=lambda x: x[0]):
+        if node in routes and dst is not None:
+            counts[node] = counts.get(node, 0) + 1
+            if new is None:
+                routes[node].pop(dst, None)
+            else:
+                routes[node][dst] = new
+    r.update(routes=routes, measured=bool(events), route_changes=counts,
+             paths=[path_of(routes, f["sender"], f["receiver"]) for f in meta.get("flows") or []])
 
 
 def rep_seed(cfg: dict[str, Any], repetition: int) -> int:
@@ -391,8 +405,8 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
                       for f in cfg["flows"]],
             "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
             "scenario": cfg.get("scenario", ""),
-            # the routes by hop count; with routing.metric etx the backend replaces them with the measured ones
-            "routing": route_record(cfg, route_tables(cfg)),
+            # the starting routes (hop count); with link-state routing, those the nodes ended with (write_meta)
+            "routing": dict(route_record(cfg, route_tables(cfg)), link_state=link_state(cfg)),
             # where the medium's nodes stand (metres), random placements resolved; null without positions
             "positions": medium_positions(cfg),
             # the loss `down` intervals (relative to the flow start): the summary's reroute and recovery times

@@ -14,7 +14,7 @@ import yaml
 
 from experiments.backends import BACKENDS, RepRunner
 from experiments.backends.loopback import refuse_local
-from experiments.build import refuse_link_loss, refuse_metric, refuse_route_hops, route_record, route_tables
+from experiments.build import link_state, refuse_link_loss, refuse_route_hops, route_record, route_tables
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
 from experiments.schema import Experiment, ExperimentError, Variant
@@ -41,17 +41,16 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     SNACK, whose option neither the kernel receiver sends nor the kernel sender reads
     (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim and local
     backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others); an explicit ``link``
-    field on sim and netns only (experiments.link_spec.LINK_REFUSED); link-state routing (``routing.metric etx``,
-    ``routing.dynamic``) on the overlay only (experiments.build.refuse_metric); on the kernel data plane (netns, pi kernel) no flow's route
-    longer than the IPv4 option's 4-bit hop count (experiments.build.refuse_route_hops) and no loss per
-    link (experiments.build.refuse_link_loss); on local, a mesh
+    field on sim and netns only (experiments.link_spec.LINK_REFUSED); on the kernel data plane (netns, pi
+    kernel) no flow's route longer than the IPv4 option's 4-bit hop count
+    (experiments.build.refuse_route_hops) and no loss per link (experiments.build.refuse_link_loss); on
+    local, a mesh
     too large for its loopback addresses or for the medium process's open-file limit
     (experiments.backends.loopback.refuse_local).
     """
     variants = [(v.name, v.config) for v in exp.variants]
     refuse_medium(exp.source, variants, backend, ExperimentError)
     refuse_link(exp.source, variants, backend, ExperimentError)
-    refuse_metric(exp.source, variants, backend, ExperimentError)
     refuse_route_hops(exp.source, variants, backend, ExperimentError)
     refuse_local(exp.source, variants, backend, ExperimentError)
     refuse_link_loss(exp.source, variants, backend, ExperimentError)
@@ -139,16 +138,18 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
 
 def write_routes(run_dir: Path, exp: Experiment) -> None:
     """RUN_DIR/routes.json, before anything starts: per variant the routes every backend will use
-    (experiments.build.route_record).  With routing.metric etx the routes are measured when each
-    repetition's settle phase ends, so they are in that repetition's meta.json instead."""
+    (experiments.build.route_record).  With link-state routing (routing.metric etx, routing.dynamic) the
+    nodes compute their routes from the link state they flood, so the routes they ended with are in each
+    repetition's meta.json instead, and every change in the node logs (``route`` events)."""
     out: dict[str, Any] = {}
     for v in exp.variants:
-        if v.config["routing"]["metric"] == "hops":
+        if not link_state(v.config):
             out[v.name] = route_record(v.config, route_tables(v.config))
         else:
-            out[v.name] = {"metric": v.config["routing"]["metric"], "measured": True,
-                           "links": v.config["topology"]["links"],
-                           "note": "measured at the end of each repetition's settle phase: <variant>/rep<k>/meta.json"}
+            when = "changing with the link state" if v.config["routing"]["dynamic"] else "fixed when settling ends"
+            out[v.name] = {"metric": v.config["routing"]["metric"], "dynamic": v.config["routing"]["dynamic"],
+                           "measured": True, "links": v.config["topology"]["links"],
+                           "note": f"link-state routes, {when}: <variant>/rep<k>/meta.json and the route events"}
     (run_dir / "routes.json").write_text(json.dumps(out, indent=1) + "\n")
 
 

@@ -271,6 +271,10 @@ def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     if not r["hold_s"] > r["advertise_s"]:
         errs.append(ExperimentError(src, "routing.hold_s", f"must exceed routing.advertise_s ({r['advertise_s']}): "
                                     "an advertisement would be forgotten before its next copy comes"))
+    if r["metric"] == "etx" and not r["dynamic"] and etx["settle_s"] < 2 * r["advertise_s"]:
+        errs.append(ExperimentError(src, "etx.settle_s", f"static ETX routes are computed when settling ends, from "
+                                    f"the link state flooded until then: settle for at least two advertisements "
+                                    f"(2 x routing.advertise_s = {2 * r['advertise_s']} s), got {etx['settle_s']}"))
     if not r["dead_s"] > max(etx["interval_s"], etx["warmup_interval_s"]):
         errs.append(ExperimentError(src, "routing.dead_s", f"must exceed the probe interval etx.interval_s "
                                     f"({etx['interval_s']}): every link would look down between two probes"))

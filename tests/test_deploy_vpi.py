@@ -686,6 +686,39 @@ def test_kernel_data_plane_over_a_diamond_filters_by_mac_and_leaves_every_pi_as_
     assert host_state(lab) == before
 
 
+def test_kernel_data_plane_reroutes_around_a_dead_pi_and_puts_every_route_back(kernel_lab, tmp_path):
+    """Issue 23 on the Pis' kernel data plane: dynamic ETX routing over the diamond; B hears nothing from
+    0.5 s after the flow starts; the daemons flood link state, A and D rewrite their kernel routes to go
+    through C, the flow completes, and the restore puts every /32 route back as it was."""
+    lab = kernel_lab
+    before = host_state(lab)
+    exp = kernel_exp(tmp_path, "kernel-reroute", 20000, ["sack"], max_s=120)
+    doc = yaml.safe_load(exp.read_text())
+    doc["topology"] = {"links": DIAMOND}
+    doc["routing"] = {"metric": "etx", "dynamic": True}
+    doc["loss"] = {"default": {"model": "none"}, "nodes": {"B": {"model": "bernoulli", "rate": 0.0,
+                                                                   "down": [[0.5, 300]]}}}
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"), "--no-plot")
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = only_run(tmp_path / "runs", "kernel-reroute")
+    rep = run / "sack" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["status"] == "ok", meta.get("error")
+    addr = meta["nodes"]
+    alog = [json.loads(ln) for ln in (rep / "A.log").read_text().splitlines()]
+    moved = [e for e in alog if e["ev"] == "route" and e["dst"] == addr["D"]]
+    assert moved and moved[-1]["new"] == addr["C"], moved       # A goes to D through C now
+    stop = next(e for e in alog if e["ev"] == "node_stop")
+    assert stop["routing"]["kernel_routes"] >= 1 and stop["routing"]["route_changes"] >= 1
+    dend = [json.loads(ln) for ln in (rep / "D.log").read_text().splitlines() if '"flow_end"' in ln]
+    assert dend and dend[0]["ok"] is True and dend[0]["bytes"] == 20000 * 1000
+    df = pd.read_csv(run / "summary.csv")
+    assert df["route_changes"].iloc[0] >= 2 and df["reroute_s"].iloc[0] > 0
+    assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
+    assert host_state(lab) == before
+
+
 def test_kernel_data_plane_runs_iperf3_between_the_flows_pis(kernel_lab, tmp_path):
     lab = kernel_lab
     before = host_state(lab)

@@ -160,19 +160,15 @@ def test_etx_costs_take_the_lossy_link_out_of_the_route():
         == ["A", "C", "D", "B"]
 
 
-def test_link_state_routes_are_refused_before_the_start_on_the_pis_kernel_data_plane(tmp_path, capsys):
+def test_link_state_routing_is_accepted_on_every_backend(tmp_path, capsys):
     from experiments.cli import main
     f = tmp_path / "e.yaml"
-    f.write_text(json.dumps({"backend": "pi", "pi": {"data_plane": "kernel"}, "topology": {"links": DIAMOND},
-                             "routing": {"metric": "etx"}}))
-    assert main(["validate", str(f)]) == 2
-    assert "variants[default].routing.metric" in capsys.readouterr().err
-    assert main(["validate", str(f), "--backend", "sim"]) == 0
-    with pytest.raises(ExperimentError, match="routing.metric"):     # what run checks before anything starts
-        check_backend_support(load_experiment(json.loads(f.read_text()), str(f)), "pi")
-    f.write_text(json.dumps({"backend": "pi", "pi": {"data_plane": "udp"}, "topology": {"links": DIAMOND},
-                             "routing": {"metric": "etx", "dynamic": True}}))
-    assert main(["validate", str(f)]) == 0           # the overlay's node core floods link state itself
+    for backend, extra in (("sim", {}), ("local", {}), ("netns", {}), ("pi", {"pi": {"data_plane": "kernel"}}),
+                           ("pi", {"pi": {"data_plane": "udp"}})):
+        f.write_text(json.dumps({"backend": backend, "topology": {"links": DIAMOND}, **extra,
+                                 "routing": {"metric": "etx", "dynamic": True}}))
+        assert main(["validate", str(f)]) == 0, (backend, capsys.readouterr().err)
+        check_backend_support(load_experiment(json.loads(f.read_text()), str(f)), backend)
 
 
 # ---- the medium gives the graph ---------------------------------------------------------------------
@@ -306,7 +302,7 @@ def test_a_kernel_data_plane_refuses_link_losses_before_the_start(tmp_path, caps
 
 
 def test_routes_are_written_to_the_run_directory_before_the_start(tmp_path):
-    doc = {"name": "rj", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 0.5},
+    doc = {"name": "rj", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 1.0},
            "topology": {"links": DIAMOND}, "flows": [{"sender": "D", "receiver": "A", "segments": 20}],
            "variants": [{"name": "h"}, {"name": "e", "routing": {"metric": "etx"}}]}
     d = run_experiment(load_experiment(doc, "rj.yaml"), out=tmp_path, plot=False, progress=lambda s: None)

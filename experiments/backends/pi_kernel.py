@@ -112,8 +112,10 @@ def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[s
 
 
 def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, t0: float, rdir: str,
-                host_name: str) -> dict[str, Any]:
-    """The netns node daemon's config for node ``n``; ``t0`` in the host's clock."""
+                host_name: str, iface: str) -> dict[str, Any]:
+    """The netns node daemon's config for node ``n``; ``t0`` in the host's clock; ``iface`` the host's mesh
+    interface, over which link-state routing's kernel routes reach every neighbour (routing/kernel_routes.py;
+    deploy.kernel's restore puts the /32 routes back as they were before the run)."""
     nx = cfg["netns"]
     t_flows = t0 + cfg["etx"]["settle_s"]
     return {"experiment": cfg, "node": n, "seed": seed, "t0": t0,
@@ -121,7 +123,8 @@ def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, 
             "log": f"{rdir}/{n}.log", "ready_file": f"{rdir}/{n}.node.ready", "handlers": plan.handlers,
             "queue": meshmod.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
             "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
-            "queue_bound": queue_bound(plan, n)}
+            "queue_bound": queue_bound(plan, n),
+            "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss}}
 
 
 # ---- commands on a host ---------------------------------------------------------------
@@ -368,7 +371,7 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
 
     def start_node(r: Remote) -> int | None:
         n = r.host.node
-        conf = node_config(cfg, plan, n, seed, t0 + offsets.get(n, 0.0), run.rdirs[n], r.name)
+        conf = node_config(cfg, plan, n, seed, t0 + offsets.get(n, 0.0), run.rdirs[n], r.name, r.host.iface)
         return start_process(r, run.rdirs[n], f"{n}.node", NODE_MODULE, conf, run.rep_dir / f"{n}.node.json")
 
     npids = run.group(run.remotes, start_node)
