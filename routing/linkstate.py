@@ -24,7 +24,9 @@ sequence number, and the ETX of each link to a live neighbour as it measures it 
   still *feasible* (``dist(nh, d) < dist(self, d)``: it is closer to d than this node, Babel's
   feasibility idea, RFC 8966 Sec. 2.4) and the best is not better by more than ``margin`` (relative);
   a better one within the margin takes over only after staying better for ``switch_after_s``.  Two
-  paths of nearly equal ETX therefore do not swap on every probe window.  A destination keeps the
+  paths of nearly equal ETX therefore do not swap on every probe window.  Paths of exactly equal cost
+  (hop count) go to the neighbour listed first, as routing.graph's tie-break does, so a mesh whose
+  link state is complete routes as the static tables would, however the advertisements arrived.  A destination keeps the
   route the node started with until the link state first reaches it (start-up: the neighbours'
   advertisements may not have arrived at the first computation).  Loop freedom: along any
   walk of next hops, ``dist(., d)`` strictly falls (a feasible next hop, or the best, which is
@@ -248,6 +250,9 @@ class LinkStateRouter:
             self._better.pop(d, None)
             return best, best_cost
         old_cost = via(old)
+        if best != old and math.isclose(best_cost, old_cost, rel_tol=1e-9):   # a tie: the tie-break's choice
+            self._better.pop(d, None)
+            return best, best_cost
         if best == old or not best_cost < old_cost:
             self._better.pop(d, None)
             return old, old_cost
