@@ -130,13 +130,13 @@ def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable
 
 def node_routing(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable, t0: float) -> Routing | None:
     """What drives node ``name``'s router on the overlay (routing.node.Routing): static routes by ETX are
-    computed once when settling ends (``t0 + etx.settle_s``); dynamic routes from two advertisement
-    intervals after probing starts, and then whenever the link state changes."""
+    computed once when settling ends (``t0 + etx.settle_s``); dynamic routes from halfway through settling
+    (at least two advertisement intervals after probing starts), and then whenever the link state changes."""
     router = node_router(cfg, name, etx, table)
     if router is None:
         return None
     t_flows = t0 + cfg["etx"]["settle_s"]
-    first = t0 + 2 * cfg["routing"]["advertise_s"]
+    first = t0 + max(2 * cfg["routing"]["advertise_s"], cfg["etx"]["settle_s"] / 2)
     return Routing(router, first, None if cfg["routing"]["dynamic"] else t_flows)
 
 

@@ -200,6 +200,15 @@ class LinkStateRouter:
         """Should :meth:`compute` run (the database changed and ``recompute_s`` has passed)?"""
         return self._dirty and now >= self._next_compute
 
+    def ready(self, now: float, first: float) -> bool:
+        """May dynamic routes be computed at ``now``, the first time no sooner than ``first``?  Only once the
+        database holds an advertisement of every node, or ``hold_s`` after ``first`` (a node that never
+        advertises is down): routes computed from part of the mesh's link state would move, and a complete
+        one would move them back (start-up churn while the nodes' advertisements spread)."""
+        if now < first:
+            return False
+        return len(self._db) >= len(self.nodes) or now >= first + self.settings.hold_s
+
     def compute(self, now: float) -> list[RouteChange]:
         """Recompute the next hops (module docstring: hysteresis and feasibility); the changes."""
         self.expire(now)

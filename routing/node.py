@@ -58,8 +58,9 @@ class ProbeSettings:
 class Routing:
     """Link-state routing of a node (routing.linkstate): its router, and ``freeze_at`` (static routes by
     ETX: the routes computed then are kept for the run and flooding stops) or None (dynamic: the node
-    follows the link state to the end).  Routes are first computed at ``first_compute`` (the
-    advertisements have had time to spread: until then the table the node started with stands)."""
+    follows the link state to the end).  Routes are first computed at ``first_compute`` or later, once every
+    node's advertisement has arrived (LinkStateRouter.ready): until then the table the node started with
+    stands."""
 
     router: LinkStateRouter
     first_compute: float
@@ -213,7 +214,7 @@ class NodeCore:
         router = rt.router
         if rt.freeze_at is None:
             self._push(now + router.settings.recompute_s, "route", "")
-            if not router.due(now):
+            if not (router.due(now) and router.ready(now, rt.first_compute)):
                 return
         self.apply_routes(router.compute(now), now)
         if rt.freeze_at is not None:

@@ -122,7 +122,8 @@ class UdpProber:
                     self._flood(lsa, list(router.neighbours))
                 if now >= next_route:
                     with self._lock:
-                        changes = router.compute(now) if (rt.freeze_at is not None or router.due(now)) else []
+                        changes = router.compute(now) if (rt.freeze_at is not None or (
+                            router.due(now) and router.ready(now, rt.first_compute))) else []
                     self._on_routes(changes, now)
                     if rt.freeze_at is not None:
                         self._emit(now, "routes", metric="etx", routes=dict(router.routes))

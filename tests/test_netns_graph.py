@@ -172,7 +172,7 @@ def test_dynamic_routing_moves_a_flow_around_a_node_that_goes_deaf(netns):
                                routing={"metric": "etx", "dynamic": True}, netns={"rate_mbit": 4})
     doc = yaml.safe_load(exp.read_text())
     doc["loss"]["nodes"]["B"] = {"model": "bernoulli", "rate": 0.0, "down": [[1.0, 300]]}
-    doc["etx"]["settle_s"] = 1.5
+    doc["etx"]["settle_s"] = 3.0
     exp.write_text(yaml.safe_dump(doc))
     assert planned_paths(cfg) == [["A", "B", "D"]]            # where the flow starts
     p = start_run(exp, netns / "runs", "--no-plot")
@@ -202,7 +202,7 @@ def test_crossing_flows_on_the_wheel_with_dynamic_routing(netns):
     chance; tests/test_linkstate.py pins the choice by ETX.)"""
     exp, cfg = write_graph_exp(netns, WHEEL, WHEEL_FLOWS, {}, routing={"metric": "hops", "dynamic": True})
     doc = yaml.safe_load(exp.read_text())
-    doc["etx"]["settle_s"] = 1.5
+    doc["etx"]["settle_s"] = 3.0
     exp.write_text(yaml.safe_dump(doc))
     rep, meta = run_and_check(netns, exp, cfg)
     assert meta["routing"]["link_state"] and meta["routing"]["paths"] == planned_paths(cfg)
