@@ -22,7 +22,7 @@ import pandas as pd
 from plots.flows import FlowInfo
 from plots.logs import RepLogs, aligned_times
 
-__all__ = ["route_changes", "route_events", "flow_recovery", "flows_start"]
+__all__ = ["route_changes", "route_events", "flow_recovery", "flows_start", "time_marks"]
 
 
 def route_events(rep: RepLogs) -> pd.DataFrame:
@@ -84,3 +84,23 @@ def flow_recovery(rep: RepLogs, flow: FlowInfo, flow_ev: pd.DataFrame) -> dict[s
     if len(delivered):
         out["recovery_s"] = float(delivered.min()) - t_fail
     return out
+
+
+def time_marks(meta: dict[str, Any], row: dict[str, Any], flow_start_s: float = 0.0) -> list[tuple[str, float, float]]:
+    """What a figure over "time since flow start" marks for one flow: ``("down", start, end)`` for each
+    failure (meta.json ``failures``, relative to when the flows started; ``flow_start_s``: this flow's own
+    start after that), and ``("reroute", t, t)`` / ``("recovered", t, t)`` from the flow's summary row."""
+    marks: list[tuple[str, float, float]] = []
+    for f in meta.get("failures") or []:
+        down = f.get("down") if isinstance(f, dict) else None
+        if isinstance(down, (list, tuple)) and len(down) == 2:
+            mark = ("down", float(down[0]) - flow_start_s, float(down[1]) - flow_start_s)
+            if mark not in marks:          # "A-B" is two directed links down at once: one mark
+                marks.append(mark)
+    first = next((m for m in marks if m[0] == "down" and m[1] >= 0), None)
+    if first is not None:
+        for kind, col in (("reroute", "reroute_s"), ("recovered", "recovery_s")):
+            v = row.get(col)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                marks.append((kind, first[1] + float(v), first[1] + float(v)))
+    return marks
