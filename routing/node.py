@@ -220,6 +220,10 @@ class NodeCore:
         if rt.freeze_at is not None:
             self._emit(now, "routes", metric="etx", routes=self.engine.routes.as_dict())
 
+    def routing_stats(self) -> dict[str, Any]:
+        """``node_stop``'s ``routing`` counters (docs/LOGS.md); empty without link-state routing."""
+        return {} if self.routing is None else {"routing": dict(self.routing.router.stats)}
+
     def apply_routes(self, changes: list[RouteChange], now: float) -> None:
         """The router's changes into the route table the forwarding step reads, each logged."""
         assert self.routing is not None

@@ -98,3 +98,33 @@ def test_more_nodes_than_loopback_addresses_is_refused(monkeypatch: pytest.Monke
     monkeypatch.setattr(loopback, "MAX_ADDRESSES", 5)
     with pytest.raises(ExperimentError, match=r"topology.nodes.*at most 5 nodes; got 6"):
         check_backend_support(chain_exp(6, medium="none"), "local")
+
+
+DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
+
+
+def test_dynamic_routing_moves_a_flow_off_a_dead_link_with_the_mac_on(tmp_path: Path) -> None:
+    """Issue 23 on the local backend: link-state routing by ETX over the authenticated overlay (every LSA
+    sealed and verified per link); B-D goes down 0.3 s into the flow, so A and D move to C, the flow ends
+    intact, and the log, node_stop, meta.json and summary.csv say so."""
+    doc = {"name": "dyn", "backend": "local", "seed": 1, "repetitions": 1, "auth": {"mac": True},
+           "topology": {"nodes": ["A", "B", "C", "D"], "links": DIAMOND}, "etx": {"settle_s": 2.0},
+           "routing": {"metric": "etx", "dynamic": True}, "limits": {"max_duration_s": 90},
+           "loss": {"links": {"B-D": {"model": "none", "down": [[0.3, 300]]}}},
+           "flows": [{"sender": "A", "receiver": "D", "segments": 3000}]}
+    run = run_experiment(load_experiment(doc, "dyn.yaml"), out=tmp_path, plot=False, progress=lambda s: None)
+    df = pd.read_csv(run / "summary.csv")
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all(), df.to_string()
+    assert df["route_changes"].iloc[0] >= 2 and 0 < df["reroute_s"].iloc[0] < 10 \
+        and df["recovery_s"].iloc[0] >= df["reroute_s"].iloc[0]
+    rep = run / "default" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    assert meta["routing"]["measured"] and meta["routing"]["paths"] == [["A", "C", "D"]]
+    assert meta["failures"] == [{"where": "link B>D", "down": [0.3, 300]}, {"where": "link D>B", "down": [0.3, 300]}]
+    addrs = meta["nodes"]
+    events = [json.loads(line) for line in (rep / "A.log").read_text().splitlines()]
+    moved = [e for e in events if e["ev"] == "route" and e["dst"] == addrs["D"]]
+    assert moved and moved[-1]["new"] == addrs["C"]
+    stop = next(e for e in events if e["ev"] == "node_stop")
+    assert stop["routing"]["lsa_accepted"] > 0 and stop["routing"]["route_changes"] >= 1
+    assert stop["drops"]["forged"] == 0 and stop["drops"]["stranger"] == 0     # every LSA verified

@@ -94,7 +94,7 @@ def run_node(conf: dict[str, Any]) -> int:
                  socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
                  rx_flow_datagrams=None if flow is None else flow[1],
                  sleeps_flow=None if flow is None else flow[2],
-                 **({"capture": tap.writer.stats()} if tap is not None else {}))
+                 **({"capture": tap.writer.stats()} if tap is not None else {}), **core.routing_stats())
     except Exception as e:
         log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
         traceback.print_exc()

@@ -157,8 +157,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         for n, node in nodes.items():
             node.core.engine.step.flush_drops(loop.now, final=True)
             extra: dict[str, Any] = {"capture": taps[n].writer.stats()} if n in taps else {}
-            if node.core.routing is not None:
-                extra["routing"] = dict(node.core.routing.router.stats)
+            extra.update(node.core.routing_stats())
             logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops, **extra)
     except Exception as e:
         meta["status"] = "failed"
