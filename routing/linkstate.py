@@ -28,7 +28,8 @@ sequence number, and the ETX of each link to a live neighbour as it measures it 
   (hop count) go to the neighbour listed first, as routing.graph's tie-break does, so a mesh whose
   link state is complete routes as the static tables would, however the advertisements arrived.  A destination keeps the
   route the node started with until the link state first reaches it (start-up: the neighbours'
-  advertisements may not have arrived at the first computation).  Loop freedom: along any
+  advertisements may not have arrived at the first computation); hysteresis protects only routes the
+  link state chose, so the first computation (static ETX routes: the only one) takes the best path.  Loop freedom: along any
   walk of next hops, ``dist(., d)`` strictly falls (a feasible next hop, or the best, which is
   feasible since every link costs at least 1), so on a common database no walk repeats a node.
 
@@ -221,7 +222,8 @@ class LinkStateRouter:
         changes = []
         for d in sorted(self.nodes - {self.address}):
             old = self.routes.get(d)
-            new, metric = self._choose(d, mine, dist_from, my_dist, old, now)
+            # hysteresis keeps only what the link state chose: the starting route (hop count) has no say
+            new, metric = self._choose(d, mine, dist_from, my_dist, old if d in self._reached else None, now)
             if d in self.pinned:
                 new = self.pinned[d]
                 metric = mine.get(new, math.inf) + dist_from.get(new, {}).get(d, math.inf)
