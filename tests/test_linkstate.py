@@ -420,3 +420,123 @@ def test_pinned_routes_are_kept_whatever_the_link_state_says():
             mesh.advertise(u, t)
         a.compute(t)
         assert a.routes["D"] == "B" and a.routes["C"] == "B", t      # the pin stays; C is now reached via B
+
+
+# ---- 3. NodeCore on the sim backend (virtual time) ----------------------------------------------------------
+
+def _events(rep: Path, node: str, ev: str) -> list[dict]:
+    return [e for e in map(json.loads, (rep / f"{node}.log").open()) if e["ev"] == ev]
+
+
+def _run(doc: dict, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """Run ``doc`` on the sim: the run directory and the nodes' addresses."""
+    from experiments.runner import run_experiment
+    from experiments.schema import load_experiment
+    exp = load_experiment(doc, f"{doc['name']}.yaml")
+    addrs = exp.variants[0].config["topology"]["addresses"]
+    return run_experiment(exp, out=tmp_path, plot=False, progress=lambda s: None), addrs
+
+
+FAIL_AT = 0.5          # the A-B link goes down this long after the flow starts (loss down intervals count from there)
+
+
+def test_the_diamond_reroutes_around_a_failed_link_within_dead_s_and_static_routes_wait_for_it(tmp_path):
+    """Issue 23, items 1 and 3: A -> D over A-B-D; A-B goes down mid-flow for 8 s.  With dynamic routing A
+    stops hearing B, leaves it out of its LSA after dead_s, and every node routes round by C: A's route
+    event to C comes within dead_s + advertise_s (+ its 10 % jitter) + recompute_s of the failure, and the
+    flow finishes long before the link is back.  With static hop routes the flow waits for the link."""
+    doc = {"name": "dia-down", "backend": "sim", "repetitions": 1, "seed": 1, "etx": {"settle_s": 1.0},
+           "topology": {"links": DIAMOND},
+           "loss": {"links": {"A-B": {"model": "bernoulli", "rate": 0.0, "down": [[FAIL_AT, FAIL_AT + 8]]}}},
+           "tcp": {"variant": "sack"}, "flows": [{"sender": "A", "receiver": "D", "segments": 1500}],
+           "variants": [{"name": "dyn", "routing": {"metric": "etx", "dynamic": True}},
+                        {"name": "static", "routing": {"metric": "hops"}}]}
+    d, addrs = _run(doc, tmp_path)
+    df = pd.read_csv(d / "summary.csv").set_index("variant")
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all()
+    rep = d / "dyn" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    t_fail = _events(rep, "A", "flow_start")[0]["t"] + FAIL_AT
+    to_d = [e for e in _events(rep, "A", "route") if e["dst"] == addrs["D"]]
+    assert to_d and to_d[0]["old"] == addrs["B"] and to_d[0]["new"] == addrs["C"], to_d
+    s = SETTINGS
+    assert t_fail < to_d[0]["t"] <= t_fail + s.dead_s + 1.1 * s.advertise_s + s.recompute_s, (t_fail, to_d)
+    assert to_d[0]["metric"] == 2.0
+    assert df.loc["dyn", "duration_s"] < FAIL_AT + 8 < df.loc["static", "duration_s"]
+    stops = {n: _events(rep, n, "node_stop")[0] for n in "ABCD"}
+    for n, stop in stops.items():
+        assert stop["routing"]["lsa_originated"] > 0 and stop["routing"]["lsa_accepted"] > 0, n
+        assert stop["drops"]["ttl"] == 0 and stop["drops"]["stranger"] == 0, n
+    assert stops["A"]["routing"]["route_changes"] >= 1
+    assert meta["routing"]["dynamic"] is True and meta["routing"]["route_changes"]["A"] >= 1
+    assert "routing" not in _events(d / "static" / "rep0", "A", "node_stop")[0]   # hop routes: no link state
+
+
+GRID3 = [[f"N{r}{c}", f"N{r}{c + 1}"] for r in range(3) for c in range(2)] + \
+        [[f"N{r}{c}", f"N{r + 1}{c}"] for r in range(2) for c in range(3)]
+
+
+def test_crossing_flows_on_a_grid_reroute_round_a_dead_centre_without_loops(tmp_path):
+    """Two flows cross at N11 of a 3x3 grid; N11 goes silent mid-flow.  Every node reroutes, both flows
+    finish long before N11 comes back, and no packet is dropped for its hop count (no forwarding loop)."""
+    doc = {"name": "grid-down", "backend": "sim", "repetitions": 1, "seed": 2, "etx": {"settle_s": 1.0},
+           "topology": {"links": GRID3}, "routing": {"metric": "etx", "dynamic": True},
+           "loss": {"default": {"model": "bernoulli", "rate": 0.005}, "nodes": {"N11": {"down": [[FAIL_AT, 60]]}}},
+           "tcp": {"variant": "sack"}, "snoop": {"policy": "adaptive", "pkt_qos": 0.99},
+           "flows": [{"sender": "N01", "receiver": "N21", "segments": 600},
+                     {"sender": "N10", "receiver": "N12", "segments": 600}]}
+    d, _ = _run(doc, tmp_path)
+    df = pd.read_csv(d / "summary.csv")
+    assert len(df) == 2 and df["integrity_ok"].all() and (df["status"] == "ok").all()
+    assert (df["duration_s"] < 10).all()
+    rep = d / "default" / "rep0"
+    meta = json.loads((rep / "meta.json").read_text())
+    for path in meta["routing"]["paths"]:
+        assert "N11" not in path, path                 # the routes the nodes ended with go round the centre
+    for n in nodes_of(GRID3):
+        stop = _events(rep, n, "node_stop")[0]
+        assert stop["drops"]["ttl"] == 0, n
+        assert stop["routing"]["route_changes"] >= 1, n
+
+
+def _diamond_node(name: str, **doc):
+    from experiments.build import build_node
+    from experiments.schema import load_experiment
+    cfg = load_experiment(dict({"name": "n", "backend": "sim", "topology": {"links": DIAMOND},
+                                "routing": {"metric": "etx", "dynamic": True}}, **doc), "n.yaml").variants[0].config
+    return build_node(cfg, name, 1, lambda *a, **k: None, 0.0, apps=False), cfg["topology"]["addresses"]
+
+
+def test_an_lsa_from_a_non_neighbour_is_dropped_as_stranger_and_one_from_a_neighbour_is_flooded_on():
+    from routing.wire import LSA, Packet
+    a, addrs = _diamond_node("A")
+    d_lsa = Lsa(addrs["D"], 1, ((addrs["B"], 1.0), (addrs["C"], 1.0)))
+    out = a.on_packet(Packet(LSA, addrs["D"], 0, addrs["A"], 0, lsa=d_lsa), 1.0, addrs["D"])
+    assert out == [] and a.engine.drops["stranger"] == 1 and addrs["D"] not in a.routing.router.database()
+    out = a.on_packet(Packet(LSA, addrs["B"], 0, addrs["A"], 0, lsa=d_lsa), 1.0, addrs["B"])
+    assert a.routing.router.database()[addrs["D"]] == d_lsa and a.engine.drops["stranger"] == 1
+    assert [(nxt, p.dst, p.src, p.lsa) for nxt, p in out] == [(addrs["C"], addrs["C"], addrs["A"], d_lsa)]
+
+
+def test_an_authenticated_lsa_is_taken_in_and_flooded_and_a_forged_one_is_not():
+    """The sim has no authenticated data path (schema: auth.mac; sim and netns have no overlay data path),
+    so this drives the path the UDP driver takes with auth.mac on (routing.udp: MeshAuth.verify, then
+    NodeCore.on_authentic) in virtual time: B takes A's sealed LSA in and floods it on to D."""
+    from routing.auth import MeshAuth
+    from routing.wire import LSA, AuthError, Packet
+    b, addrs = _diamond_node("B")
+    key = bytes(range(32))
+    seal_a = MeshAuth(key, addrs["A"], [addrs["B"], addrs["C"]], first_seq=1)
+    open_b = MeshAuth(key, addrs["B"], [addrs["A"], addrs["D"]], first_seq=1)
+    a_lsa = Lsa(addrs["A"], 1, ((addrs["B"], 1.0), (addrs["C"], 1.0)))
+    sealed = seal_a.seal(Packet(LSA, addrs["A"], 0, addrs["B"], 0, lsa=a_lsa), addrs["B"])
+    open_b.verify(sealed, addrs["A"])
+    out = b.on_authentic(sealed, 1.0, addrs["A"])
+    assert b.routing.router.database()[addrs["A"]] == a_lsa
+    assert [(nxt, p.lsa) for nxt, p in out] == [(addrs["D"], a_lsa)]
+    with pytest.raises(AuthError, match="replay"):
+        open_b.verify(sealed, addrs["A"])
+    forged = MeshAuth(bytes(32), addrs["A"], [addrs["B"]], first_seq=1).seal(
+        Packet(LSA, addrs["A"], 0, addrs["B"], 0, lsa=Lsa(addrs["A"], 2, ())), addrs["B"])
+    with pytest.raises(AuthError, match="forged"):
+        open_b.verify(forged, addrs["A"])
