@@ -235,7 +235,7 @@ def _general_body(pkt: Packet, version: int) -> bytes:
 def _lsa_body(lsa: Lsa) -> bytes:
     parts = [_LSA.pack(_aton(lsa.origin), lsa.seq, len(lsa.links))]
     for v, etx in lsa.links:
-        hundredths = round(etx * 100)
+        hundredths = round(etx * 100) if math.isfinite(etx) else -1   # nan, inf: out of range
         if not _ETX_MIN <= hundredths <= _ETX_MAX:
             raise WireError(f"LSA link {lsa.origin}->{v}: ETX {etx!r} out of [1, {_ETX_MAX / 100}]")
         parts.append(_LSA_LINK.pack(_aton(v), hundredths))

@@ -1,4 +1,5 @@
 """Wire format: every valid packet round-trips; anything else raises WireError only."""
+import math
 import random
 
 import pytest
@@ -6,7 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aspan.fields import FIXED_ONE, AspanFields
-from routing.wire import (DATA, PROBE, MacKey, Packet, Probe, WireError, authentic_data, decode, decode_authentic,
+import zlib
+
+from routing.linkstate import MAX_ETX, Lsa
+from routing.wire import (DATA, LSA, PROBE, MacKey, Packet, Probe, WireError, authentic_data, decode, decode_authentic,
                           encode, encode_auth, link_id, plain_data, plain_packet, relayed, reseal, verify_auth, wire_size)
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
@@ -28,14 +32,20 @@ segment_st = st.builds(
 )
 
 
+etx = st.integers(100, 65534).map(lambda h: h / 100)          # an LSA link's ETX: u16 hundredths, 1 .. MAX_ETX
+lsa_st = st.builds(Lsa, ipv4, u32, st.lists(st.tuples(ipv4, etx), max_size=40).map(tuple))
+
+
 @st.composite
 def packets(draw):
-    ptype = draw(st.sampled_from([DATA, PROBE]))
+    ptype = draw(st.sampled_from([DATA, PROBE, LSA]))
     pkt = Packet(ptype, draw(ipv4), draw(port), draw(ipv4), draw(port), draw(byte), draw(fields_st))
     if ptype == DATA:
         pkt.segment = draw(segment_st)
-    else:
+    elif ptype == PROBE:
         pkt.probe = Probe(draw(u32), draw(st.one_of(st.just(-1.0), ratio)))
+    else:
+        pkt.lsa = draw(lsa_st)
     return pkt
 
 
@@ -190,3 +200,91 @@ def test_plain_data_rejects_a_flipped_bit_and_relayed_rejects_what_does_not_fit(
         relayed(data, 256)
     with pytest.raises(WireError, match="cannot relay"):
         relayed(data, 4, AspanFields(0.5, 0.9, 1, 2, 256))
+
+
+# ---- the link-state advertisement (type LSA, routing.linkstate; issue 23) --------------------------------
+
+def lsa_pkt(links=(("10.2.1.2", 1.0), ("10.2.1.3", 2.57)), seq=7) -> Packet:
+    return Packet(LSA, "10.2.1.1", 0, "10.2.1.2", 0, 1, lsa=Lsa("10.2.1.1", seq, tuple(links)))
+
+
+def with_crc(body: bytes) -> bytes:
+    """``body`` with a valid CRC trailer: what is wrong with it must be caught by the parser itself."""
+    return body + zlib.crc32(body).to_bytes(4, "big")
+
+
+@given(lsa_st)
+@settings(max_examples=300)
+def test_an_lsa_round_trips_and_its_size_is_known_without_encoding(lsa):
+    pkt = Packet(LSA, "10.2.1.1", 0, "10.2.1.2", 0, 1, lsa=lsa)
+    data = encode(pkt)
+    assert decode(data) == pkt and encode(decode(data)) == data
+    assert wire_size(pkt) == len(data) + 28
+
+
+def test_every_single_bit_flip_of_an_encoded_lsa_is_rejected():
+    """The encoding is canonical (module docstring): no other byte string decodes to an LSA."""
+    for links in ((), (("10.2.1.2", 1.0),), (("10.2.1.2", 1.0), ("10.2.1.3", MAX_ETX), ("10.2.1.4", 12.34))):
+        raw = encode(lsa_pkt(links))
+        for bit in range(len(raw) * 8):
+            bad = bytearray(raw)
+            bad[bit // 8] ^= 1 << (bit % 8)
+            with pytest.raises(WireError):
+                decode(bytes(bad))
+
+
+def test_a_truncated_lsa_body_or_a_wrong_link_count_is_rejected_even_under_a_good_crc():
+    body = encode(lsa_pkt())[:-4]                  # header 23 | origin 4, seq 4, nlinks 1 | 2 x 6
+    assert decode(with_crc(body)) == lsa_pkt()
+    for cut in range(23, len(body)):
+        with pytest.raises(WireError, match="truncated LSA body|link count"):
+            decode(with_crc(body[:cut]))
+    for n in (0, 1, 3, 255):
+        bad = bytearray(body)
+        bad[23 + 8] = n                            # nlinks
+        with pytest.raises(WireError, match="link count"):
+            decode(with_crc(bytes(bad)))
+    with pytest.raises(WireError, match="link count"):
+        decode(with_crc(body + bytes(6)))          # a link more than it says
+
+
+@pytest.mark.parametrize("hundredths", [0, 99, 65535])
+def test_an_etx_out_of_range_is_rejected_by_decode(hundredths):
+    body = bytearray(encode(lsa_pkt())[:-4])
+    body[-2:] = hundredths.to_bytes(2, "big")      # the last link's ETX
+    with pytest.raises(WireError, match="ETX .* out of range"):
+        decode(with_crc(bytes(body)))
+    body[-2:] = (100 if hundredths < 100 else 65534).to_bytes(2, "big")
+    assert decode(with_crc(bytes(body))).lsa.links[-1][1] in (1.0, MAX_ETX)   # its neighbours in range decode
+
+
+@pytest.mark.parametrize("etx", [0.0, 0.99, 0.994, MAX_ETX + 0.01, 1000.0, math.inf, math.nan, -1.0])
+def test_an_etx_out_of_range_is_refused_by_encode(etx):
+    with pytest.raises(WireError, match="ETX"):
+        encode(lsa_pkt((("10.2.1.2", etx),)))
+    assert decode(encode(lsa_pkt((("10.2.1.2", 0.995),)))).lsa.links == (("10.2.1.2", 1.0),)   # rounds to 1.00
+
+
+def test_an_lsa_without_an_advertisement_or_with_too_many_links_is_not_encoded():
+    with pytest.raises(WireError, match="without an advertisement"):
+        encode(Packet(LSA, "10.2.1.1", 0, "10.2.1.2", 0))
+    with pytest.raises(WireError):
+        encode(lsa_pkt([("10.2.1.2", 1.0)] * 256))   # nlinks is one byte
+
+
+@given(lsa_st, st.integers(1, 2**64 - 1), st.integers(0, 10_000), st.integers(1, 255))
+@settings(max_examples=200)
+def test_an_authenticated_lsa_opens_on_its_link_and_any_change_is_forged(lsa, seq, where, xor):
+    """Version 3 (routing.auth): an LSA is sealed like every overlay packet, and bound to its link."""
+    key, link = MacKey(bytes(range(32))), link_id("10.2.1.1", "10.2.1.2")
+    pkt = Packet(LSA, "10.2.1.1", 0, "10.2.1.2", 0, 1, lsa=lsa)
+    data = encode_auth(pkt, key, link, seq)
+    assert verify_auth(data, key, link) == seq and decode_authentic(data) == pkt
+    assert authentic_data(data) is None            # not the DATA fast path
+    bad = bytearray(data)
+    bad[where % len(bad)] ^= xor
+    from routing.wire import AuthError
+    with pytest.raises(AuthError, match="forged"):
+        verify_auth(bytes(bad), key, link)
+    with pytest.raises(AuthError, match="forged"):
+        verify_auth(data, key, link_id("10.2.1.1", "10.2.1.3"))
