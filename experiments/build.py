@@ -109,8 +109,8 @@ def link_state_settings(cfg: dict[str, Any]) -> LinkStateSettings:
 
 def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable) -> LinkStateRouter | None:
     """Node ``name``'s link-state router over its ETX table (None without link-state routing): link cost
-    ETX (``routing.metric: etx``) or 1 per live link (``hops``); the YAML's route overrides pinned; ``table``:
-    the routes it starts with."""
+    ETX (``routing.metric: etx``) or 1 per live link (``hops``); ``table``: the routes it starts with (the
+    schema refuses route overrides with link-state routing)."""
     if not link_state(cfg):
         return None
     topo = cfg["topology"]
@@ -122,10 +122,9 @@ def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable
     else:
         def cost(nbr: str, now: float) -> float:
             return 1.0
-    pinned = {addrs[d]: addrs[v] for d, v in (topo.get("routes") or {}).get(name, {}).items()}
     return LinkStateRouter(addrs[name], [addrs[m] for m in graph.neighbours(name)], addrs.values(),
-                           link_state_settings(cfg), cost, lambda nbr: etx.link(nbr).last_heard, pinned,
-                           table.as_dict())
+                           link_state_settings(cfg), cost, lambda nbr: etx.link(nbr).last_heard,
+                           initial=table.as_dict())
 
 
 def node_routing(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable, t0: float) -> Routing | None:

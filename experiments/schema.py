@@ -271,6 +271,11 @@ def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     if not r["hold_s"] > r["advertise_s"]:
         errs.append(ExperimentError(src, "routing.hold_s", f"must exceed routing.advertise_s ({r['advertise_s']}): "
                                     "an advertisement would be forgotten before its next copy comes"))
+    if (r["metric"] == "etx" or r["dynamic"]) and cfg["topology"].get("routes"):
+        errs.append(ExperimentError(src, "topology.routes", "route overrides cannot be mixed with link-state routing "
+                                    "(routing.metric etx or routing.dynamic): a pinned next hop is not in the "
+                                    "flooded link state the other nodes route by, so their routes can loop "
+                                    "back through it when a link fails"))
     if r["metric"] == "etx" and not r["dynamic"] and etx["settle_s"] < 2 * r["advertise_s"]:
         errs.append(ExperimentError(src, "etx.settle_s", f"static ETX routes are computed when settling ends, from "
                                     f"the link state flooded until then: settle for at least two advertisements "

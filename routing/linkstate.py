@@ -102,7 +102,9 @@ class LinkStateRouter:
     ``nodes``: every node of the experiment (who may originate).  ``link_cost(nbr, now)``: the cost of
     this node's link to ``nbr`` (ETX, or 1 for hop count), ``math.inf`` when it delivers nothing;
     ``last_heard(nbr)``: the time of the last probe heard from it (None: never).  ``pinned``: routes
-    the experiment fixes (``topology.routes``), kept whatever the database says.  ``initial``: the routes
+    a caller fixes, kept whatever the database says (the experiments refuse ``topology.routes`` with
+    link-state routing: a pinned next hop is outside the shared database, and other nodes' routes can
+    loop back through it).  ``initial``: the routes
     the node starts with (until the first :meth:`compute`), so that the changes logged are real ones.
     """
 

@@ -561,9 +561,10 @@ def test_an_lsa_crosses_its_own_link_even_when_the_route_to_that_neighbour_goes_
 
 def test_two_equally_lossy_paths_on_the_sim_do_not_flap_the_route(tmp_path):
     """Issue 23, item 6, end to end: B-D and C-D lose 10 % each, so A's two paths to D have the same ETX
-    and their measured costs differ by probe noise only.  The route events on every node show at most
-    one change per destination over the run (none here; with the margin taken out of the core, A and
-    D change twice in the first seconds)."""
+    and their measured costs differ by probe noise only.  Once the first computation has replaced the
+    starting (hop-count) routes, the route events on every node show at most one change per destination
+    over the run (a path that stays better for switch_after_s may take over once).  The margin itself is
+    pinned by the core test above: in this short run the noise moves the costs too rarely to show it."""
     doc = {"name": "flap", "backend": "sim", "repetitions": 1, "seed": 3, "etx": {"settle_s": 2.0},
            "topology": {"links": DIAMOND}, "routing": {"metric": "etx", "dynamic": True},
            "loss": {"links": {"B-D": {"model": "bernoulli", "rate": 0.1}, "C-D": {"model": "bernoulli", "rate": 0.1}}},
@@ -572,9 +573,11 @@ def test_two_equally_lossy_paths_on_the_sim_do_not_flap_the_route(tmp_path):
     assert pd.read_csv(d / "summary.csv")["status"].eq("ok").all()
     rep = d / "default" / "rep0"
     for n in "ABCD":
-        per_dst = Counter(e["dst"] for e in _events(rep, n, "route"))
+        routes = _events(rep, n, "route")
+        first = min((e["t"] for e in routes), default=None)
+        per_dst = Counter(e["dst"] for e in routes if e["t"] > first)
         assert all(k <= 1 for k in per_dst.values()), (n, per_dst)
-        assert _events(rep, n, "node_stop")[0]["routing"]["route_changes"] == sum(per_dst.values())
+        assert _events(rep, n, "node_stop")[0]["routing"]["route_changes"] == len(routes)
 
 
 def test_the_local_backend_reroutes_with_the_mac_on(tmp_path, no_leftover_nodes):

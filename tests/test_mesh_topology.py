@@ -160,6 +160,13 @@ def test_etx_costs_take_the_lossy_link_out_of_the_route():
         == ["A", "C", "D", "B"]
 
 
+def test_route_overrides_are_refused_with_link_state_routing():
+    for routing in ({"metric": "etx"}, {"dynamic": True}):
+        found = errors({"topology": {"links": DIAMOND, "routes": {"A": {"D": "B"}}}, "routing": routing})
+        assert "cannot be mixed with link-state routing" in found["topology.routes"]
+    assert load({"topology": {"links": DIAMOND, "routes": {"A": {"D": "B"}}}}).variants[0].config["topology"]["routes"]
+
+
 def test_link_state_routing_is_accepted_on_every_backend(tmp_path, capsys):
     from experiments.cli import main
     f = tmp_path / "e.yaml"
