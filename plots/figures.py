@@ -24,6 +24,7 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
 
 from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
+from plots.routing import time_marks  # noqa: E402
 
 __all__ = [
     "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
@@ -265,10 +266,26 @@ def cwnd_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
                        "Congestion window size at the sender", out_dir, "cwnd_cdf")
 
 
+def mark_routing(ax: Axes, rep: RepData, color: Any) -> None:
+    """On a figure over time since the flows started: each failure of the run (a loss ``down`` interval)
+    shaded, and for this flow the reroute (dashed) and the recovery (dotted), in the rep's colour
+    (plots.routing.time_marks; issue 23).  A label only on the first of each kind in the axes."""
+    starts = [float(f.get("start_s") or 0.0) for f in rep.meta.get("flows") or [] if isinstance(f, dict)]
+    seen = {str(a.get_label()) for a in ax.get_children()}
+    for kind, x0, x1 in time_marks(rep.meta, rep.row, min(starts, default=0.0)):
+        label = {"down": "failure (loss down)", "reroute": "rerouted", "recovered": "delivering again"}[kind]
+        label = label if label not in seen else "_"
+        seen.add(label)
+        if kind == "down":
+            ax.axvspan(x0, x1, color="0.5", alpha=0.12, lw=0, label=label)
+        else:
+            ax.axvline(x0, color=color, lw=0.9, ls="--" if kind == "reroute" else ":", label=label)
+
+
 def _series_figure(groups: Sequence[VariantGroup],
                    get: Callable[[RepData], tuple[Drawn, Hist]], title: str,
                    ylabel: str, xlabel: str, out_dir: Path, name: str,
-                   step: bool = True) -> list[Path]:
+                   step: bool = True, marks: bool = False) -> list[Path]:
     """A series of the representative rep of each group: overlaid for up to OVERLAY_MAX
     groups, else one panel per group (shared axes). Log y when the largest value exceeds
     TAIL_RATIO x the smallest group median.  ``get`` gives the series as drawn and the
@@ -303,6 +320,8 @@ def _series_figure(groups: Sequence[VariantGroup],
         def draw(ax: Axes, rep: RepData, color: Any) -> bool:
             t, y = by_rep[id(rep)]
             plot(ax, t, y, color=color)
+            if marks:
+                mark_routing(ax, rep, color)
             return True
         return _per_variant_panels([g for g, *_ in chosen], title, ylabel, xlabel, draw,
                                    out_dir, name, sharey=True,
@@ -311,6 +330,8 @@ def _series_figure(groups: Sequence[VariantGroup],
     for i, ((g, rep, t, y, _h), color) in enumerate(zip(chosen, _colors(len(chosen)))):
         plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
              ls=_STYLES[i % len(_STYLES)])
+        if marks:
+            mark_routing(ax, rep, color)
     if logy:
         ax.set_yscale("log")
         log_ticks(ax.yaxis, smallest, largest)
@@ -329,7 +350,7 @@ def cwnd_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
         return rep.digest.cwnd_drawn, rep.cwnd_hist
     return _series_figure(groups, get, "Congestion window at the sender over time",
                           "congestion window (segments)", "time since flow start (s)",
-                          out_dir, "cwnd_time")
+                          out_dir, "cwnd_time", marks=True)
 
 
 def losses_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
