@@ -29,7 +29,7 @@ __all__ = [
     "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
     "cwnd_over_time", "losses_bars", "tx_per_pkt_cdf", "tx_per_packet",
     "snoop_cache_over_time", "snoop_memory", "snoop_hits_bars", "sweep_figures",
-    "write_figures", "log_ticks", "tail_squeezes",
+    "write_figures", "log_ticks", "tail_squeezes", "variant_ticks",
 ]
 
 OVERLAY_MAX = 3     # time series of more groups than this get one panel per group
@@ -116,6 +116,13 @@ def tail_squeezes(largest: float, body: float) -> bool:
     return body > 0 and np.isfinite(largest) and largest / body > TAIL_RATIO
 
 
+def variant_ticks(ax: Axes, x: Sequence[float], labels: Sequence[str]) -> None:
+    """Variant names under bars, the same in every figure (the medium's too): level for up to
+    three, else tilted 20 degrees and right-aligned so long names do not overlap."""
+    many = len(labels) > 3
+    ax.set_xticks(x, labels, rotation=20 if many else 0, ha="right" if many else "center")
+
+
 def _dots(ax: Axes, x: float, values: Sequence[float], width: float) -> None:
     """One dot per repetition over a bar or point at ``x`` (spread across ``width``)."""
     vals = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
@@ -139,8 +146,7 @@ def _bars_with_dots(ax: Axes, groups: Sequence[VariantGroup], metrics: dict[str,
                color=(colors or _colors(max(len(metrics), 2)))[i], alpha=0.85)
         for xv, vals in zip(xi, values):
             _dots(ax, xv, vals, width)
-    ax.set_xticks(x, [g.label for g in groups], rotation=20 if len(groups) > 3 else 0,
-                  ha="right" if len(groups) > 3 else "center")
+    variant_ticks(ax, x, [g.label for g in groups])
     ax.grid(axis="y", alpha=0.3)
 
 

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from plots.data import RunData, load_run
-from plots.medium import FIGURE_PREFIX as MEDIUM, medium_figures, medium_section
+from plots.medium import FIGURE_PREFIX as MEDIUM, MediumRuns, medium_figures, medium_section
 from plots.mesh import compare_panels, is_mesh_key, mesh_figures, mesh_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
@@ -72,7 +72,7 @@ def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
     figures = write_figures(data.groups(label), out_dir, sweep_series(data, label),
                             data.rep_groups(label))
     figures.update(mesh_figures(data.run_dir, out_dir))
-    figures.update({path.stem: [path] for path in medium_figures(data.run_dir, out_dir).values()})
+    figures.update(medium_figures(data.run_dir, out_dir, data.summary))
     return figures
 
 
@@ -234,9 +234,9 @@ def write_report(run_dir: Path, data: RunData | None = None,
     lines = [f"# Report: {data.run_dir.name}", "", *_header(data)]
     lines += _figure_section(data.run_dir, applicable_figures(data), figures)
     lines += mesh_section(data.run_dir, figures)   # [] unless some variant's graph is known
-    medium = {key[len(MEDIUM):]: paths[0] for key, paths in figures.items() if key.startswith(MEDIUM)}
-    # [] unless a variant ran on a medium (plots/medium.py); draws its figures if not given
-    lines += medium_section(data.run_dir, medium or None)
+    medium = {key: paths for key, paths in figures.items() if key.startswith(MEDIUM)}
+    # [] unless a variant ran on a medium (plots/medium.py)
+    lines += medium_section(data.run_dir, medium, MediumRuns.of(data.run_dir, summary=data.summary))
     lines += _aggregate_section(data)
     lines += _scheme_section(data)
     lines += _per_rep_section(data)
