@@ -58,10 +58,12 @@ def frame_lateness(rep_dir: Path) -> np.ndarray:
     if log.is_file():
         with log.open(encoding="utf-8", errors="replace") as f:
             for line in f:
-                if '"ev":"frame"' not in line:
+                if '"frame"' not in line:   # a cheap filter (compact or spaced JSON)
                     continue
                 try:
                     e = json.loads(line)
+                    if e.get("ev") != "frame":
+                        continue
                     rows.append((float(e["late_us"]), float(e["airtime_us"]), float(e["attempts"])))
                 except (ValueError, KeyError, TypeError):
                     continue   # a truncated last line, as the log readers skip it

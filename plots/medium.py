@@ -46,8 +46,10 @@ def _mac_lines(path: Path) -> list[dict[str, Any]]:
     out = []
     with path.open(encoding="utf-8") as f:
         for line in f:
-            if '"ev":"mac"' in line:
-                out.append(json.loads(line))
+            if '"mac"' in line:   # a cheap filter (compact or spaced JSON); the event name decides
+                e = json.loads(line)
+                if e.get("ev") == "mac":
+                    out.append(e)
     return out
 
 
@@ -111,22 +113,22 @@ class MediumRuns:
     sweep_values: dict[str, Any]       # labelled variant -> its swept value
 
     @classmethod
-    def of(cls, run_dir: Path, label: str = "", summary: pd.DataFrame | None = None) -> "MediumRuns | None":
+    def of(cls, run_dir: Path, summary: pd.DataFrame | None = None) -> "MediumRuns | None":
         """The medium data of one run (None if no variant ran on a medium).  ``summary``: the run's rows
-        (default: its summary.csv, if any); ``label`` prefixes every variant name."""
+        (default: its summary.csv, if any)."""
         run_dir = Path(run_dir)
         experiment = load_experiment(run_dir)
         configs = medium_variants(experiment)
         if not configs:
             return None
-        name = (lambda v: f"{label}: {v}") if label else str
+        name = str
         mac = mac_frame(run_dir)
-        mac = mac[mac["variant"].isin(list(configs))].assign(variant=lambda f: f["variant"].map(name))
+        mac = mac[mac["variant"].isin(list(configs))]
         if summary is None:
             csv = run_dir / "summary.csv"
             summary = pd.read_csv(csv) if csv.is_file() else pd.DataFrame(columns=["variant", "goodput_mbps"])
         s = summary[summary["status"] == "ok"] if "status" in summary else summary
-        s = s[s["variant"].isin(list(configs))].assign(variant=lambda f: f["variant"].map(name))
+        s = s[s["variant"].isin(list(configs))]
         order = [name(str(v["name"])) for v in experiment.get("variants") or []
                  if isinstance(v, dict) and str(v.get("name")) in configs]
         svals = {name(str(v.get("name"))): v.get("sweep_value") for v in experiment.get("variants") or []
@@ -145,6 +147,17 @@ class MediumRuns:
                    {k: v for p in parts for k, v in p.hops.items()},
                    next((p.sweep_field for p in parts if p.sweep_field), None),
                    {k: v for p in parts for k, v in p.sweep_values.items()})
+
+    def labelled(self, label: str) -> "MediumRuns":
+        """The same data with every variant named ``label: variant`` (runs drawn together)."""
+        if not label:
+            return self
+        name = {v: f"{label}: {v}" for v in {*self.order, *self.hops, *self.sweep_values,
+                                              *self.mac["variant"], *self.summary["variant"]}}
+        return MediumRuns(self.mac.assign(variant=self.mac["variant"].map(name)), [name[v] for v in self.order],
+                          self.summary.assign(variant=self.summary["variant"].map(name)),
+                          {name[k]: v for k, v in self.hops.items()}, self.sweep_field,
+                          {name[k]: v for k, v in self.sweep_values.items()})
 
     def counters(self) -> pd.DataFrame:
         """One row per (variant, repetition): the MAC counters summed over nodes."""
@@ -305,6 +318,8 @@ def medium_section(base: Path, figs: dict[str, list[Path]] | None = None,
     if data is None:
         return []
     figs = draw_medium(data, base / "figures") if figs is None else figs
+    if not figs and data.mac.empty:
+        return []
     lines = ["## Radio medium", ""]
     for key, paths in figs.items():
         png = next((p for p in paths if p.suffix == ".png"), paths[0])
