@@ -146,7 +146,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the plot command's arguments to ``parser`` (for a parent CLI's subcommand)."""
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
                         help="run directories (see docs/LOGS.md)")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write figures, report.md and summary.csv here and nothing into "
                              "the runs (required with several run dirs)")
     parser.add_argument("--label", action="append", default=None, metavar="TEXT",

@@ -18,7 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from plots.figures import _colors, _new, _save, tail_squeezes, variant_ticks
+from plots.figures import _colors, _new, _save
+from plots.style import variant_ticks
 from plots.logs import PARQUET, iter_reps, load_experiment
 from plots.numbers import plain
 
@@ -197,8 +198,8 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
 
     The counts span from 0 (no hidden station, no drop) to thousands of retries.  A log axis cannot
     show 0 (the old figure drew count + 0.5, a number nobody counted); a linear axis hides a few drops
-    next to thousands of retries.  So: linear while the largest bar is at most TAIL_RATIO x the
-    smallest non-zero one, else symlog (linear up to 1, logarithmic above): 0 stays 0, 1 stays 1."""
+    next to thousands of retries.  So a symlog axis, in every run (the same figure reads the same way
+    across runs): linear from 0 to 1, logarithmic above; 0 stays 0 and 1 stays 1."""
     per_rep = mac.groupby(["variant", "repetition"])[RETRY_METRICS].sum()
     mean = per_rep.groupby("variant").mean()
     mean = mean.reindex([v for v in order if v in mean.index])
@@ -208,15 +209,9 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
     for k, (m, color) in enumerate(zip(RETRY_METRICS, _colors(len(RETRY_METRICS)))):
         ax.bar(x + (k - (len(RETRY_METRICS) - 1) / 2) * w, mean[m].to_numpy(dtype=float), w, label=m,
                color=color, alpha=0.85)
-    values = mean.to_numpy(dtype=float).ravel()
-    positive = values[values > 0]
-    if len(positive) and tail_squeezes(float(positive.max()), float(positive.min())):
-        ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("frames per repetition (symlog: linear to 1, log above)")
-    else:
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("frames per repetition")
+    ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("frames per repetition (symlog: linear to 1, log above)")
     variant_ticks(ax, x, list(mean.index))
     ax.grid(axis="y", alpha=0.3)
     ax.set_title("Link-layer retries, collisions and drops (all nodes, mean over repetitions)")

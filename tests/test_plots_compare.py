@@ -155,3 +155,78 @@ def test_lateness_in_the_report_and_on_the_terminal(tmp_path: Path, capsys: pyte
     assert "> Warning" not in (fine / "report.md").read_text()
     assert main([str(late), str(fine), "--out", str(tmp_path / "cmp")]) == 0
     assert "warning: late: aspan:" in capsys.readouterr().err
+
+# ----------------------------------------------------------------------------- figures (item 5)
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The matplotlib figures plots.figures and plots.medium save, by name (nothing written)."""
+    import plots.figures as figures
+    import plots.medium as medium
+    seen: dict[str, Any] = {}
+
+    def save(fig: Any, out_dir: Path, name: str) -> list[Path]:
+        seen[name] = fig
+        return [out_dir / f"{name}.png"]
+    monkeypatch.setattr(figures, "_save", save)
+    monkeypatch.setattr(medium, "_save", save)
+    return seen
+
+
+def _groups(root: Path, **events: Any):
+    from plots.data import load_run
+    run = root / "run"
+    write_experiment(run, ["aspan", "reno"])
+    for v in ("aspan", "reno"):
+        write_rep(run, v, 0, basic_flow_events(snoop=v == "aspan", **events))
+    return load_run(run, write=False).groups()
+
+
+def test_the_tail_of_transmissions_per_packet_is_drawn_on_a_log_axis(tmp_path: Path, drawn: dict) -> None:
+    """Per packet 3, 6, 3 transmissions: the CCDF panel gives P(X >= 3) = 1 and P(X >= 6) = 1/3, log y."""
+    from plots.figures import tx_per_pkt_cdf
+    tx_per_pkt_cdf(_groups(tmp_path), tmp_path)
+    cdf, ccdf = drawn["tx_per_pkt_cdf"].get_axes()
+    assert cdf.get_yscale() == "linear" and ccdf.get_yscale() == "log"
+    line = ccdf.get_lines()[0]
+    assert list(line.get_xdata()) == [3.0, 6.0]
+    assert list(line.get_ydata()) == pytest.approx([1.0, 1 / 3])
+
+
+def test_cwnd_over_time_has_the_same_axis_in_every_run(tmp_path: Path, drawn: dict) -> None:
+    """A run whose cwnd jumps 100-fold used to get a log axis, another a linear one: now both linear."""
+    from plots.figures import cwnd_over_time
+    cwnd_over_time(_groups(tmp_path / "a"), tmp_path)
+    plain_axis = drawn["cwnd_time"].get_axes()[0].get_yscale()
+    cwnd_over_time(_groups(tmp_path / "b", cwnds=(2000, 3000, 4000, 500_000)), tmp_path)
+    assert drawn["cwnd_time"].get_axes()[0].get_yscale() == plain_axis == "linear"
+
+
+def test_medium_retries_are_counts_on_a_symlog_axis(tmp_path: Path, drawn: dict) -> None:
+    """Bars are the mean counts (20 retries, 0 hidden: no +0.5), on symlog so that 0 is drawn at 0."""
+    from plots.medium import MediumRuns, retries_figure
+    run = medium_run(tmp_path, "a", losses=[1, 2, 3], retries=[10, 20, 30], variants=("sack",))
+    data = MediumRuns.of(run)
+    retries_figure(data.mac, data.order, tmp_path)
+    ax = drawn["medium_retries"].get_axes()[0]
+    assert ax.get_yscale() == "symlog"
+    heights = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+    assert heights["retries"] == [20.0] and heights["hidden"] == [0.0] and heights["collisions"] == [4.0]
+    tick_labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert all(t.get_rotation() in (0, 20) for t in ax.get_xticklabels()) and "sack" in tick_labels
+
+
+def test_the_printed_figure_count_is_what_is_on_disk(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A plot leaves exactly the figures it drew (a stale one from an earlier plot is removed) and
+    prints their number."""
+    run = medium_run(tmp_path, "a", losses=[1, 2], retries=[1, 2])
+    (run / "figures").mkdir()
+    (run / "figures" / "medium_throughput_hops.png").write_bytes(b"stale")
+    assert plot_command([run]) == 0
+    printed = int(re.search(r"(\d+) figures in", capsys.readouterr().out).group(1))
+    on_disk = {p.stem for p in (run / "figures").glob("*.png")}
+    assert printed == len(on_disk) and "medium_throughput_hops" not in on_disk
+    assert {p.stem for p in (run / "figures").glob("*.svg")} == on_disk
+    report = (run / "report.md").read_text()
+    assert not re.search(r"\d\.?\d*e[+-]\d", report), "a number in scientific notation in report.md"
