@@ -61,6 +61,7 @@ def test_no_interval_where_there_is_none() -> None:
 def test_numbers_in_plain_notation() -> None:
     assert plain(18000.0) == "18000" and plain(1.8e4) == "18000" and plain(44.76) == "44.8"
     assert plain(0.012345) == "0.0123" and plain(7) == "7" and plain(float("nan")) == ""
+    assert plain(17999.6) == "18000" and plain(123456.7) == "123457"     # .3g: 1.8e+04, 1.23e+05
     assert mean_std([18000, 18000]) == "18000 ± 0"
     assert mean_std([44.76, 20, 60]) == "41.6 ± 20.2"
     assert "e+" not in mean_std([123456.0, 234567.0])
