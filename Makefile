@@ -33,15 +33,15 @@ demo: $(VENV)/.installed
 sim-demo: $(VENV)/.installed
 	$(VENV)/bin/aspan run $(DEMO_EXPERIMENT) --backend sim
 
-# The whole suite takes about FULL_MIN minutes on the 2-core machine (more as root, where the netns and
+# The whole suite takes about 40 minutes on the 2-core machine (more as root, where the netns and
 # virtual-Pi tests run instead of skipping); test-fast, the quick subset for a change that touches
-# neither the root tests nor the real-time loopback runs, about FAST_MIN (tests/conftest.py marks them).
+# neither the root tests nor the real-time loopback runs, about 25 (tests/conftest.py marks them).
 test: $(VENV)/.installed-test
-	@echo "make test: the whole suite, takes about FULL_MIN minutes (make test-fast: the quick subset)"
+	@echo "make test: the whole suite, takes about 40 minutes (make test-fast: the quick subset)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-test
-	@echo "make test-fast: without the root and real-time tests, takes about FAST_MIN minutes"
+	@echo "make test-fast: without the root and real-time tests, takes about 25 minutes"
 	$(PY) -m pytest -q -m "not root and not slow" $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed

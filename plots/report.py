@@ -1,5 +1,5 @@
-"""``run_dir/report.md``: figures, summary tables, and what went wrong (failed/incomplete reps,
-skipped log lines)."""
+"""``run_dir/report.md`` (and ``report.html``, the same as one self-contained file: plots/html.py):
+figures, summary tables, and what went wrong (failed/incomplete reps, skipped log lines)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ from plots.data import RunData, load_run
 from plots.medium import FIGURE_PREFIX as MEDIUM, MediumRuns, medium_figures, medium_section
 from plots.mesh import compare_panels, is_mesh_key, mesh_figures, mesh_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
+from plots.html import write_html
 from plots.lateness import Lateness, lateness_section, run_lateness
 from plots.numbers import mean_std, plain
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
@@ -251,6 +252,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
     lines += _problems_section(data)
     path = data.run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
+    write_html(path)          # report.html beside it: one self-contained file
     return path
 
 
@@ -314,6 +316,7 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
             lines += [f"### {label or d.run_dir.name}", "", *found]
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
+    write_html(path)
     frames = []
     for d, label in zip(runs, labels):
         f = summary_frame([r.row for r in d.reps])
