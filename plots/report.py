@@ -289,7 +289,7 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
               "|---|---|---|---|---|---|---|"]
     for d, label in zip(runs, labels):
         lines.append(f"| {label or '-'} | `{d.run_dir}` | {d.experiment.get('name', '')} | "
-                     f"{d.backend} | {len(d.variants())} | {repetitions_text(d)} | {len(d.flows())} |")
+                     f"{d.backend} | {len(d.variants())} | {repetitions_text(d)} | {len([f for f in d.flows() if f])} |")
     lines += ["", "Legends: `label: variant` (the label of each run above; `--label` sets it).",
               "Nothing was written into the run directories above.", ""]
     for d, label in zip(runs, labels):
