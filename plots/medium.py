@@ -185,7 +185,7 @@ def airtime_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
                         color="w" if v < 0.5 * top else "k")
     fig.colorbar(im, ax=ax, label="airtime share")
     ax.set_xlabel("node")
-    ax.set_title("Airtime share per node (data + SIFS + ACK per attempt / run time)")
+    ax.set_title("Airtime share per node\n(data + SIFS + ACK per attempt / run time)", fontsize="medium")
     return _save(fig, out_dir, f"{FIGURE_PREFIX}airtime")
 
 
@@ -214,7 +214,7 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
     ax.set_ylabel("frames per repetition (symlog: linear to 1, log above)")
     variant_ticks(ax, x, list(mean.index))
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title("Link-layer retries, collisions and drops (all nodes, mean over repetitions)")
+    ax.set_title("Link-layer retries, collisions and drops\n(all nodes, mean over repetitions)", fontsize="medium")
     ax.legend()
     return _save(fig, out_dir, f"{FIGURE_PREFIX}retries")
 
