@@ -5,22 +5,26 @@ PY      = $(VENV)/bin/python
 DEMO_EXPERIMENT ?= experiments/paper-lossy.yaml
 DEMO_ARGS ?= --backend local --repetitions 2
 
-.PHONY: demo test sim-demo bench clean-venv
+.PHONY: demo test test-fast sim-demo bench clean-venv
+
+# setuptools prints an "Editable installation" notice (not an error, not a deprecation) as a banner
+# of asterisks on every editable install; it is silenced by its message, nothing else is.
+PIP_INSTALL = PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: $(PY) pyproject.toml
-	$(PY) -m pip install --quiet -e .
+	$(PIP_INSTALL) -e .
 	touch $@
 
 # netfilterqueue (the kernel extra) is a C extension: it builds where libnetfilter-queue-dev, the
 # Python headers and a C compiler are installed (.ci/run installs them). Elsewhere the netns tests
 # skip and say why, unless ASPAN_REQUIRE_ROOT_TESTS=1 makes them fail.
 $(VENV)/.installed-test: $(PY) pyproject.toml
-	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m pip install --quiet -e '.[kernel]' || echo "make: netfilterqueue was not built (needs libnetfilter-queue-dev, python3-dev, a C compiler): the netns backend tests will skip"
+	$(PIP_INSTALL) -e '.[test]'
+	$(PIP_INSTALL) -e '.[kernel]' || echo "make: netfilterqueue was not built (needs libnetfilter-queue-dev, python3-dev, a C compiler): the netns backend tests will skip"
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -29,8 +33,18 @@ demo: $(VENV)/.installed
 sim-demo: $(VENV)/.installed
 	$(VENV)/bin/aspan run $(DEMO_EXPERIMENT) --backend sim
 
+# Measured on the 2-core machine shared with other jobs (load average 4-15), 2026-11-26: the suite
+# without the root tests (pytest -m "not root") 12 minutes; test-fast (the quick subset for a change that
+# touches neither the root tests nor the real-time loopback runs; tests/conftest.py marks them) about
+# 10; as root the netns and virtual-Pi tests run instead of skipping and add well over 10 minutes
+# (tests/test_deploy_vpi.py alone took more than 8).
 test: $(VENV)/.installed-test
+	@echo "make test: the whole suite, takes about 12 minutes when not root, well over 20 as root (make test-fast: about 10)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.installed-test
+	@echo "make test-fast: without the root and real-time tests, takes about 10 minutes"
+	$(PY) -m pytest -q -m "not root and not slow" $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) -m bench

@@ -97,19 +97,41 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_CODES = """exit codes:
+  0    ok: every repetition ran and ended ok (validate: every file is valid)
+  1    some repetition failed or is incomplete (summary.csv says which); deploy: a host failed
+  2    a bad experiment or inventory file, or a bad option: nothing ran
+  130  interrupted by Ctrl-C (SIGINT) or SIGTERM: the run's record is on disk
+
+Start with: aspan run experiments/paper-lossy.yaml (README.md, "Running experiments")."""
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), else 'unknown' (a source tree not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("aspan-testbed")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from experiments.backends import BACKENDS   # the registry (imports no backend)
-    p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed: run experiments on a "
+                                "simulated, loopback, namespace or Raspberry Pi mesh, and plot their results.",
+                                epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     v = sub.add_parser("validate", help="check experiment YAML files without running anything")
-    v.add_argument("files", nargs="+")
+    v.add_argument("files", nargs="+", metavar="EXP.yaml", help="experiment files to check")
     v.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="check against this backend (default: each file's backend field), as run --backend would")
     v.set_defaults(func=_cmd_validate)
 
-    r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures")
-    r.add_argument("experiment")
+    r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("experiment", metavar="EXP.yaml", help="the experiment file (experiments/*.yaml)")
     r.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="default: the YAML's backend field")
     r.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")

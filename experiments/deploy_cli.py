@@ -18,6 +18,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 EXIT_HOST_FAILED = 1
+DEPLOY_DESCRIPTION = """Set up and run the Raspberry Pi mesh from this machine, over SSH, one step per command:
+setup (install the project on every Pi), mesh (the WiFi in IBSS mode with its mesh address),
+routes (kernel routes, kernel data plane only), run (an experiment, as aspan run --backend pi),
+status, stop (after a crash), gather (copy the Pis' run directories here).
+
+Needs the pi extra: pip install -e '.[pi]'.  Every command takes -i INV.yaml (the hosts),
+--hosts (a subset) and --dry-run (print every command per host, connect nowhere).  Each host's
+outcome is one line; a failed host is named with what went wrong, the others carry on, and the
+exit code is 1 when any host failed (2: a bad inventory or option).  README.md, "Running on
+Raspberry Pis", walks through it."""
 
 
 def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -> dict[str, Any]:
@@ -80,8 +90,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_deploy_parser(sub: Any) -> None:
     """Add ``deploy`` and its subcommands to the ``aspan`` parser (imports nothing heavy)."""
     d = sub.add_parser("deploy", help="set up and run the Raspberry Pi mesh over SSH (Fabric)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ds = d.add_subparsers(dest="deploy_command", required=True)
+                       description=DEPLOY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ds = d.add_subparsers(dest="deploy_command", required=True, metavar="COMMAND")
 
     s = ds.add_parser("setup", help="install the project on every host (offline: wheels uploaded)")
     _common(s)
@@ -104,7 +114,7 @@ def add_deploy_parser(sub: Any) -> None:
 
     u = ds.add_parser("run", help="run an experiment on the hosts (= aspan run EXP --backend pi --inventory INV)")
     _common(u)
-    u.add_argument("experiment")
+    u.add_argument("experiment", metavar="EXP.yaml", help="the experiment file (experiments/*.yaml)")
     u.add_argument("--out", default=None, help="output directory (default: the YAML's out field)")
     u.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
     u.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")

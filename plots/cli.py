@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # the heavy modules (pandas, matplotlib) load only when a plot is made,
     from plots.data import RunData  # so ``aspan`` can add these arguments at every start
@@ -48,13 +48,14 @@ def _inside(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
 
-def _compare(runs: Sequence["RunData"], labels: Sequence[str],
-             out: Path) -> dict[str, list[Path]]:
+def _compare(runs: Sequence["RunData"], labels: Sequence[str], out: Path,
+             media: Sequence[Any]) -> dict[str, list[Path]]:
     """Overlay every variant (and flow) of every run into ``out``; legend ``label: variant``; the
-    mesh of every run, a panel per variant titled so."""
+    mesh of every run, a panel per variant titled so; the medium's figures of every run on a medium."""
     from plots.figures import write_figures
+    from plots.medium import draw_medium
     from plots.mesh import compare_panels, draw_mesh
-    from plots.report import sweep_series
+    from plots.report import compare_medium, sweep_series
     groups, rep_groups, sweeps = [], [], []
     for run, label in zip(runs, labels):
         groups += run.groups(label)
@@ -65,18 +66,45 @@ def _compare(runs: Sequence["RunData"], labels: Sequence[str],
         sweeps = [s for s in sweeps if s.field == sweeps[0].field]
     figures = write_figures(groups, out, sweeps, rep_groups)
     figures.update(draw_mesh(compare_panels([r.run_dir for r in runs], labels), out))
+    figures.update(draw_medium(compare_medium(media, labels), out))
     return figures
 
 
+def _warn_lateness(warnings: list[str]) -> None:
+    """The medium's lateness warnings (plots/lateness.py) on the terminal, as the report gives them."""
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def check_out(out: Path, force: bool) -> None:
+    """Refuse an existing, non-empty ``--out`` unless ``force``: a comparison never overwrites one silently."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ValueError(f"--out {out} already exists and is not empty; give --force to overwrite its "
+                         "report.md, summary.csv and figures/, or choose another directory")
+
+
+def clear_figures(fig_dir: Path) -> None:
+    """Remove the figures a previous plot wrote into ``fig_dir`` (png/svg only), so that what is there
+    after drawing is exactly what was drawn (a figure with nothing to show must not survive)."""
+    if fig_dir.is_dir():
+        for path in fig_dir.iterdir():
+            if path.is_file() and path.suffix in (".png", ".svg"):
+                path.unlink()
+
+
 def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: bool = False,
-                 labels: Sequence[str] | None = None) -> int:
+                 labels: Sequence[str] | None = None, force: bool = False) -> int:
     """Summary, figures and report.md of one run (into the run dir), or of one or more runs
     into ``out`` without writing into any of them. Raises ValueError naming a path that is not
-    a run directory, a missing ``out`` for several runs, or an ``out`` inside an input run.
+    a run directory, a missing ``out`` for several runs, an ``out`` inside an input run, or an
+    existing non-empty ``out`` without ``force``.  Prints the medium's lateness warnings on stderr.
     Returns 0."""
     from plots.data import load_run
+    from plots.lateness import lateness_warnings, run_lateness
     from plots.logs import check_run_dir
-    from plots.report import run_figures, write_compare_report, write_report
+    from plots.report import run_figures, run_media, write_compare_report, write_report
     if not run_dirs:
         raise ValueError("no run directory given; expected at least one run directory")
     dirs = [check_run_dir(Path(p)) for p in run_dirs]  # fail before writing anything
@@ -88,21 +116,29 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
         prefix = labels[0] if labels else ""
         if labels and len(labels) != 1:
             raise ValueError(f"--label given {len(labels)} times for 1 run directory")
+        clear_figures(dirs[0] / "figures")
         figures = run_figures(data, label=prefix)
-        report = write_report(dirs[0], data, figures)
+        late = run_lateness(dirs[0])
+        report = write_report(dirs[0], data, figures, late)
         print(f"{dirs[0]}: {len(data.reps)} repetition-flows, {len(figures)} figures in "
               f"{dirs[0] / 'figures'}, report {report}")
+        _warn_lateness(lateness_warnings(late))
         return 0
     out = Path(out)
     for d in dirs:
         if _inside(out, d):
             raise ValueError(f"--out {out} is inside the input run {d}; choose a directory "
                              "outside every input run (inputs are never written)")
+    check_out(out, force)
     runs = [load_run(d, resummarize=resummarize, write=False) for d in dirs]
     names = run_labels(runs, labels) if (len(runs) > 1 or labels) else [""]
-    figures = _compare(runs, names, out / "figures")
-    report = write_compare_report(out, runs, names, figures)
+    media = run_media(runs)
+    clear_figures(out / "figures")
+    figures = _compare(runs, names, out / "figures", media)
+    late = [run_lateness(d) for d in dirs]
+    report = write_compare_report(out, runs, names, figures, late, media)
     print(f"{len(runs)} run(s): {len(figures)} figures in {out / 'figures'}, report {report}")
+    _warn_lateness([w for rows, name in zip(late, names) for w in lateness_warnings(rows, name)])
     return 0
 
 
@@ -110,12 +146,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the plot command's arguments to ``parser`` (for a parent CLI's subcommand)."""
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
                         help="run directories (see docs/LOGS.md)")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write figures, report.md and summary.csv here and nothing into "
                              "the runs (required with several run dirs)")
     parser.add_argument("--label", action="append", default=None, metavar="TEXT",
                         help="legend prefix of a run, once per run dir in order (default: "
                              "experiment name and/or backend, whichever tells them apart)")
+    parser.add_argument("--force", action="store_true",
+                        help="with --out: overwrite an existing, non-empty DIR (refused otherwise)")
     parser.add_argument("--resummarize", action="store_true",
                         help="recompute the summary from the logs even if summary.csv exists "
                              "(rewritten in the run dir only without --out)")
@@ -124,7 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def run_args(args: argparse.Namespace) -> int:
     """Run the plot command from arguments parsed with :func:`add_arguments`."""
-    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label)
+    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label, args.force)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,16 +25,16 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
 from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 from plots.routing import time_marks  # noqa: E402
+from plots.style import variant_ticks  # noqa: E402
 
 __all__ = [
     "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
     "cwnd_over_time", "losses_bars", "tx_per_pkt_cdf", "tx_per_packet",
     "snoop_cache_over_time", "snoop_memory", "snoop_hits_bars", "sweep_figures",
-    "write_figures", "log_ticks", "tail_squeezes",
+    "write_figures", "log_ticks", "variant_ticks",
 ]
 
 OVERLAY_MAX = 3     # time series of more groups than this get one panel per group
-TAIL_RATIO = 20.0   # a log axis when the largest value exceeds the body this many times
 SWEEP_METRICS: dict[str, str] = {
     "losses": "observed losses at the sender (count)",
     "cwnd_median": "median cwnd at the sender (segments)",
@@ -111,12 +111,6 @@ def log_ticks(axis: Any, lo: float | None = None, hi: float | None = None) -> No
     axis.set_minor_formatter(NullFormatter())
 
 
-def tail_squeezes(largest: float, body: float) -> bool:
-    """True when a linear axis up to ``largest`` would squeeze values around ``body``: the
-    ratio exceeds TAIL_RATIO (both positive)."""
-    return body > 0 and np.isfinite(largest) and largest / body > TAIL_RATIO
-
-
 def _dots(ax: Axes, x: float, values: Sequence[float], width: float) -> None:
     """One dot per repetition over a bar or point at ``x`` (spread across ``width``)."""
     vals = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
@@ -140,8 +134,7 @@ def _bars_with_dots(ax: Axes, groups: Sequence[VariantGroup], metrics: dict[str,
                color=(colors or _colors(max(len(metrics), 2)))[i], alpha=0.85)
         for xv, vals in zip(xi, values):
             _dots(ax, xv, vals, width)
-    ax.set_xticks(x, [g.label for g in groups], rotation=20 if len(groups) > 3 else 0,
-                  ha="right" if len(groups) > 3 else "center")
+    variant_ticks(ax, x, [g.label for g in groups])
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -164,41 +157,46 @@ def _grouped_bars(groups: Sequence[VariantGroup], metrics: dict[str, str], ylabe
 
 def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], Hist],
                 xlabel: str, title: str, out_dir: Path, name: str,
-                logx_above: float | None = None, integer_x: bool = False) -> list[Path]:
+                integer_x: bool = False, tail: bool = False) -> list[Path]:
     """ECDF per group, pooled over repetitions (their histograms merged: the exact ECDF, drawn
     with one step per distinct value, so the figure files stay small). Curves that coincide stay
-    visible (line styles cycle, earlier curves drawn wider). Log x when the largest value exceeds
-    ``logx_above`` or TAIL_RATIO x the smallest group median (a tail squeezing the body)."""
-    fig, ax = _new()
-    xmax, xmin, medians = 0.0, np.inf, []
-    drawn = 0
+    visible (line styles cycle, earlier curves drawn wider).  The axes are linear in every run, so
+    that the same figure of two runs reads the same way.  With ``tail``, a second panel draws the
+    complementary CDF P(X >= x) on a log y axis: the top few percent, where a CDF's curve is
+    flat against 1, get decades of room there."""
+    fig = Figure(figsize=(11.0 if tail else 6.4, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2 if tail else 1, squeeze=False)[0]
+    ax = axes[0]
+    drawn, smallest = 0, 1.0
     for i, (g, color) in enumerate(zip(groups, _colors(len(groups)))):
         pooled = Hist.pooled([values(r) for r in g.usable]).finite()
         if not pooled.n:
             continue
         x, counts = pooled.values, pooled.counts
-        ax.ecdf(x, weights=counts, label=g.label, color=color, ls=_STYLES[i % len(_STYLES)],
-                lw=max(0.9, 2.6 - 0.4 * i))
-        xmax = max(xmax, float(x[-1]))
-        if (x > 0).any():
-            xmin = min(xmin, float(x[x > 0].min()))
-        medians.append(pooled.median())
+        style = dict(label=g.label, color=color, ls=_STYLES[i % len(_STYLES)], lw=max(0.9, 2.6 - 0.4 * i))
+        ax.ecdf(x, weights=counts, **style)
+        if tail:
+            at_least = np.cumsum(counts[::-1])[::-1] / pooled.n     # P(X >= x) at each distinct x
+            # P(X >= x) holds on (previous value, x]: a "pre" step; a dot at each value drawn
+            axes[1].step(x, at_least, where="pre", marker="o", ms=3, **style)
+            smallest = min(smallest, float(at_least[-1]))
         drawn += 1
     if not drawn:
         return []
-    positive = [m for m in medians if m > 0]
-    if ((logx_above is not None and xmax > logx_above)
-            or (positive and tail_squeezes(xmax, min(positive)))):
-        ax.set_xscale("log")
-        log_ticks(ax.xaxis, xmin, xmax)
-    elif integer_x:
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(xlabel)
+    for a in axes:
+        if integer_x:
+            a.xaxis.set_major_locator(MaxNLocator(integer=True))
+        a.set_xlabel(xlabel)
+        a.grid(alpha=0.3)
     ax.set_ylabel("CDF (fraction)")
     ax.set_ylim(0, 1.02)
     ax.set_title(title)
     ax.legend()
-    ax.grid(alpha=0.3)
+    if tail:
+        axes[1].set_yscale("log")
+        log_ticks(axes[1].yaxis, smallest, 1.0)
+        axes[1].set_ylabel("fraction of packets with at least x (log)")
+        axes[1].set_title("The tail: complementary CDF, log scale")
     return _save(fig, out_dir, name)
 
 
@@ -222,8 +220,7 @@ def _unshare(fig: Figure) -> None:
 
 def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str, xlabel: str,
                         draw: Callable[[Axes, RepData, Any], bool], out_dir: Path,
-                        name: str, sharey: bool = False,
-                        logy: tuple[float | None, float] | None = None) -> list[Path]:
+                        name: str, sharey: bool = False) -> list[Path]:
     """One panel per group, drawing its representative rep; panels without data are dropped.
     Up to 6 panels in one column, more in two."""
     chosen = [(g, g.representative()) for g in groups]
@@ -244,9 +241,6 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
             continue
         kept += 1
         ax.set_title(f"{g.label} (rep {rep.repetition})", fontsize="medium")
-        if logy is not None:
-            ax.set_yscale("log")
-            log_ticks(ax.yaxis, *logy)
         ax.grid(alpha=0.3)
     if not kept:
         return []
@@ -287,10 +281,10 @@ def _series_figure(groups: Sequence[VariantGroup],
                    ylabel: str, xlabel: str, out_dir: Path, name: str,
                    step: bool = True, marks: bool = False) -> list[Path]:
     """A series of the representative rep of each group: overlaid for up to OVERLAY_MAX
-    groups, else one panel per group (shared axes). Log y when the largest value exceeds
-    TAIL_RATIO x the smallest group median.  ``get`` gives the series as drawn and the
-    histogram of all its values (whose largest, median and smallest positive value decide
-    the axis, as they would on the whole series)."""
+    groups, else one panel per group (shared axes).  The y axis is linear in every run (the
+    same figure of two runs must read the same way; it used to turn log when a tail squeezed
+    the body, so one run's figure was log and another's linear).  ``get`` gives the series as
+    drawn and the histogram of all its values: every series a figure draws comes through it."""
     chosen = []
     for g in groups:
         rep = g.representative()
@@ -301,12 +295,6 @@ def _series_figure(groups: Sequence[VariantGroup],
             chosen.append((g, rep, drawn.t, drawn.y, hist))
     if not chosen:
         return []
-    largest = max(h.largest() for *_x, h in chosen)
-    medians = [h.median() for *_x, h in chosen]
-    positive = [m for m in medians if m > 0]
-    logy = bool(positive) and tail_squeezes(largest, min(positive))
-    smallest = min((v for *_x, h in chosen if (v := h.smallest_positive()) is not None),
-                   default=None)
 
     def plot(ax: Axes, t: np.ndarray, y: np.ndarray, **kw: Any) -> None:
         if step:
@@ -324,17 +312,14 @@ def _series_figure(groups: Sequence[VariantGroup],
                 mark_routing(ax, rep, color)
             return True
         return _per_variant_panels([g for g, *_ in chosen], title, ylabel, xlabel, draw,
-                                   out_dir, name, sharey=True,
-                                   logy=(smallest, largest) if logy else None)
+                                   out_dir, name, sharey=True)
     fig, ax = _new()
     for i, ((g, rep, t, y, _h), color) in enumerate(zip(chosen, _colors(len(chosen)))):
         plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
              ls=_STYLES[i % len(_STYLES)])
         if marks:
             mark_routing(ax, rep, color)
-    if logy:
-        ax.set_yscale("log")
-        log_ticks(ax.yaxis, smallest, largest)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -361,12 +346,13 @@ def losses_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
 
 
 def tx_per_pkt_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
-    """CDF of transmissions per packet over all nodes, pooled (paper Fig. 3, 6, 8); log x if
-    the largest count exceeds 20."""
+    """CDF of transmissions per packet over all nodes, pooled (paper Fig. 3, 6, 8), and beside it
+    the complementary CDF on a log axis: Fig. 6's story (the packets that take many transmissions)
+    is in the top few percent, flat against 1 in the CDF."""
     return _cdf_figure(groups, lambda r: r.tx_hist,
                        "transmissions per packet (count, all nodes)",
                        "Number of transmissions per packet", out_dir, "tx_per_pkt_cdf",
-                       logx_above=20, integer_x=True)
+                       integer_x=True, tail=True)
 
 
 def tx_per_packet(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:

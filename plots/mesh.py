@@ -482,8 +482,8 @@ def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]],
     if panel.positions is not None:
         ax.set_aspect("equal", adjustable="box")   # metres both ways
         ax.tick_params(labelsize=7)
-        ax.set_xlabel("x (m)", fontsize=7)
-        ax.set_ylabel("y (m)", fontsize=7)
+        ax.set_xlabel("x (m)", fontsize="small")
+        ax.set_ylabel("y (m)", fontsize="small")
     else:   # a layout: the axes mean nothing
         ax.set_xticks([])
         ax.set_yticks([])
@@ -492,12 +492,12 @@ def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]],
     routes = f"routes: {ROUTES_LOGGED.get(panel.metric, panel.metric)}" if panel.metric else \
         "routes not logged"
     reps = f"{panel.reps} rep" + ("s" if panel.reps != 1 else "")
-    ax.set_title(f"{panel.variant}\n({routes}; {reps})", fontsize=9)
+    ax.set_title(f"{panel.variant}\n({routes}; {reps})", fontsize="medium")
     if handles:
         below = offset_copy(ax.transAxes, fig=ax.figure, y=-2 if panel.positions is None else -30,
                             units="points")    # under the tick labels and the x label, if any
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
-                  fontsize=7, frameon=False, ncol=1)
+                  fontsize="small", frameon=False, ncol=1)
 
 
 def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") -> list[Path]:
@@ -522,8 +522,8 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.6, aspect=30)
-    bar.set_label("local retransmissions at the node\n(mean over repetitions)", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+    bar.set_label("local retransmissions at the node\n(mean over repetitions)", fontsize="small")
+    bar.ax.tick_params(labelsize="small")
     legend = "rtx: local retransmissions"
     if any(p.snoops for p in panels):
         legend += "; cache: largest/time-mean segments"
@@ -533,8 +533,8 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
         legend += "; on links: ETX A>B/B>A"
     if scale > 1:
         legend += f"; meshes of more than {DENSE_NODES} nodes: values of the {DENSE_LABELS} busiest nodes only"
-    width = int(12 * fig.get_figwidth())   # characters of 8 pt text across the figure
-    fig.suptitle("Mesh: routes per flow\n" + textwrap.fill(legend, width), fontsize=8)
+    width = int(11 * fig.get_figwidth())   # characters of "small" (8.3 pt) text across the figure
+    fig.suptitle("Mesh: routes per flow\n" + textwrap.fill(legend, width), fontsize="small")
     return _save(fig, out_dir, name)
 
 

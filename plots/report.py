@@ -1,20 +1,22 @@
-"""``run_dir/report.md``: figures, summary tables, and what went wrong (failed/incomplete reps,
-skipped log lines)."""
+"""``run_dir/report.md`` (and ``report.html``, the same as one self-contained file: plots/html.py):
+figures, summary tables, and what went wrong (failed/incomplete reps, skipped log lines)."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 
 from plots.data import RunData, load_run
-from plots.medium import FIGURE_PREFIX as MEDIUM, medium_figures, medium_section
+from plots.medium import FIGURE_PREFIX as MEDIUM, MediumRuns, medium_figures, medium_section
 from plots.mesh import compare_panels, is_mesh_key, mesh_figures, mesh_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
+from plots.html import write_html
+from plots.lateness import Lateness, lateness_section, run_lateness
+from plots.numbers import mean_std, plain
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
-__all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "run_figures",
+__all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "compare_medium", "run_media", "run_figures",
            "sweep_series", "applicable_figures", "snoops"]
 
 MAIN_COLUMNS = ["duration_s", "goodput_mbps", "losses_dupack", "losses_rto", "cwnd_median",
@@ -26,8 +28,8 @@ MAIN_COLUMNS = ["duration_s", "goodput_mbps", "losses_dupack", "losses_rto", "cw
 def _fmt(v: Any) -> str:
     if v is None or v is pd.NA:
         return ""
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.4g}"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return plain(v)
     return str(v).replace("|", "\\|")
 
 
@@ -38,15 +40,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 
 def _mean_std(values: pd.Series) -> str:
-    vals = pd.to_numeric(values, errors="coerce").astype(float).dropna()
-    if vals.empty:
-        return ""
-    if len(vals) == 1:
-        return f"{vals.iloc[0]:.4g}"
-    mean, std = float(vals.mean()), float(vals.std(ddof=1))
-    if std <= 1e-9 * max(1.0, abs(mean)):  # equal values: hide float round-off
-        std = 0.0
-    return f"{mean:.4g} ± {std:.3g}"
+    return mean_std(pd.to_numeric(values, errors="coerce").astype(float).dropna().tolist())
 
 
 def sweep_series(data: RunData, label: str = "") -> list[SweepSeries]:
@@ -72,7 +66,7 @@ def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
     figures = write_figures(data.groups(label), out_dir, sweep_series(data, label),
                             data.rep_groups(label))
     figures.update(mesh_figures(data.run_dir, out_dir))
-    figures.update({path.stem: [path] for path in medium_figures(data.run_dir, out_dir).values()})
+    figures.update(medium_figures(data.run_dir, out_dir, data.summary))
     return figures
 
 
@@ -160,26 +154,33 @@ def _aggregate_section(data: RunData) -> list[str]:
             *_table(_aggregate_header([data]), _aggregate_rows(data)), ""]
 
 
-def _scheme_section(data: RunData) -> list[str]:
-    """Mean ± std per (scenario, scheme) when variants set ``scenario`` (plots/schemes.py)."""
+def _scheme_section(runs: Sequence[RunData], labels: Sequence[str] = ("",)) -> list[str]:
+    """Mean ± std per (scenario, scheme) when variants set ``scenario`` (plots/schemes.py); with
+    several runs, a ``run`` column first."""
     from plots.schemes import SCHEME_METRICS, by_scenario, scheme_label
-    scenarios = by_scenario(data.groups())
-    if not scenarios:
-        return []
+    labelled = len(runs) > 1 or any(labels)
     rows = []
-    for s, groups in scenarios.items():
-        for g in groups:
-            cells = []
-            for get, _label in SCHEME_METRICS.values():
-                cells.append(_mean_std(pd.Series([get(r) for r in g.usable], dtype="float64")))
-            rows.append([s, scheme_label(g, s), len(g.usable)] + cells)
-    return ["## Schemes per scenario (mean ± std over repetitions)", "",
-            *_table(["scenario", "scheme", "reps"] + list(SCHEME_METRICS), rows), ""]
+    for data, label in zip(runs, labels):
+        for s, groups in by_scenario(data.groups()).items():
+            for g in groups:
+                cells = []
+                for get, _label in SCHEME_METRICS.values():
+                    cells.append(_mean_std(pd.Series([get(r) for r in g.usable], dtype="float64")))
+                rows.append(([label or data.run_dir.name] if labelled else [])
+                            + [s, scheme_label(g, s), len(g.usable)] + cells)
+    if not rows:
+        return []
+    header = (["run"] if labelled else []) + ["scenario", "scheme", "reps"] + list(SCHEME_METRICS)
+    return ["## Schemes per scenario (mean ± std over repetitions)", "", *_table(header, rows), ""]
 
 
-def _per_rep_section(data: RunData) -> list[str]:
-    rows = [[r.row.get(c) for c in SUMMARY_COLUMNS] for r in data.reps]
-    return ["## Per repetition and flow (summary.csv)", "", *_table(SUMMARY_COLUMNS, rows), ""]
+def _per_rep_section(runs: Sequence[RunData], labels: Sequence[str] = ("",)) -> list[str]:
+    """Every summary row; with several runs a ``label`` column first (as in the comparison's summary.csv)."""
+    labelled = len(runs) > 1 or any(labels)
+    rows = [([label] if labelled else []) + [r.row.get(c) for c in SUMMARY_COLUMNS]
+            for data, label in zip(runs, labels) for r in data.reps]
+    header = (["label"] if labelled else []) + SUMMARY_COLUMNS
+    return ["## Per repetition and flow (summary.csv)", "", *_table(header, rows), ""]
 
 
 def _problems_section(data: RunData) -> list[str]:
@@ -216,65 +217,106 @@ def _header(data: RunData) -> list[str]:
         lines += [f"Sweep: `{data.sweep[0]}` over {', '.join(map(str, data.sweep[1]))}", ""]
     if data.multi_flow:
         lines += ["Flows: " + ", ".join(data.flows()), ""]
-    lines += ["Variants: " + ", ".join(data.variants()), ""] if data.reps else \
-        ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
+    if data.reps:
+        from plots.compare import repetitions_text
+        lines += ["Variants: " + ", ".join(data.variants()), "",
+                  f"Repetitions per variant: {repetitions_text(data)}", ""]
+    else:
+        lines += ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
     return lines
 
 
 def write_report(run_dir: Path, data: RunData | None = None,
-                 figures: dict[str, list[Path]] | None = None) -> Path:
+                 figures: dict[str, list[Path]] | None = None,
+                 lateness: list[Lateness] | None = None) -> Path:
     """Write ``run_dir/report.md`` (figures embedded by relative path, summary tables, problems).
 
-    ``data``/``figures`` reuse what a caller already loaded/drew; by default the run is loaded
-    (summary.csv kept if present) and the figures are drawn.
+    ``data``/``figures``/``lateness`` reuse what a caller already loaded/drew/read; by default the
+    run is loaded (summary.csv kept if present), the figures drawn and the medium's lateness read.
     """
     data = data if data is not None else load_run(Path(run_dir))
     if figures is None:
         figures = run_figures(data)
+    if lateness is None:
+        lateness = run_lateness(data.run_dir)
     lines = [f"# Report: {data.run_dir.name}", "", *_header(data)]
     lines += _figure_section(data.run_dir, applicable_figures(data), figures)
     lines += mesh_section(data.run_dir, figures)   # [] unless some variant's graph is known
-    medium = {key[len(MEDIUM):]: paths[0] for key, paths in figures.items() if key.startswith(MEDIUM)}
-    # [] unless a variant ran on a medium (plots/medium.py); draws its figures if not given
-    lines += medium_section(data.run_dir, medium or None)
+    medium = {key: paths for key, paths in figures.items() if key.startswith(MEDIUM)}
+    # [] unless a variant ran on a medium (plots/medium.py)
+    lines += medium_section(data.run_dir, medium, MediumRuns.of(data.run_dir, data.summary))
+    lines += lateness_section([("", lateness)])
     lines += _aggregate_section(data)
-    lines += _scheme_section(data)
-    lines += _per_rep_section(data)
+    lines += _scheme_section([data])
+    lines += _per_rep_section([data])
     lines += _problems_section(data)
     path = data.run_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
+    write_html(path)          # report.html beside it: one self-contained file
     return path
 
 
+def run_media(runs: Sequence[RunData]) -> list[MediumRuns | None]:
+    """Each run's medium data (None for a run without a medium)."""
+    return [MediumRuns.of(d.run_dir, d.summary) for d in runs]
+
+
+def compare_medium(media: Sequence[MediumRuns | None], labels: Sequence[str]) -> MediumRuns | None:
+    """The medium data of the runs drawn together (variants ``label: variant``); None if none ran on one."""
+    found = [m.labelled(label) for m, label in zip(media, labels) if m is not None]
+    return MediumRuns.combine(found) if found else None
+
+
 def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[str],
-                         figures: dict[str, list[Path]]) -> Path:
+                         figures: dict[str, list[Path]],
+                         lateness: Sequence[list[Lateness]] | None = None,
+                         media: Sequence[MediumRuns | None] | None = None) -> Path:
     """Write ``out/report.md`` and ``out/summary.csv`` (every run's rows, with ``label`` and
-    ``run_dir`` columns added) for runs drawn together; nothing is written into the runs."""
+    ``run_dir`` columns added) for runs drawn together; nothing is written into the runs.  Every
+    section of a single run's report appears (each run's rows labelled), and the differences and
+    ratios of every run against the first, with 95 % intervals (plots/compare.py)."""
+    from plots.compare import difference_section, repetitions_text
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    lateness = list(lateness) if lateness is not None else [run_lateness(d.run_dir) for d in runs]
+    media = list(media) if media is not None else run_media(runs)
+    combined = compare_medium(media, labels)
     captions: dict[str, str] = {}
     for d in runs:
         captions.update(applicable_figures(d))
     lines = ["# Report: " + (" vs ".join(labels) if len(runs) > 1 else runs[0].run_dir.name), ""]
-    lines += ["| label | run directory | experiment | backend | variants | repetitions |",
-              "|---|---|---|---|---|---|"]
+    lines += ["| label | run directory | experiment | backend | variants | repetitions per variant | flows |",
+              "|---|---|---|---|---|---|---|"]
     for d, label in zip(runs, labels):
-        reps = len({(r.variant, r.repetition) for r in d.reps})
         lines.append(f"| {label or '-'} | `{d.run_dir}` | {d.experiment.get('name', '')} | "
-                     f"{d.backend} | {len(d.variants())} | {reps} |")
+                     f"{d.backend} | {len(d.variants())} | {repetitions_text(d)} | {len([f for f in d.flows() if f])} |")
     lines += ["", "Legends: `label: variant` (the label of each run above; `--label` sets it).",
               "Nothing was written into the run directories above.", ""]
+    for d, label in zip(runs, labels):
+        if d.sweep is not None:
+            lines += [f"Sweep of {label or d.run_dir.name}: `{d.sweep[0]}` over "
+                      f"{', '.join(map(str, d.sweep[1]))}", ""]
     lines += _figure_section(out, captions, figures)
     lines += mesh_section(out, figures, compare_panels([d.run_dir for d in runs], labels, loads=False))
+    medium = {key: paths for key, paths in figures.items() if key.startswith(MEDIUM)}
+    lines += medium_section(out, medium, combined) if combined is not None else []
+    lines += lateness_section(list(zip(labels, lateness)))
     rows = [row for d, label in zip(runs, labels) for row in _aggregate_rows(d, label)]
     lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
               *_flows_note(runs), *_table(_aggregate_header(runs), rows), ""]
-    for d, label in zip(runs, labels):
-        problems = _problems_section(d)[2:]
-        if not problems[0].startswith("None"):
-            lines += [f"## Problems: {label or d.run_dir.name}", "", *problems]
+    lines += difference_section(runs, labels, media)
+    lines += _scheme_section(runs, labels)
+    lines += _per_rep_section(runs, labels)
+    problems = [(label, _problems_section(d)[2:]) for d, label in zip(runs, labels)]
+    lines += ["## Problems", ""]
+    if all(p[0].startswith("None") for _label, p in problems):
+        lines += [problems[0][1][0], ""]
+    for (label, found), d in zip(problems, runs):
+        if not found[0].startswith("None"):
+            lines += [f"### {label or d.run_dir.name}", "", *found]
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
+    write_html(path)
     frames = []
     for d, label in zip(runs, labels):
         f = summary_frame([r.row for r in d.reps])

@@ -17,6 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from plots.data import RepData, VariantGroup
+from plots.style import variant_ticks
 
 __all__ = ["SCHEME_METRICS", "scenario_of", "scheme_label", "by_scenario", "scheme_figure"]
 
@@ -120,7 +121,7 @@ def scheme_figure(groups: Sequence[VariantGroup], out_dir: Path, metric: str,
             if not math.isnan(m):
                 ax.annotate(f"{m:.3g}", (xi, m), ha="center", va="bottom", fontsize="x-small",
                             xytext=(0, 2), textcoords="offset points")
-        ax.set_xticks(x, labs, rotation=30, ha="right", fontsize="small")
+        variant_ticks(ax, x, labs)
         ax.set_title(s, fontsize="medium")
         ax.grid(axis="y", alpha=0.3)
         drawn += 1

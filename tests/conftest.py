@@ -66,3 +66,23 @@ def kill_group(p: subprocess.Popen) -> None:
     if p.poll() is None:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
+
+
+# The quick subset (``make test-fast``, README "The two commands"): ``-m "not root and not slow"``.
+# root: the modules that need root (namespaces, iptables, sshd of the virtual Pis, captures in
+# namespaces); they skip without it anyway, but take minutes with it.  slow: the modules that run real
+# node processes on loopback in real time (seconds to minutes each).  Everything else (the protocol
+# cores, the sim in virtual time, schema, plots) stays in the quick subset.
+ROOT_MODULES = frozenset({"test_netns_backend", "test_netns_graph", "test_netns_link", "test_deploy_vpi",
+                          "test_capture"})
+SLOW_MODULES = frozenset({"test_local_backend", "test_local_mesh", "test_medium_local", "test_variants_local",
+                          "test_exit_status", "test_sockets"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        if module in ROOT_MODULES:
+            item.add_marker(pytest.mark.root)
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

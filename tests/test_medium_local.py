@@ -4,6 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from experiments.runner import run_experiment
 from experiments.schema import load_experiment
 from plots.medium import mac_frame
@@ -38,6 +41,16 @@ def test_a_local_run_on_the_medium_completes_and_logs_every_frame(tmp_path: Path
     mac = mac_frame(run)
     assert set(mac["node"]) == set("ABCD")
     assert (mac["airtime_share"] > 0).all() and (mac["airtime_share"] < 1).all()
+    # the medium process's lateness in the report (issue 28, item 4): p50, p99, max of every frame's late_us
+    from plots.cli import plot_command
+    from plots.lateness import run_lateness
+    (late,) = run_lateness(run)
+    lates = [f["late_us"] for f in frames]
+    assert (late.frames, late.max_us) == (len(frames), max(lates))
+    assert late.p50_us == pytest.approx(float(np.median(lates)))
+    assert late.airtime_us == pytest.approx(sum(f["airtime_us"] for f in frames) / sum(f["attempts"] for f in frames))
+    assert plot_command([run]) == 0
+    assert "## Medium lateness" in (run / "report.md").read_text()
 
 
 def test_a_node_hears_each_frame_from_the_address_it_knows_as_that_neighbour(tmp_path: Path) -> None:

@@ -108,8 +108,16 @@ def test_the_report_shows_the_medium_only_when_present(tmp_path: Path) -> None:
     assert lines[0] == "## Radio medium"
     assert (with_medium / "figures" / "medium_airtime.png").is_file()
     assert (with_medium / "figures" / "medium_retries.png").is_file()
-    assert (with_medium / "figures" / "medium_throughput_hops.png").is_file()
+    # one chain, one hop count: throughput vs hops has one x value, nothing to show (issue 28, item 5)
+    assert not (with_medium / "figures" / "medium_throughput_hops.png").exists()
     assert any(line.startswith("| reno |") for line in lines)
+    two = dict(DOC, variants=[{"name": "reno"}, {"name": "h2", "topology": {"chain": ["A", "B", "C"]},
+                                                 "flows": [{"sender": "A", "receiver": "C", "segments": 300}]}])
+    two_hops = run(tmp_path / "c", two)
+    from plots.run_summary import write_summary
+    write_summary(two_hops)
+    assert "figures/medium_throughput_hops.png" in "\n".join(medium_section(two_hops))
+    assert (two_hops / "figures" / "medium_throughput_hops.svg").is_file()
     without = run(tmp_path / "b", dict(DOC, medium={"model": "none"}))
     assert medium_section(without) == []
     assert not (without / "figures").exists()

@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -173,6 +174,11 @@ def test_the_dcf_medium_carries_kernel_tcp_like_the_sim(netns):
     assert {(e["src"], e["dst"]) for e in frames} >= {("A", "B"), ("B", "C"), ("C", "D"), ("D", "C")}
     stop = next(e for e in events(rep, "medium") if e["ev"] == "node_stop")
     assert stop["frames_out"] == len(frames) and stop["unknown_dev"] == 0
+    # the daemon's lateness, as the report gives it (issue 28, item 4): the frames' late_us, pooled
+    from plots.lateness import run_lateness
+    (late,) = run_lateness(run_dir(netns / "netns"))
+    assert late.frames == len(frames)
+    assert late.p99_us == pytest.approx(float(np.percentile([e["late_us"] for e in frames], 99)))
     # kernel TCP acknowledges every second segment, user TCP every one: fewer ACK frames, a bit more goodput
     assert 0.8 * good["sim"] < good["netns"] < 1.5 * good["sim"] < 2.0, good
 

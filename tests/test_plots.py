@@ -215,11 +215,28 @@ def test_compare_legends_from_experiment_backend_and_label(tmp_path: Path) -> No
     plot_command([sim, local], out=out)
     svg = (out / "figures" / "cwnd_cdf.svg").read_text()
     assert "sim: snoop_1" in svg and "local: snoop_1" in svg      # same experiment: backend
-    plot_command([sim, local], out=out, labels=["ns-3 like", "loopback"])
+    plot_command([sim, local], out=out, labels=["ns-3 like", "loopback"], force=True)
     svg = (out / "figures" / "cwnd_cdf.svg").read_text()
     assert "ns-3 like: snoop_1" in svg and "loopback: snoop_1" in svg
     with pytest.raises(ValueError, match="--label"):
-        plot_command([sim, local], out=out, labels=["only one"])
+        plot_command([sim, local], out=out, labels=["only one"], force=True)
+
+
+def test_compare_refuses_an_existing_out_without_force(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """Issue 28 item 3: an existing, non-empty --out is not overwritten unless --force; the message
+    names the directory and the command exits non-zero."""
+    a = make_run(tmp_path, "a", reps=1)
+    b = make_run(tmp_path, "b", reps=1)
+    out = tmp_path / "cmp"
+    out.mkdir()
+    assert plot_command([a, b], out=out) == 0          # an empty directory is fine
+    before = _hashes(out)
+    assert main([str(a), str(b), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err and "--force" in err
+    assert _hashes(out) == before
+    assert main([str(a), str(b), "--out", str(out), "--force"]) == 0
 
 
 def test_compare_sweeps(tmp_path: Path) -> None:
