@@ -173,3 +173,36 @@ def test_a_normal_run_logs_exactly_what_a_node_without_the_gate_logs(tmp_path, c
     assert _logs(gated) == _logs(plain) and len(_logs(gated)) == 4
     text = "".join(p.read_text() for p in gated.glob("*.log"))
     assert '"ev":"tx"' in text and '"ev":"cache"' in text and "unexplained" not in text
+
+
+def test_the_kernel_data_plane_aggregates_forged_flows_too(tmp_path):
+    """netns: the NFQUEUE handler's forwarder (experiments.backends.netns.node._forwarder) relays forged
+    kernel segments of no configured flow, stamped at A (B snoops them) or not (relayed unsnooped); its
+    lines are aggregated the same way and its totals stay exact."""
+    from scapy.all import IP, TCP, Raw
+
+    from experiments.backends.netns.node import _forwarder
+    from routing.ip_option import stamp_option
+    from routing.kernel import HOOK_FWD
+
+    class Prober:
+        @staticmethod
+        def quality(nbr):
+            return 0.9
+
+    log = EventLog(tmp_path / "B.log", "B", batch=True)
+    fw = _forwarder(chain_cfg(), "B", 1, 0.0, Prober(), log, 94, True)
+    n = 1000
+    for k in range(n):
+        raw = bytes(IP(src=A, dst=D, ttl=64) / TCP(sport=40000 + k % 50, dport=6000, seq=1000 * k, ack=1, flags="PA")
+                    / Raw(b"f" * 100))
+        pkt = stamp_option(raw, 20, AspanFields(0.5, 1.0, 0, 0, 0), 1, 94) if k % 2 else raw
+        assert fw.on_packet(HOOK_FWD, pkt, 100.0 + k / 500).accept
+    fw.step.flush_drops(102.0, final=True)
+    log.close()
+    lines = [json.loads(x) for x in (tmp_path / "B.log").read_text().splitlines()]
+    totals = exact_totals(fw.step)
+    assert totals["tx"]["fwd"] == n and totals["unexplained"]["tx"] == n
+    assert sum(e["ev"] == "tx" for e in lines) <= 2 * DROP_LINES_PER_S        # 2 s of flood: not 1,000 lines
+    assert sum(e["ev"] == "tx" for e in lines) + sum(
+        e["count"] for e in lines if e["ev"] == "unexplained" and e["event"] == "tx") == n
