@@ -145,13 +145,15 @@ def test_every_per_packet_event_of_an_unexplained_flow_is_aggregated_and_counted
     assert all("flow" not in f for ev, f in out if ev == "cache")   # the cache line is the node's, as before
 
 
-@pytest.fixture
-def crossing(tmp_path):
-    """A diamond with two crossing flows (A->D, C->B), 2 % loss: every node forwards and snoops."""
+@pytest.fixture(params=[{"policy": "adaptive", "pkt_qos": 0.99}, {"scheme": "classic", "policy": "every"},
+                        {"scheme": "ackall", "policy": "every"}], ids=["aspan", "classic", "ackall"])
+def crossing(request):
+    """A diamond with two crossing flows (A->D, C->B), 2 % loss: every node forwards and snoops (A-SPAN, and
+    schemes with more per-packet events: local_rto, premature, ack_gen)."""
     return load_experiment({"name": "x", "seed": 3, "topology": {"nodes": ["A", "B", "C", "D"],
                             "links": [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]},
                             "loss": {"default": {"model": "bernoulli", "rate": 0.02}},
-                            "snoop": {"policy": "adaptive", "pkt_qos": 0.99},
+                            "snoop": request.param,
                             "flows": [{"sender": "A", "receiver": "D", "segments": 300},
                                       {"sender": "C", "receiver": "B", "segments": 300}]}, "x.yaml")
 
@@ -172,7 +174,7 @@ def test_a_normal_run_logs_exactly_what_a_node_without_the_gate_logs(tmp_path, c
     sim.run_rep(crossing.variants[0], 0, plain)
     assert _logs(gated) == _logs(plain) and len(_logs(gated)) == 4
     text = "".join(p.read_text() for p in gated.glob("*.log"))
-    assert '"ev":"tx"' in text and '"ev":"cache"' in text and "unexplained" not in text
+    assert all(f'"ev":"{ev}"' in text for ev in ("tx", "cache", "hit")) and "unexplained" not in text
 
 
 def test_the_kernel_data_plane_aggregates_forged_flows_too(tmp_path):
