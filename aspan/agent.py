@@ -189,7 +189,7 @@ class SnoopAgent:
                 self.cache_bytes += length
                 self.cache_segments += 1
                 self.stats["cached"] += 1
-                self._log.cache(now, self.cache_segments, self.cache_bytes)
+                self._log.cache(now, self.cache_segments, self.cache_bytes, st.name)
         return cache
 
     # ---- ACK path --------------------------------------------------------
@@ -224,7 +224,7 @@ class SnoopAgent:
             self.cache_segments -= n
             self.cache_bytes -= freed
             self.stats["freed"] += n
-            self._log.cache(now, self.cache_segments, self.cache_bytes)
+            self._log.cache(now, self.cache_segments, self.cache_bytes, st.name)
 
     def _dupack(self, st: _FlowState, uack: int, now: float) -> AckVerdict:
         """Rule 2: a duplicate ACK whose missing segment is cached is answered here and not forwarded."""

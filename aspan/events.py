@@ -21,12 +21,13 @@ Emit = Callable[..., None]
 class EventSink(Protocol):
     def emit(self, now: float, ev: str, **fields: Any) -> None: ...
     def tx(self, now: float, flow: str, seq: int, length: int, kind: str, hop: int | None) -> None: ...
-    def cache(self, now: float, segments: int, nbytes: int) -> None: ...
+    def cache(self, now: float, segments: int, nbytes: int, flow: str | None = None) -> None: ...
     def cache_full(self, now: float, flow: str, seq: int) -> None: ...
     def hit(self, now: float, flow: str, seq: int) -> None: ...
     def ack_gen(self, now: float, flow: str, ack: int, window: int, reason: str) -> None: ...
     def drop(self, now: float, reason: str, ptype: str | None = None, flow: str | None = None,
              seq: int | None = None, ack: int | None = None, length: int | None = None, **detail: Any) -> None: ...
+    def flush_counts(self, now: float, final: bool = False) -> None: ...
 
 
 class EventWriter:
@@ -39,8 +40,9 @@ class EventWriter:
         """One transmission of a data segment: ``kind`` send | fwd | local; ``hop`` its hop index (None: unknown)."""
         self.emit(now, "tx", flow=flow, seq=seq, len=length, kind=kind, hop=hop)
 
-    def cache(self, now: float, segments: int, nbytes: int) -> None:
-        """The snoop cache's size after a change."""
+    def cache(self, now: float, segments: int, nbytes: int, flow: str | None = None) -> None:
+        """The snoop cache's size after a change; ``flow``, when one flow's packet changed it, is not
+        written (the cache is the node's) but tells routing.flowlog whose line it is."""
         self.emit(now, "cache", segments=segments, bytes=nbytes)
 
     def cache_full(self, now: float, flow: str, seq: int) -> None:
@@ -72,6 +74,10 @@ class EventWriter:
         fields.update(detail)
         self.emit(now, "drop", **fields)
 
+    def flush_counts(self, now: float, final: bool = False) -> None:
+        """Write the count lines of events aggregated per second (routing.flowlog.FlowLog; none here)."""
+        return None
+
 
 class CallbackSink(EventWriter):
     """Every event as ``emit(now, ev, **fields)`` of a plain function (tests' recorders, the sim's log)."""
@@ -89,7 +95,7 @@ class NullSink(EventWriter):
     def tx(self, now: float, flow: str, seq: int, length: int, kind: str, hop: int | None) -> None:
         return None
 
-    def cache(self, now: float, segments: int, nbytes: int) -> None:
+    def cache(self, now: float, segments: int, nbytes: int, flow: str | None = None) -> None:
         return None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aspan.fields import AspanFields, quantise
+from aspan.fields import SNOOP_COUNT_MAX, AspanFields, quantise
 
 POLICIES = ("none", "fixed", "adaptive", "every", "perfect")
 DUPACK_DISCIPLINES = ("every", "once")
@@ -64,10 +64,18 @@ def update_effort(fields: AspanFields, p_next: float, cached: bool) -> None:
     is multiplied by p(next hop), and one more node has cached the packet.  The new
     pkt_effort is written at the header's precision (aspan.fields.quantise), as every
     data plane carries it.
+
+    snoop_count saturates at SNOOP_COUNT_MAX, the most its header byte holds (issue 27, item 5): the
+    paper's caching rule is unchanged (Design, "Routing Nodes on Receiving Data Packets": cache when the
+    effort falls below pkt_qos), and the count exists only for snoop_limit ("limit the number of times a
+    packet can be snooped", Design, "Packet Header Fields for A-SNAP"), which is at most 255 too: a
+    saturated count still stops every limited packet, and one without a limit (0) never reads it.  The
+    kernel option's 4-bit count saturates the same way (routing.ip_option).
     """
     if cached:
         fields.pkt_effort = quantise(p_next)
-        fields.snoop_count += 1
+        if fields.snoop_count < SNOOP_COUNT_MAX:
+            fields.snoop_count += 1
     else:
         fields.pkt_effort = quantise(fields.pkt_effort * p_next)
 

@@ -175,7 +175,7 @@ class ClassicSnoopAgent(SnoopAgent):
         self.cache_bytes += length
         self.cache_segments += 1
         self.stats["cached"] += 1
-        self._log.cache(now, self.cache_segments, self.cache_bytes)
+        self._log.cache(now, self.cache_segments, self.cache_bytes, st.name)
         if st.last_seen is not None and useq < st.last_seen:
             if useq == st.tail():
                 entry.sender_rxmit = True
@@ -243,7 +243,7 @@ class ClassicSnoopAgent(SnoopAgent):
             self.cache_segments -= n
             self.cache_bytes -= freed
             self.stats["freed"] += n
-            self._log.cache(now, self.cache_segments, self.cache_bytes)
+            self._log.cache(now, self.cache_segments, self.cache_bytes, st.name)
         return self._sample_time(snd_time, latest)
 
     def _sample_time(self, highest: float | None, latest: float | None) -> float | None:

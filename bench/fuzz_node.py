@@ -6,7 +6,10 @@ can send them: random bytes, truncated, bit-flipped and field-absurd encodings (
 kinds, drawn with a seeded RNG).  Reports the send and processing rates, the accounting
 ``sent = received by the node + dropped by the kernel (socket buffer full)``, the node's drops by
 reason, its log size, and its RSS before and after.  Loopback only.
-Run: .venv/bin/python -m bench fuzz_node [--count N] [--mac]
+With ``--forged`` the datagrams are instead well-formed data segments of a flow no experiment
+configured (A's address to D's, 1000-byte payloads), which B forwards and snoops: the flood of issue 27,
+item 2, whose log volume is bounded (docs/LOGS.md, "Traffic no configured flow explains").
+Run: .venv/bin/python -m bench fuzz_node [--count N] [--mac] [--forged]
 """
 from __future__ import annotations
 
@@ -77,11 +80,23 @@ def junk_pool(rng: random.Random, n: int = 4096) -> list[bytes]:
     return out
 
 
+def forged_pool(rng: random.Random, n: int = 4096) -> list[bytes]:
+    """Well-formed data segments of flows no experiment configured (A -> D, sender ports above the
+    configured ones), consecutive sequence numbers: B forwards each, and caches it while there is room."""
+    out = []
+    for i in range(n):
+        seg = Segment((1000 * i) % (1 << 32), rng.getrandbits(32), ACK, 65535, (), b"f" * 1000)
+        out.append(encode(Packet(DATA, MESH[0], 40000 + i % 16, MESH[3], 6000, 1, AspanFields(), seg)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench fuzz_node")
     ap.add_argument("--count", type=int, default=1_000_000, help="datagrams to send (default 1,000,000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mac", action="store_true", help="the node runs the authenticated overlay")
+    ap.add_argument("--forged", action="store_true",
+                    help="well-formed data segments of a flow no experiment configured, instead of junk")
     args = ap.parse_args(argv)
     exp = load_experiment({"name": "fuzz", "etx": {"settle_s": 0}, "flows": [{"segments": 1}],
                            "snoop": {"policy": "every"}}, "fuzz.yaml")
@@ -109,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.05)
             time.sleep(0.5)
             rss0 = rss_kib(node.pid)
-            pool = junk_pool(random.Random(args.seed))
+            pool = (forged_pool if args.forged else junk_pool)(random.Random(args.seed))
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.bind((loopback_address(20), 0))
             target = udp["B"]
@@ -135,10 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"accounting: sent {args.count} = received {rx} + kernel drops {kdrops} "
           f"-> {'holds' if rx + kdrops == args.count else 'DOES NOT HOLD'}")
     print(f"drops by reason (node_stop): {drops}, sum {sum(drops.values())}; "
-          f"forwarded {sum(1 for e in events if e['ev'] == 'tx')} data segments")
-    print(f"log: {len(events)} lines, {log_bytes / 1e3:.0f} kB; RSS {rss0 / 1024:.1f} MiB before, "
+          f"forwarded {stop.get('tx', {}).get('fwd', sum(1 for e in events if e['ev'] == 'tx'))} data segments "
+          f"({sum(1 for e in events if e['ev'] == 'tx')} tx lines)")
+    print(f"log: {len(events)} lines, {log_bytes / 1e3:.0f} kB ({log_bytes / 1e6 / t_done:.3f} MB/s over "
+          f"{t_done:.1f} s); RSS {rss0 / 1024:.1f} MiB before, "
           f"{rss1 / 1024:.1f} MiB after; exit code {node.returncode}")
-    return 0 if rx + kdrops == args.count and node.returncode == 0 else 1
+    fates_ok = True
+    if args.forged and "tx" in stop:     # every datagram the node read: forwarded or dropped (node_stop, exact)
+        fates = stop["tx"]["fwd"] + sum(drops.values())
+        fates_ok = fates == rx
+        print(f"node_stop: forwarded {stop['tx']['fwd']} + dropped {sum(drops.values())} = {fates} "
+              f"{'=' if fates_ok else '!='} received {rx}; unexplained events {stop['unexplained']}")
+    return 0 if rx + kdrops == args.count and fates_ok and node.returncode == 0 else 1
 
 
 if __name__ == "__main__":

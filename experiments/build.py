@@ -20,6 +20,7 @@ from experiments.medium_spec import positions
 from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
+from routing.flowlog import FlowLog
 from routing.loss import MODELS as LOSS_MODELS, build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings, Routing
 from routing.graph import LinkCost, path_of
@@ -189,6 +190,19 @@ def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]
             for i, f in enumerate(cfg["flows"])]
 
 
+def configured_flows(cfg: dict[str, Any]) -> list[str]:
+    """The data direction ``src:sport>dst:dport`` of every flow of the experiment: the traffic that explains
+    a node's per-packet log lines (routing.flowlog.FlowLog.explains)."""
+    addrs = cfg["topology"]["addresses"]
+    return [fp.name(addrs) for fp in flow_plans(cfg, 0, 0.0)]
+
+
+def node_sink(cfg: dict[str, Any], log: EventSink | Emit | None) -> FlowLog:
+    """A node's event sink: ``log``, with the lines of traffic no configured flow explains aggregated
+    (routing.flowlog; docs/LOGS.md, "Traffic no configured flow explains")."""
+    return FlowLog(as_sink(log), configured_flows(cfg))
+
+
 def tcp_config(cfg: dict[str, Any], mss: int, variant: str | None = None) -> TcpConfig:
     t = cfg["tcp"]
     return TcpConfig(variant=variant or t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
@@ -274,7 +288,9 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     ``routes``: every node's route table (:func:`route_tables`), when a backend building every node in one
     process computed them once (else this node's are computed here: all of them, for a large mesh a cost).
     """
-    sink = as_sink(log)
+    # with the bulk apps, the experiment's flows are all the node's own; without (the socket API) any
+    # application may open flows, so every flow is the node's own
+    sink = node_sink(cfg, log) if apps else as_sink(log)
     emit = sink.emit
     addrs = cfg["topology"]["addresses"]
     table = (routes or route_tables(cfg))[name]

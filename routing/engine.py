@@ -19,8 +19,9 @@ from aspan.fields import FIXED_ONE, AspanFields
 from routing.loss import LossModel
 from routing.routes import RouteTable
 from routing.step import DROP_REASONS, HOP_LIMIT, LOCAL_RTX_NOTE, SUPPRESSED_NOTE, ForwardingStep, Held
-from routing.wire import (AUTH_VERSION, DATA, IP_UDP_OVERHEAD, LSA, PROBE, Packet, WireError, authentic_data, decode,
-                          decode_authentic, ntoa, plain_data, plain_packet, relayed, wire_size)
+from routing.wire import (AUTH_VERSION, DATA, IP_UDP_OVERHEAD, LSA, MAX_HOPS, PROBE, Packet, WireError,
+                          authentic_data, decode, decode_authentic, ntoa, plain_data, plain_packet, relayed,
+                          wire_size)
 from tcp_user.segment import ACK, Segment
 
 __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Transmit"]
@@ -66,7 +67,9 @@ class ForwardingEngine:
         self.address = address
         self.routes = routes
         self.agent = agent
-        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log), hop_limit)
+        # a packet whose hops byte is full is out of hops whatever the topology (issue 27, item 5)
+        self.step = ForwardingStep(address, routes.next_hop, quality, agent, loss, as_sink(log),
+                                   min(hop_limit, MAX_HOPS))
         self.drops = self.step.drops
         self._names: dict[tuple[str, int, str, int], str] = {}
         self._makes_acks = agent.generates_acks
@@ -169,12 +172,13 @@ class ForwardingEngine:
         without decoding the payload into a Packet.  The step gets the same calls as on the packet path
         (:meth:`_forward`, :meth:`_ack`; tests/test_step_conformance.py drives both).  None: this
         datagram takes the packet path (addressed here, out of hops, an ACK whose details the agent
-        reads, not a data segment or pure ACK, or a byte at its limit that the rewrite could overflow)."""
+        reads, not a data segment or pure ACK).  No rewritten byte can overflow: the hop limit is at most
+        the hops byte's MAX_HOPS and snoop_count saturates (aspan.policy.update_effort)."""
         (_m, _v, _t, src, sport, dst, dport, hops, s_after, s_limit, s_count, effort, qos,
          seq, ack, flags, _ns, _nsn, window, paylen) = h
         dst = ntoa(dst)
         step = self.step
-        if dst == self.address or step.expired(hops) or hops == 255 or s_count == 255:
+        if dst == self.address or step.expired(hops):
             return None
         key = (ntoa(src), sport, dst, dport)
         if paylen:

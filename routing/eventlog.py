@@ -63,8 +63,8 @@ class EventLog(EventWriter):
         if not self.batch or len(pending) >= FLUSH_LINES:
             self.flush()
 
-    def cache(self, now: float, segments: int, nbytes: int) -> None:
-        """The snoop agent's ``cache`` event, formatted when written."""
+    def cache(self, now: float, segments: int, nbytes: int, flow: str | None = None) -> None:
+        """The snoop agent's ``cache`` event, formatted when written (``flow`` is not written)."""
         pending = self._pending
         pending.append((now, segments, nbytes))
         if not self.batch or len(pending) >= FLUSH_LINES:

@@ -291,8 +291,10 @@ class KernelForwarder:
             try:
                 pkt, flow = self._forge(g)
             except PacketError as e:
-                self._counts["ack_gen_errors"] += 1
-                self._log.emit(now, "send_error", error=f"cannot forge the {g.reason} ACK {g.ack}: {e}")
+                errors = self._counts["ack_gen_errors"] = self._counts["ack_gen_errors"] + 1
+                if errors <= 10 or errors % 1000 == 0:     # as the drivers' send_error lines (routing.udp, nfq)
+                    self._log.emit(now, "send_error", error=f"cannot forge the {g.reason} ACK {g.ack}: {e}",
+                                   count=errors)
                 continue
             out.append(pkt)
             self.step.ack_sent(now, g, flow)

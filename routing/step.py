@@ -239,5 +239,7 @@ class ForwardingStep:
 
     def flush_drops(self, now: float, final: bool = False) -> None:
         """Write the count of drops not logged one by one, for every reason whose second is over (all of
-        them when ``final``: before node_stop).  Drivers call it now and then and at the end."""
+        them when ``final``: before node_stop), and those of the log's other aggregated lines (traffic no
+        configured flow explains: routing.flowlog).  Drivers call it now and then and at the end."""
         self._drop_lines.flush(now, final)
+        self.log.flush_counts(now, final)

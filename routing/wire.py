@@ -64,6 +64,7 @@ _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
 _SEQ = struct.Struct("!Q")
 HEADER_LEN = _HEADER.size
+MAX_HOPS = 255     # the header's hops byte: a packet that has it full cannot be sent on (routing.engine)
 AUTH_TRAILER_LEN = _SEQ.size + TAG_LEN
 MAX_DATAGRAM = 65507
 # The common DATA packet (no SACK blocks, no SNACK entries): header and body read or written

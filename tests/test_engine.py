@@ -168,13 +168,15 @@ def test_a_sealed_datagram_relayed_and_dropped_from_a_full_queue_is_logged_as_it
                      "len": 1000}) in events
 
 
-def test_a_relay_hands_datagrams_with_a_byte_at_its_limit_to_the_packet_path():
-    """Hostile input: a hop count or snoop_count of 255 cannot be rewritten in place; such a datagram
-    takes the packet path (where the hop limit drops it as ttl) and never stops the node."""
+def test_a_relay_drops_a_full_hop_count_and_relays_a_full_snoop_count():
+    """Hostile input: a hop count of 255 is out of hops (dropped as ttl); a snoop_count of 255 is relayed
+    from its bytes, the count saturated (issue 27, item 5: it used to take the packet path and fail to
+    encode 256); neither stops the node."""
     eng, _ = engine()
     [act] = eng.on_datagram(encode(data(0, hops=255)), 1.0)
     assert isinstance(act, Drop) and act.reason == "ttl"
     pkt = data(1000)
     pkt.fields.snoop_count = 255
     [act] = eng.on_datagram(encode(pkt), 1.0)
-    assert isinstance(act, Transmit) and isinstance(act.packet, Packet)
+    assert isinstance(act, Transmit) and isinstance(act.packet, bytearray)
+    assert decode(bytes(act.packet)).fields.snoop_count == 255

@@ -224,6 +224,10 @@ def test_a_bad_template_is_counted_not_raised():
     fw.agent._outbox.append(G())
     assert fw.on_timer(1.0) == [] and fw.stats["ack_gen_errors"] == 1
     assert ev.of("send_error")
+    for _ in range(1499):                                  # per packet: counted, lines bounded (issue 27, item 2)
+        fw.agent._outbox.append(G())
+    assert fw.on_timer(1.1) == [] and fw.stats["ack_gen_errors"] == 1500
+    assert [e["count"] for e in ev.of("send_error")] == [*range(1, 11), 1000]
 
 
 @pytest.mark.parametrize("scheme", ["aspan", "classic"])

@@ -20,6 +20,7 @@ from typing import Any
 from experiments.build import build_node, overlay_tap
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog
+from routing.flowlog import exact_totals
 from routing.udp import UdpNode
 
 
@@ -87,7 +88,7 @@ def run_node(conf: dict[str, Any]) -> int:
         core.engine.step.flush_drops(time.time(), final=True)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         flow = node.flow_cpu()
-        log.emit(time.time(), "node_stop", address=addr, drops=core.engine.drops,
+        log.emit(time.time(), "node_stop", address=addr, **exact_totals(core.engine.step),
                  cache_segments=core.engine.agent.cache_segments, snoop=dict(core.engine.agent.stats),
                  rx_datagrams=node.rx_datagrams,
                  tx_datagrams=node.tx_datagrams, cpu_s=round(ru.ru_utime + ru.ru_stime, 3),

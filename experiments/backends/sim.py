@@ -16,6 +16,7 @@ from experiments.build import build_node, link_state_record, overlay_tap, route_
 from experiments.link_spec import sim_link
 from experiments.schema import Variant
 from routing.eventlog import EventLog
+from routing.flowlog import exact_totals
 from routing.linkem import LinkParams, LinkQueue
 from routing.node import NodeCore
 from routing.wire import Packet, wire_size
@@ -158,7 +159,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             node.core.engine.step.flush_drops(loop.now, final=True)
             extra: dict[str, Any] = {"capture": taps[n].writer.stats()} if n in taps else {}
             extra.update(node.core.routing_stats())
-            logs[n].emit(loop.now, "node_stop", address=addrs[n], drops=node.core.engine.drops, **extra)
+            logs[n].emit(loop.now, "node_stop", address=addrs[n], **exact_totals(node.core.engine.step), **extra)
     except Exception as e:
         meta["status"] = "failed"
         meta["error"] = f"{type(e).__name__}: {e}"

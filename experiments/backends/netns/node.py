@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from etx.estimator import EtxTable
-from experiments.build import header_fields, node_agent, node_loss_spec, node_routing, route_tables
+from experiments.build import header_fields, node_agent, node_loss_spec, node_routing, node_sink, route_tables
 from routing.capture import KernelTap
 from routing.eventlog import EventLog
+from routing.flowlog import exact_totals
 from routing.kernel import KernelForwarder
 from routing.kernel_routes import KernelRoutes
 from routing.linkstate import RouteChange, apply_changes
@@ -45,9 +46,10 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     addrs = cfg["topology"]["addresses"]
     spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
     loss = build_loss_model(spec, node_rng(seed, name, "loss"))
-    agent = node_agent(cfg, name, log)
+    sink = node_sink(cfg, log)     # the lines of traffic no configured flow explains aggregated (routing.flowlog)
+    agent = node_agent(cfg, name, sink)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
-                           option, log)
+                           option, sink)
 
 
 REALTIME_PRIORITY = 10        # netns.realtime: SCHED_RR, below the kernel's own threads (50 and up)
@@ -174,7 +176,7 @@ def run_node(conf: dict[str, Any]) -> int:
             extra["link"] = dict(shaper.stats, drops={n: q.dropped for n, q in shaper.links.values()})
         if fw is not None:
             fw.step.flush_drops(time.time(), final=True)
-            extra.update(drops=dict(fw.drops), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
+            extra.update(exact_totals(fw.step), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
                          snoop=dict(fw.agent.stats))
             if fw.tap is not None:
                 extra["capture"] = fw.tap.writer.stats()
