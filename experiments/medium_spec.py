@@ -13,7 +13,7 @@ from typing import Any
 from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
-from routing.medium import PRESETS, Medium, Phy, Topology
+from routing.medium import PRESETS, Medium, Phy, Topology, timing_problems
 
 MEDIUM_MODELS = ("none", "dcf")
 
@@ -38,17 +38,30 @@ def refuse_medium(source: str, variants: list[tuple[str, dict[str, Any]]], backe
                         f"{cfg['medium']['model']!r} cannot run on backend {backend}: {reason}")
 
 F = Field
+NULL = type(None)
+
+
+def _or_null(check: Any) -> Any:
+    """``check``, with null accepted (null: the field's default; see :data:`NULLABLE`)."""
+    return lambda v: None if v is None else check(v)
+
+
+def _opt(types: tuple[type, ...], check: Any, doc: str) -> Field:
+    """A setting whose null (the default) means the preset's value or nothing."""
+    return F((*types, NULL), None, _or_null(check) if check else None, doc)
+
+
 MEDIUM_SCHEMA: dict[str, Any] = {
     "model": F(STR, "none", member_of(MEDIUM_MODELS), "none: each backend's own links | dcf: a shared 802.11 DCF medium"),
     "standard": F(STR, "b", member_of(PRESETS), "timing preset: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot)"),
-    "rate_mbps": F(NUM, None, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
-    "basic_rate_mbps": F(NUM, None, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
-    "slot_us": F(NUM, None, in_range(0, lo_open=True), "aSlotTime (default: b 20, g 9)"),
-    "sifs_us": F(NUM, None, in_range(0, lo_open=True), "aSIFSTime (default 10); DIFS = SIFS + 2 slots"),
-    "preamble_us": F(NUM, None, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
-    "cw_min": F(INT, None, in_range(1), "aCWmin (default: b 31, g 15)"),
-    "cw_max": F(INT, None, in_range(1), "aCWmax (default 1023)"),
-    "retry_limit": F(INT, None, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
+    "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
+    "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
+    "slot_us": _opt(NUM, None, "aSlotTime, at least 1 us (default: b 20, g 9)"),
+    "sifs_us": _opt(NUM, None, "aSIFSTime, at least 1 us (default 10); DIFS = SIFS + 2 slots"),
+    "preamble_us": _opt(NUM, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
+    "cw_min": _opt(INT, in_range(1), "aCWmin, at most cw_max (default: b 31, g 15)"),
+    "cw_max": _opt(INT, in_range(1), "aCWmax (default 1023)"),
+    "retry_limit": _opt(INT, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
     "queue_packets": F(INT, 50, in_range(1), "interface queue per node, drop-tail"),
     "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "placement line: the nodes on a line, this far apart"),
     "placement": F(STR, "line", one_of("line", "random"),
@@ -57,12 +70,17 @@ MEDIUM_SCHEMA: dict[str, Any] = {
     "area_m": F((list,), [1000.0, 1000.0], None, "placement random: [width, height] in metres"),
     "placement_seed": F(INT, 1, in_range(0), "placement random: the seed of the positions (not the run's seed: "
                                               "every repetition keeps the same mesh)"),
-    "positions": F((dict,), {}, None, "node -> [x, y] in metres (default: medium.placement)"),
+    "positions": F((dict, NULL), {}, None, "node -> [x, y] in metres (default: medium.placement); null: none "
+                                           "(a variant clears the base file's positions with null)"),
     "range_m": F(NUM, 250.0, in_range(0, lo_open=True), "communication range: a node decodes frames from nodes this near"),
     "cs_range_m": F(NUM, 550.0, in_range(0, lo_open=True), "carrier-sense and interference range (>= range_m)"),
-    "hears": F((dict,), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]"),
-    "senses": F((dict,), {}, None, "with hears: node -> [further nodes it senses and is interfered by]"),
+    "hears": F((dict, NULL), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]; "
+                                       "null: none"),
+    "senses": F((dict, NULL), {}, None, "with hears: node -> [further nodes it senses and is interfered by]; null: none"),
 }
+#: The mappings a variant clears with null (a variant's mapping is merged into the base file's, key by key,
+#: so null is the one way to take the base's away): null is read as the empty mapping.
+NULLABLE = ("positions", "hears", "senses")
 
 
 def _names(src: str, path: str, value: Any, nodes: list[str], error: type[ConfigError], errs: list[ConfigError]) -> bool:
@@ -77,9 +95,15 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     and the graph and the radio in agreement: every link's ends hear each other.  When the topology
     lists no links, they are filled in here: every pair that hears each other."""
     m = cfg["medium"]
+    for key in NULLABLE:
+        if m[key] is None:
+            m[key] = {}
     if m["model"] == "none":
+        _refuse_settings_without_medium(src, m, error, errs)
         return
     nodes = cfg["topology"]["nodes"]
+    for key, why in timing_problems(timing(m)):   # reported beside the others: the topology does not need them
+        errs.append(error(src, f"medium.{key}", why))
     n_errs = len(errs)
     changed = explicit_link(cfg)
     if changed:   # the medium replaces the links: a link setting would be ignored, so it is refused
@@ -110,6 +134,9 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 _names(src, f"medium.{key}.{n}", lst, nodes, error, errs)
     if len(errs) > n_errs:
         return
+    _refuse_shared_positions(src, cfg, error, errs)
+    if len(errs) > n_errs:
+        return
     topo = topology(cfg)
     links = cfg["topology"]["links"]
     if links is None:   # links from the radio: every pair that hears each other
@@ -124,6 +151,42 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 errs.append(error(src, f"{where}.{y}", f"{what} {x} and {y}: {y} does not hear {x} "
                                   f"(out of communication range)"))
                 break
+
+
+def _refuse_settings_without_medium(src: str, m: dict[str, Any], error: type[ConfigError],
+                                     errs: list[ConfigError]) -> None:
+    """With ``model: none`` there is no medium, so any other medium setting away from its default (null
+    counts as the default) would be ignored: refused, naming it."""
+    for key, spec in MEDIUM_SCHEMA.items():
+        if key != "model" and m[key] != spec.default:
+            errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.model is 'none' (no medium: "
+                              "the setting would be ignored); set medium.model dcf, or remove it (a variant "
+                              "turning off a base file's medium sets it to null)"))
+
+
+def _refuse_shared_positions(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """Two nodes cannot stand at the same point (the distance 0 would make each the other's every range)."""
+    pos = positions(cfg)
+    if pos is None:
+        return
+    seen: dict[tuple[float, float], str] = {}
+    given = cfg["medium"]["positions"]
+    for n, xy in pos.items():
+        key = (float(xy[0]), float(xy[1]))
+        if key in seen:
+            other = seen[key]
+            name = n if n in given else other
+            errs.append(error(src, f"medium.positions.{name}", f"nodes {other} and {n} stand at the same position "
+                              f"[{xy[0]:g}, {xy[1]:g}]; give each node its own"))
+        else:
+            seen[key] = n
+
+
+def timing(m: dict[str, Any]) -> dict[str, float]:
+    """The timing settings as the medium will have them: the preset's, each overridden where set."""
+    p = dict(PRESETS[m["standard"]])
+    p.update({k: m[k] for k in PRESETS[m["standard"]] if m[k] is not None})
+    return p
 
 
 def _finite(v: Any) -> bool:

@@ -61,6 +61,27 @@ class MediumError(ValueError):
     """A medium that cannot be built (a node out of every range, a bad setting)."""
 
 
+# The physical floor of the time settings, in us.  The shortest of any 802.11 PHY are the DMG PHY's
+# (clause 20: aSlotTime 5 us, aSIFSTime 3 us); a time below 1 us is not a radio's (and below 0.5 ns it
+# would round to 0 ns: a slot of 0 never counts down, and a run ends incomplete with no error).
+MIN_SLOT_US = 1.0
+MIN_SIFS_US = 1.0
+
+
+def timing_problems(p: dict[str, float]) -> list[tuple[str, str]]:
+    """(setting, why) for each resolved timing setting (PRESETS' keys) no radio can have: a slot or SIFS
+    under the physical floor, aCWmin above aCWmax (10.3.3: CW grows from aCWmin up to aCWmax)."""
+    out = []
+    for key, floor in (("slot_us", MIN_SLOT_US), ("sifs_us", MIN_SIFS_US)):
+        if not p[key] >= floor:
+            out.append((key, f"expected at least {floor:g} us (no 802.11 PHY has less: DMG's aSlotTime is 5 us, "
+                             f"aSIFSTime 3 us), got {p[key]}"))
+    if p["cw_min"] > p["cw_max"]:
+        out.append(("cw_min", f"aCWmin {p['cw_min']} exceeds aCWmax {p['cw_max']} (10.3.3: the window grows from "
+                              "aCWmin to aCWmax)"))
+    return out
+
+
 @dataclass(frozen=True)
 class Phy:
     """PHY and MAC timing of one medium (all times in ns)."""
@@ -79,6 +100,9 @@ class Phy:
         """The timing of ``standard`` (``b`` | ``g``), with any setting of PRESETS overridden (None: keep)."""
         p = dict(PRESETS[standard])
         p.update({k: v for k, v in over.items() if v is not None})
+        problems = timing_problems(p)
+        if problems:
+            raise MediumError("; ".join(f"{k}: {why}" for k, why in problems))
         return cls(slot_ns=round(p["slot_us"] * US), sifs_ns=round(p["sifs_us"] * US),
                    preamble_ns=round(p["preamble_us"] * US), cw_min=int(p["cw_min"]), cw_max=int(p["cw_max"]),
                    retry_limit=int(p["retry_limit"]), rate_bps=p["rate_mbps"] * 1e6,
