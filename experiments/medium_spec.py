@@ -13,7 +13,7 @@ from typing import Any
 from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
-from routing.medium import PRESETS, Medium, Phy, Topology, timing_problems
+from routing.medium import NAV_MODELS, PRESETS, Medium, Phy, Topology, timing_problems
 
 MEDIUM_MODELS = ("none", "dcf")
 
@@ -62,6 +62,13 @@ MEDIUM_SCHEMA: dict[str, Any] = {
     "cw_min": _opt(INT, in_range(1), "aCWmin, at most cw_max (default: b 31, g 15)"),
     "cw_max": _opt(INT, in_range(1), "aCWmax (default 1023)"),
     "retry_limit": _opt(INT, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
+    "rts_threshold": _opt(INT, in_range(0), "dot11RTSThreshold in bytes: frames whose MPDU (packet + 36 bytes) is "
+                          "longer go with RTS/CTS; 0: every unicast frame (ns-2's default); null: never (Linux's)"),
+    "long_retry_limit": _opt(INT, in_range(1, 255), "dot11LongRetryLimit: data attempts of a frame sent with RTS/CTS "
+                             "(default 4; its RTSs count against retry_limit)"),
+    "nav": _opt(STR, member_of(NAV_MODELS), "exchange: each node sensing the sender defers for its whole exchange | "
+                "duration: NAV from the Duration fields, EIFS after an undecodable frame (default: duration with "
+                "rts_threshold, else exchange)"),
     "queue_packets": F(INT, 50, in_range(1), "interface queue per node, drop-tail"),
     "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "placement line: the nodes on a line, this far apart"),
     "placement": F(STR, "line", one_of("line", "random"),
@@ -104,6 +111,10 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     nodes = cfg["topology"]["nodes"]
     for key, why in timing_problems(timing(m)):   # reported beside the others: the topology does not need them
         errs.append(error(src, f"medium.{key}", why))
+    if m["rts_threshold"] is not None and m["nav"] == "exchange":
+        errs.append(error(src, "medium.nav", "RTS/CTS (medium.rts_threshold) protects a frame through the NAV that the "
+                          "Duration fields of the RTS and CTS set (IEEE 802.11-2016 10.3.2.4): it needs nav duration; "
+                          "leave nav out or set it to duration"))
     n_errs = len(errs)
     changed = explicit_link(cfg)
     if changed:   # the medium replaces the links: a link setting would be ignored, so it is refused
@@ -227,8 +238,10 @@ def topology(cfg: dict[str, Any]) -> Topology:
 
 
 def phy(cfg: dict[str, Any]) -> Phy:
+    """The PHY and MAC settings of ``cfg``'s medium (every backend's medium is built from it)."""
     m = cfg["medium"]
-    return Phy.preset(m["standard"], **{k: m[k] for k in PRESETS[m["standard"]]})
+    return Phy.preset(m["standard"], rts_threshold=m["rts_threshold"], nav=m["nav"],
+                      long_retry_limit=m["long_retry_limit"], **{k: m[k] for k in PRESETS[m["standard"]]})
 
 
 def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
