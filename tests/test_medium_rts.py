@@ -60,18 +60,18 @@ def test_nav_from_the_rts_and_the_cts_defers_both_sides_until_the_ack_ends() -> 
 
 
 def test_a_station_whose_nav_is_set_does_not_answer_an_rts() -> None:
-    # E's RTS to C sets C's NAV (C decodes E); C then does not answer D's RTS until the NAV is over (10.3.2.7)
-    topo = Topology.from_graph({"E": ["C", "F"], "F": ["E"], "C": ["E", "D"], "D": ["C"]})
-    m = Medium(Phy.preset("b", rts_threshold=0), topo, 10, ScriptedRng())  # type: ignore[arg-type]
+    # E's RTS (to F, who cannot decode it) sets C's NAV (C decodes E); C then does not answer D's RTS, which it
+    # decodes cleanly, while that NAV runs (10.3.2.7).  Draws: E 0, D 0, then E 10 slots (E's retry after D).
+    topo = Topology.from_graph({"E": ["C"], "F": [], "C": ["E", "D"], "D": ["C"]})
+    m = Medium(RTS_B, topo, 10, ScriptedRng(0, 0, 10))  # type: ignore[arg-type]
     m.send(0, Frame("E", "F", "e", 1000))
-    run(m, until=DIFS + RTS)
-    assert m.stations["C"].nav_until > DIFS + RTS
-    d_start = DIFS + RTS   # D, idle since 0 and sensing nothing of E, sends its RTS at once (0 slots)
-    m.send(d_start, Frame("D", "C", "d", 1000))
+    d_start = DIFS + RTS
+    run(m, until=d_start)
+    assert m.stations["C"].nav_until == d_start + RTS_B.rts_duration_ns(1000)
+    m.send(d_start, Frame("D", "C", "d", 1000))   # D, idle since 0 and sensing nothing of E: at once (0 slots)
     run(m, until=d_start + RTS + RTS_B.cts_timeout_ns)
-    assert m.stations["C"].nav_until > d_start + RTS   # C decoded D's RTS, but its NAV (from E) was running
     d = m.stations["D"].stats
-    assert (d.rts, d.rts_failed) == (1, 1)
+    assert (d.rts, d.rts_failed, d.collisions) == (1, 1, 0)
 
 
 def test_rts_retry_limit_reached_is_a_drop_of_its_own_reason() -> None:
@@ -89,6 +89,46 @@ def test_rts_retry_limit_reached_is_a_drop_of_its_own_reason() -> None:
                 ScriptedRng())  # type: ignore[arg-type]
     m2.send(0, Frame("A", "B", "pkt", 1000))
     assert run(m2) == [(3 * per_attempt, "rts_retry", "A", "B")]
+
+
+def strike(phy: Phy, script: list[str]) -> Medium:
+    """A sends one 1000-byte frame to B (all backoffs 0).  K, whom A senses but who senses nobody and whom
+    nobody decodes, sends a short group-addressed frame the moment each CTS or ACK named in ``script``
+    (in turn) goes on the air: that response is garbled at A."""
+    topo = Topology.from_graph({"A": ["B"], "B": ["A"], "K": [], "Z": ["K"]}, {"A": ["K"]})
+    m = Medium(phy, topo, 10, ScriptedRng())  # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    seen: list[object] = []   # the frames already struck (kept alive: an id() would be reused)
+    while (t := m.next_timer()) is not None:
+        m.advance(t)
+        for tx in list(m._air):
+            if script and tx.kind == script[0] and not any(tx is x for x in seen):
+                seen.append(tx)
+                script.pop(0)
+                m.send(t, Frame("K", "Z", "k", 40, acked=False))
+    return m
+
+
+def test_data_sent_after_a_cts_is_retried_under_the_long_retry_limit() -> None:
+    # every ACK garbled: 4 data frames (dot11LongRetryLimit), not 7 (dot11ShortRetryLimit), then the frame goes
+    a = strike(RTS_B, ["ack"] * 10).stations["A"]
+    assert (a.stats.rts, a.stats.rts_failed, a.stats.ack_lost, a.stats.frames) == (4, 0, 4, 1)
+    assert not a.queue
+    a = strike(Phy.preset("b", rts_threshold=0, long_retry_limit=2), ["ack"] * 10).stations["A"]
+    assert (a.stats.rts, a.stats.ack_lost) == (2, 2)
+    a = strike(Phy.preset("b"), ["ack"] * 10).stations["A"]   # without RTS/CTS: the short limit, 7 attempts
+    assert (a.stats.attempts, a.stats.ack_lost) == (7, 7)
+
+
+def test_a_cts_resets_the_short_retry_count() -> None:
+    # 6 CTSs garbled (SRC 6), then a CTS comes through and only the ACK is garbled (SRC back to 0, LRC 1),
+    # then 6 more CTSs garbled: still within dot11ShortRetryLimit, so the 14th RTS carries the frame
+    m = strike(RTS_B, ["cts"] * 6 + ["ack"] + ["cts"] * 6)
+    a = m.stations["A"].stats
+    assert (a.rts, a.rts_failed, a.rts_drops, a.ack_lost, a.frames) == (14, 12, 0, 1, 1)
+    m = strike(RTS_B, ["cts"] * 7)
+    a = m.stations["A"].stats
+    assert (a.rts, a.rts_failed, a.rts_drops, a.frames) == (7, 7, 1, 1)
 
 
 def test_eifs_after_a_frame_that_could_not_be_decoded() -> None:
