@@ -25,10 +25,25 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 * group-addressed frames (ETX probes here) get no ACK and are sent once (10.3.6);
 * each station has an interface queue, drop-tail in packets (reason ``queue``).
 
+With ``Phy.nav == "duration"`` (set by an RTS threshold; IEEE Std 802.11-2016 clauses) the exchange
+hold above gives way to the standard's virtual carrier sense:
+
+* RTS/CTS (:meth:`Phy.uses_rts`, 10.3.5): before a unicast frame whose MPDU is longer than
+  dot11RTSThreshold; RTS 20 and CTS 14 octets at the basic rate (9.3.1.2, 9.3.1.3); the addressee
+  answers after SIFS unless its NAV is set; CTSTimeout = SIFS + slot + aRxPHYStartDelay (10.3.2.7);
+* NAV (:meth:`Medium._heard`, :meth:`Medium._set_nav`, 10.3.2.4): a station that decodes a frame not
+  addressed to it defers until the frame's end plus its Duration field (:meth:`Phy.rts_duration_ns`,
+  :meth:`Phy.cts_duration_ns`, :meth:`Phy.data_duration_ns`; 9.2.5.2);
+* EIFS (:attr:`Phy.eifs_ns`, 10.3.2.3.7): after a frame a station sensed but could not decode, it
+  waits EIFS = SIFS + ACK + DIFS instead of DIFS;
+* retries (:meth:`Medium._done`, 10.3.4.4): RTSs without CTS against dot11ShortRetryLimit (reason
+  ``rts_retry``), data frames without ACK after a CTS against dot11LongRetryLimit (``mac_retry``).
+
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
 propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
-the issue defines it).  Times are integer nanoseconds, so the arithmetic is exact and runs repeat.
+the issue defines it); no capture; a NAV set by an RTS is not reset when no data follows.  Times are
+integer nanoseconds, so the arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
 
