@@ -12,6 +12,7 @@ import pytest
 from experiments.medium_spec import build_medium
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
+from test_netns_backend import events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
 
 FLOWS = [{"sender": "A", "receiver": "D", "segments": 10}]
 DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
@@ -99,3 +100,21 @@ def test_rts_cts_in_the_local_medium_process(tmp_path: Path) -> None:
     assert json.loads((rep / "meta.json").read_text())["status"] == "ok"
     mac = {e["station"]: e for e in map(json.loads, (rep / "medium.log").read_text().splitlines()) if e["ev"] == "mac"}
     assert all(mac[n]["rts"] > 0 for n in "ABCD"), mac   # every unicast frame went with RTS/CTS (probes without)
+
+
+def test_rts_cts_in_the_netns_medium_daemon(netns: Path) -> None:
+    """As root: the netns medium daemon runs RTS/CTS from the same setting (kernel TCP on top); the fixture
+    skips without root and checks that no namespace or rule is left."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    exp = write_exp(netns, segments=300, loss=0, max_s=120, settle=1.0,
+                    medium={"model": "dcf", "standard": "b", "rts_threshold": 0})
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--backend", "netns",
+                        "--out", str(netns / "runs"), "--no-plot"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = run_dir(netns / "runs") / "sack" / "rep0"
+    mac = {e["station"]: e for e in events(rep, "medium") if e["ev"] == "mac"}
+    assert set(mac) == set("ABCD") and all(m["rts"] > 0 for m in mac.values()), mac
