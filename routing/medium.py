@@ -298,7 +298,6 @@ class _Tx:
     start: int
     end: int
     frame: Frame
-    is_ack: bool
     corrupted: bool = False
     hidden: bool = False
     kind: str = "data"      # data | ack | rts | cts
@@ -421,7 +420,7 @@ class Medium:
             self._at(t + self.phy.sifs_ns + self.phy.ack_ns(), "ack_timeout", sender)
 
     def _on_ack_start(self, t: int, data: _Tx) -> None:
-        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(), data.frame, is_ack=True, kind="ack")
+        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(), data.frame, kind="ack")
         self._radiate(ack, t)
         self._at(ack.end, "ack_end", ack)
 
@@ -456,7 +455,7 @@ class Medium:
 
     def _on_cts_start(self, t: int, rts: _Tx) -> None:
         f = rts.frame
-        cts = _Tx(rts.dst, rts.src, t, t + self.phy.control_ns(CTS_BYTES), f, is_ack=False, kind="cts",
+        cts = _Tx(rts.dst, rts.src, t, t + self.phy.control_ns(CTS_BYTES), f, kind="cts",
                   nav_ns=self.phy.cts_duration_ns(f.nbytes))
         self._radiate(cts, t)
         self._at(cts.end, "cts_end", cts)
@@ -564,7 +563,7 @@ class Medium:
         data_ns = phy.data_ns(frame.nbytes)
         hold = phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
         st.stats.airtime_ns += hold
-        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, is_ack=False)
+        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame)
         if st.name not in self.topo.hears[frame.dst]:
             tx.corrupted = True   # out of range: nobody acknowledges
         self._radiate(tx, now, hold)
@@ -574,7 +573,7 @@ class Medium:
         phy = self.phy
         st.stats.rts += 1
         st.stats.airtime_ns += phy.rts_exchange_ns()
-        rts = _Tx(st.name, frame.dst, now, now + phy.control_ns(RTS_BYTES), frame, is_ack=False, kind="rts",
+        rts = _Tx(st.name, frame.dst, now, now + phy.control_ns(RTS_BYTES), frame, kind="rts",
                   nav_ns=phy.rts_duration_ns(frame.nbytes))
         if st.name not in self.topo.hears[frame.dst]:
             rts.corrupted = True
@@ -587,7 +586,7 @@ class Medium:
         phy = self.phy
         data_ns = phy.data_ns(frame.nbytes)
         st.stats.airtime_ns += phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
-        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, is_ack=False, nav_ns=phy.data_duration_ns(frame.acked))
+        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, nav_ns=phy.data_duration_ns(frame.acked))
         if st.name not in self.topo.hears[frame.dst]:
             tx.corrupted = True
         self._radiate(tx, now)
