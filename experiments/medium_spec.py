@@ -6,6 +6,7 @@ declares the section with :data:`MEDIUM_SCHEMA` and calls :func:`check_medium`.
 """
 from __future__ import annotations
 
+import copy
 import math
 import random
 from typing import Any
@@ -42,16 +43,22 @@ NULL = type(None)
 
 
 def _or_null(check: Any) -> Any:
-    """``check``, with null accepted (null: the field's default; see :data:`NULLABLE`)."""
+    """``check``, with null accepted."""
     return lambda v: None if v is None else check(v)
 
 
 def _opt(types: tuple[type, ...], check: Any, doc: str) -> Field:
-    """A setting whose null (the default) means the preset's value or nothing."""
-    return F((*types, NULL), None, _or_null(check) if check else None, doc)
+    """A setting whose default is null: the preset's value, or nothing."""
+    return F(types, None, check, doc)
 
 
-MEDIUM_SCHEMA: dict[str, Any] = {
+def _nullable(f: Field) -> Field:
+    """``f`` accepting null, read as its default (check_medium): the way a variant takes back a setting of the
+    base file, mappings included (a variant's mapping is otherwise merged into the base's key by key)."""
+    return Field((*f.types, NULL), f.default, _or_null(f.check) if f.check else None, f.doc)
+
+
+_SETTINGS: dict[str, Any] = {
     "model": F(STR, "none", member_of(MEDIUM_MODELS), "none: each backend's own links | dcf: a shared 802.11 DCF medium"),
     "standard": F(STR, "b", member_of(PRESETS), "timing preset: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot)"),
     "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
@@ -77,17 +84,15 @@ MEDIUM_SCHEMA: dict[str, Any] = {
     "area_m": F((list,), [1000.0, 1000.0], None, "placement random: [width, height] in metres"),
     "placement_seed": F(INT, 1, in_range(0), "placement random: the seed of the positions (not the run's seed: "
                                               "every repetition keeps the same mesh)"),
-    "positions": F((dict, NULL), {}, None, "node -> [x, y] in metres (default: medium.placement); null: none "
-                                           "(a variant clears the base file's positions with null)"),
+    "positions": F((dict,), {}, None, "node -> [x, y] in metres (default: medium.placement)"),
     "range_m": F(NUM, 250.0, in_range(0, lo_open=True), "communication range: a node decodes frames from nodes this near"),
     "cs_range_m": F(NUM, 550.0, in_range(0, lo_open=True), "carrier-sense and interference range (>= range_m)"),
-    "hears": F((dict, NULL), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]; "
-                                       "null: none"),
-    "senses": F((dict, NULL), {}, None, "with hears: node -> [further nodes it senses and is interfered by]; null: none"),
+    "hears": F((dict,), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]"),
+    "senses": F((dict,), {}, None, "with hears: node -> [further nodes it senses and is interfered by]"),
 }
-#: The mappings a variant clears with null (a variant's mapping is merged into the base file's, key by key,
-#: so null is the one way to take the base's away): null is read as the empty mapping.
-NULLABLE = ("positions", "hears", "senses")
+#: Every setting but the model takes null for its default (a variant clears the base file's positions
+#: with ``positions: null``).
+MEDIUM_SCHEMA: dict[str, Any] = {k: f if k == "model" else _nullable(f) for k, f in _SETTINGS.items()}
 
 
 def _names(src: str, path: str, value: Any, nodes: list[str], error: type[ConfigError], errs: list[ConfigError]) -> bool:
@@ -102,9 +107,9 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     and the graph and the radio in agreement: every link's ends hear each other.  When the topology
     lists no links, they are filled in here: every pair that hears each other."""
     m = cfg["medium"]
-    for key in NULLABLE:
-        if m[key] is None:
-            m[key] = {}
+    for key, spec in MEDIUM_SCHEMA.items():
+        if m[key] is None:   # null: the setting's default
+            m[key] = copy.deepcopy(spec.default)
     if m["model"] == "none":
         _refuse_settings_without_medium(src, m, error, errs)
         return

@@ -77,6 +77,10 @@ def test_a_variant_clears_the_base_files_positions_with_null() -> None:
     assert kept["positions"]["B"] == [150, 0]
     assert cleared["positions"] == {}         # the line placement again: 200 m apart
     assert off["model"] == "none" and off["positions"] == {}
+    # null is any setting's default, not only a mapping's
+    doc["variants"] = [{"name": "off", "medium": {"model": "none", "positions": None, "queue_packets": None}}]
+    doc["medium"]["queue_packets"] = 10
+    assert load_experiment(doc, "m.yaml").variants[0].config["medium"]["queue_packets"] == 50
     # without the null the base's positions stay and a medium-less variant is refused, naming them
     doc["variants"] = [{"name": "off", "medium": {"model": "none"}}]
     found = errors(doc)
