@@ -6,6 +6,7 @@ declares the section with :data:`MEDIUM_SCHEMA` and calls :func:`check_medium`.
 """
 from __future__ import annotations
 
+import copy
 import math
 import random
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
-from routing.medium import PRESETS, Medium, Phy, Topology
+from routing.medium import NAV_MODELS, PRESETS, Medium, Phy, Topology, timing_problems
 
 MEDIUM_MODELS = ("none", "dcf")
 
@@ -38,17 +39,43 @@ def refuse_medium(source: str, variants: list[tuple[str, dict[str, Any]]], backe
                         f"{cfg['medium']['model']!r} cannot run on backend {backend}: {reason}")
 
 F = Field
-MEDIUM_SCHEMA: dict[str, Any] = {
+NULL = type(None)
+
+
+def _or_null(check: Any) -> Any:
+    """``check``, with null accepted."""
+    return lambda v: None if v is None else check(v)
+
+
+def _opt(types: tuple[type, ...], check: Any, doc: str) -> Field:
+    """A setting whose default is null: the preset's value, or nothing."""
+    return F(types, None, check, doc)
+
+
+def _nullable(f: Field) -> Field:
+    """``f`` accepting null, read as its default (check_medium): the way a variant takes back a setting of the
+    base file, mappings included (a variant's mapping is otherwise merged into the base's key by key)."""
+    return Field((*f.types, NULL), f.default, _or_null(f.check) if f.check else None, f.doc)
+
+
+_SETTINGS: dict[str, Any] = {
     "model": F(STR, "none", member_of(MEDIUM_MODELS), "none: each backend's own links | dcf: a shared 802.11 DCF medium"),
     "standard": F(STR, "b", member_of(PRESETS), "timing preset: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot)"),
-    "rate_mbps": F(NUM, None, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
-    "basic_rate_mbps": F(NUM, None, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
-    "slot_us": F(NUM, None, in_range(0, lo_open=True), "aSlotTime (default: b 20, g 9)"),
-    "sifs_us": F(NUM, None, in_range(0, lo_open=True), "aSIFSTime (default 10); DIFS = SIFS + 2 slots"),
-    "preamble_us": F(NUM, None, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
-    "cw_min": F(INT, None, in_range(1), "aCWmin (default: b 31, g 15)"),
-    "cw_max": F(INT, None, in_range(1), "aCWmax (default 1023)"),
-    "retry_limit": F(INT, None, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
+    "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
+    "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
+    "slot_us": _opt(NUM, None, "aSlotTime, at least 1 us (default: b 20, g 9)"),
+    "sifs_us": _opt(NUM, None, "aSIFSTime, at least 1 us (default 10); DIFS = SIFS + 2 slots"),
+    "preamble_us": _opt(NUM, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
+    "cw_min": _opt(INT, in_range(1), "aCWmin, at most cw_max (default: b 31, g 15)"),
+    "cw_max": _opt(INT, in_range(1), "aCWmax (default 1023)"),
+    "retry_limit": _opt(INT, in_range(1, 255), "dot11ShortRetryLimit: attempts of a frame before the link layer drops it (default 7)"),
+    "rts_threshold": _opt(INT, in_range(0), "dot11RTSThreshold in bytes: frames whose MPDU (packet + 36 bytes) is "
+                          "longer go with RTS/CTS; 0: every unicast frame (ns-2's default); null: never (Linux's)"),
+    "long_retry_limit": _opt(INT, in_range(1, 255), "dot11LongRetryLimit: data attempts of a frame sent with RTS/CTS "
+                             "(default 4; its RTSs count against retry_limit)"),
+    "nav": _opt(STR, member_of(NAV_MODELS), "exchange: each node sensing the sender defers for its whole exchange | "
+                "duration: NAV from the Duration fields, EIFS after an undecodable frame (default: duration with "
+                "rts_threshold, else exchange)"),
     "queue_packets": F(INT, 50, in_range(1), "interface queue per node, drop-tail"),
     "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "placement line: the nodes on a line, this far apart"),
     "placement": F(STR, "line", one_of("line", "random"),
@@ -63,6 +90,9 @@ MEDIUM_SCHEMA: dict[str, Any] = {
     "hears": F((dict,), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]"),
     "senses": F((dict,), {}, None, "with hears: node -> [further nodes it senses and is interfered by]"),
 }
+#: Every setting but the model takes null for its default (a variant clears the base file's positions
+#: with ``positions: null``).
+MEDIUM_SCHEMA: dict[str, Any] = {k: f if k == "model" else _nullable(f) for k, f in _SETTINGS.items()}
 
 
 def _names(src: str, path: str, value: Any, nodes: list[str], error: type[ConfigError], errs: list[ConfigError]) -> bool:
@@ -77,9 +107,19 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     and the graph and the radio in agreement: every link's ends hear each other.  When the topology
     lists no links, they are filled in here: every pair that hears each other."""
     m = cfg["medium"]
+    for key, spec in MEDIUM_SCHEMA.items():
+        if m[key] is None:   # null: the setting's default
+            m[key] = copy.deepcopy(spec.default)
     if m["model"] == "none":
+        _refuse_settings_without_medium(src, m, error, errs)
         return
     nodes = cfg["topology"]["nodes"]
+    for key, why in timing_problems(timing(m)):   # reported beside the others: the topology does not need them
+        errs.append(error(src, f"medium.{key}", why))
+    if m["rts_threshold"] is not None and m["nav"] == "exchange":
+        errs.append(error(src, "medium.nav", "RTS/CTS (medium.rts_threshold) protects a frame through the NAV that the "
+                          "Duration fields of the RTS and CTS set (IEEE 802.11-2016 10.3.2.4): it needs nav duration; "
+                          "leave nav out or set it to duration"))
     n_errs = len(errs)
     changed = explicit_link(cfg)
     if changed:   # the medium replaces the links: a link setting would be ignored, so it is refused
@@ -110,6 +150,9 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 _names(src, f"medium.{key}.{n}", lst, nodes, error, errs)
     if len(errs) > n_errs:
         return
+    _refuse_shared_positions(src, cfg, error, errs)
+    if len(errs) > n_errs:
+        return
     topo = topology(cfg)
     links = cfg["topology"]["links"]
     if links is None:   # links from the radio: every pair that hears each other
@@ -124,6 +167,42 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 errs.append(error(src, f"{where}.{y}", f"{what} {x} and {y}: {y} does not hear {x} "
                                   f"(out of communication range)"))
                 break
+
+
+def _refuse_settings_without_medium(src: str, m: dict[str, Any], error: type[ConfigError],
+                                     errs: list[ConfigError]) -> None:
+    """With ``model: none`` there is no medium, so any other medium setting away from its default (null
+    counts as the default) would be ignored: refused, naming it."""
+    for key, spec in MEDIUM_SCHEMA.items():
+        if key != "model" and m[key] != spec.default:
+            errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.model is 'none' (no medium: "
+                              "the setting would be ignored); set medium.model dcf, or remove it (a variant "
+                              "turning off a base file's medium sets it to null)"))
+
+
+def _refuse_shared_positions(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """Two nodes cannot stand at the same point (the distance 0 would make each the other's every range)."""
+    pos = positions(cfg)
+    if pos is None:
+        return
+    seen: dict[tuple[float, float], str] = {}
+    given = cfg["medium"]["positions"]
+    for n, xy in pos.items():
+        key = (float(xy[0]), float(xy[1]))
+        if key in seen:
+            other = seen[key]
+            name = n if n in given else other
+            errs.append(error(src, f"medium.positions.{name}", f"nodes {other} and {n} stand at the same position "
+                              f"[{xy[0]:g}, {xy[1]:g}]; give each node its own"))
+        else:
+            seen[key] = n
+
+
+def timing(m: dict[str, Any]) -> dict[str, float]:
+    """The timing settings as the medium will have them: the preset's, each overridden where set."""
+    p = dict(PRESETS[m["standard"]])
+    p.update({k: m[k] for k in PRESETS[m["standard"]] if m[k] is not None})
+    return p
 
 
 def _finite(v: Any) -> bool:
@@ -164,8 +243,10 @@ def topology(cfg: dict[str, Any]) -> Topology:
 
 
 def phy(cfg: dict[str, Any]) -> Phy:
+    """The PHY and MAC settings of ``cfg``'s medium (every backend's medium is built from it)."""
     m = cfg["medium"]
-    return Phy.preset(m["standard"], **{k: m[k] for k in PRESETS[m["standard"]]})
+    return Phy.preset(m["standard"], rts_threshold=m["rts_threshold"], nav=m["nav"],
+                      long_retry_limit=m["long_retry_limit"], **{k: m[k] for k in PRESETS[m["standard"]]})
 
 
 def build_medium(cfg: dict[str, Any], seed: int) -> Medium:

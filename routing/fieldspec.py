@@ -103,9 +103,10 @@ def one_of_int(*choices: int) -> Check:
 
 
 def type_name(types: tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping"}
-    if types == NUM:
-        return "a number"
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "a list", dict: "a mapping",
+             type(None): "null"}
+    if types[:2] == NUM:   # int and float: "a number" (and whatever follows, e.g. null)
+        types = (float, *types[2:])
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 

@@ -25,10 +25,25 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 * group-addressed frames (ETX probes here) get no ACK and are sent once (10.3.6);
 * each station has an interface queue, drop-tail in packets (reason ``queue``).
 
+With ``Phy.nav == "duration"`` (set by an RTS threshold; IEEE Std 802.11-2016 clauses) the exchange
+hold above gives way to the standard's virtual carrier sense:
+
+* RTS/CTS (:meth:`Phy.uses_rts`, 10.3.5): before a unicast frame whose MPDU is longer than
+  dot11RTSThreshold; RTS 20 and CTS 14 octets at the basic rate (9.3.1.2, 9.3.1.3); the addressee
+  answers after SIFS unless its NAV is set; CTSTimeout = SIFS + slot + aRxPHYStartDelay (10.3.2.7);
+* NAV (:meth:`Medium._heard`, :meth:`Medium._set_nav`, 10.3.2.4): a station that decodes a frame not
+  addressed to it defers until the frame's end plus its Duration field (:meth:`Phy.rts_duration_ns`,
+  :meth:`Phy.cts_duration_ns`, :meth:`Phy.data_duration_ns`; 9.2.5.2);
+* EIFS (:attr:`Phy.eifs_ns`, 10.3.2.3.7): after a frame a station sensed but could not decode, it
+  waits EIFS = SIFS + ACK + DIFS instead of DIFS;
+* retries (:meth:`Medium._done`, 10.3.4.4): RTSs without CTS against dot11ShortRetryLimit (reason
+  ``rts_retry``), data frames without ACK after a CTS against dot11LongRetryLimit (``mac_retry``).
+
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
 propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
-the issue defines it).  Times are integer nanoseconds, so the arithmetic is exact and runs repeat.
+the issue defines it); no capture; a NAV set by an RTS is not reset when no data follows.  Times are
+integer nanoseconds, so the arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
 
@@ -40,12 +55,17 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 __all__ = ["PRESETS", "Phy", "Topology", "Frame", "Delivered", "Dropped", "StationStats", "Medium", "MediumError",
-           "MAC_OVERHEAD_BYTES", "ACK_BYTES"]
+           "MAC_OVERHEAD_BYTES", "ACK_BYTES", "RTS_BYTES", "CTS_BYTES", "LONG_RETRY_LIMIT", "NAV_MODELS",
+           "timing_problems"]
 
 US = 1000  # ns per microsecond
 
 MAC_OVERHEAD_BYTES = 24 + 4 + 8   # data MAC header (9.3.2.1), FCS, LLC/SNAP header around the IP packet
 ACK_BYTES = 14                    # Ack frame: Frame Control 2, Duration 2, RA 6, FCS 4 (9.3.1.3)
+RTS_BYTES = 20                    # RTS frame: Frame Control 2, Duration 2, RA 6, TA 6, FCS 4 (9.3.1.2)
+CTS_BYTES = 14                    # CTS frame: Frame Control 2, Duration 2, RA 6, FCS 4 (9.3.1.3)
+LONG_RETRY_LIMIT = 4              # dot11LongRetryLimit's default (annex C), as Linux's (mac80211 long retry 4)
+NAV_MODELS = ("exchange", "duration")
 
 # Timing presets.  b: HR/DSSS (clause 16), long preamble (192 us), ACK at 2 Mb/s.
 # g: ERP-OFDM (clause 18) with short slot, 20 us preamble + SIGNAL, 6 us signal extension ignored, ACK at 24 Mb/s.
@@ -61,6 +81,27 @@ class MediumError(ValueError):
     """A medium that cannot be built (a node out of every range, a bad setting)."""
 
 
+# The physical floor of the time settings, in us.  The shortest of any 802.11 PHY are the DMG PHY's
+# (clause 20: aSlotTime 5 us, aSIFSTime 3 us); a time below 1 us is not a radio's (and below 0.5 ns it
+# would round to 0 ns: a slot of 0 never counts down, and a run ends incomplete with no error).
+MIN_SLOT_US = 1.0
+MIN_SIFS_US = 1.0
+
+
+def timing_problems(p: dict[str, float]) -> list[tuple[str, str]]:
+    """(setting, why) for each resolved timing setting (PRESETS' keys) no radio can have: a slot or SIFS
+    under the physical floor, aCWmin above aCWmax (10.3.3: CW grows from aCWmin up to aCWmax)."""
+    out = []
+    for key, floor in (("slot_us", MIN_SLOT_US), ("sifs_us", MIN_SIFS_US)):
+        if not p[key] >= floor:
+            out.append((key, f"expected at least {floor:g} us (no 802.11 PHY has less: DMG's aSlotTime is 5 us, "
+                             f"aSIFSTime 3 us), got {p[key]}"))
+    if p["cw_min"] > p["cw_max"]:
+        out.append(("cw_min", f"aCWmin {p['cw_min']} exceeds aCWmax {p['cw_max']} (10.3.3: the window grows from "
+                              "aCWmin to aCWmax)"))
+    return out
+
+
 @dataclass(frozen=True)
 class Phy:
     """PHY and MAC timing of one medium (all times in ns)."""
@@ -72,17 +113,39 @@ class Phy:
     cw_max: int
     retry_limit: int      # dot11ShortRetryLimit: transmission attempts of a frame in all
     rate_bps: float       # data frames
-    basic_rate_bps: float  # control frames (ACK)
+    basic_rate_bps: float  # control frames (ACK, RTS, CTS)
+    # dot11RTSThreshold: frames whose MPDU is longer go with RTS/CTS; None: never (Linux's default, "off")
+    rts_threshold: int | None = None
+    long_retry_limit: int = LONG_RETRY_LIMIT   # dot11LongRetryLimit: data attempts of a frame sent with RTS/CTS
+    # "exchange": every station that senses the sender defers for its whole exchange (data, SIFS, ACK);
+    # "duration": NAV from the Duration field of each frame a station decodes (10.3.2.4), EIFS after a
+    # frame it senses but cannot decode (10.3.2.3.7), physical carrier sense only while a frame is on the air
+    nav: str = "exchange"
 
     @classmethod
-    def preset(cls, standard: str, **over: float | None) -> "Phy":
-        """The timing of ``standard`` (``b`` | ``g``), with any setting of PRESETS overridden (None: keep)."""
+    def preset(cls, standard: str, rts_threshold: int | None = None, nav: str | None = None,
+               long_retry_limit: int | None = None, **over: float | None) -> "Phy":
+        """The timing of ``standard`` (``b`` | ``g``), with any setting of PRESETS overridden (None: keep).
+        ``nav`` None: ``duration`` with an RTS threshold (the CTS's NAV is what RTS/CTS is for), else
+        ``exchange`` (the model's behaviour before RTS/CTS, kept as the default)."""
         p = dict(PRESETS[standard])
         p.update({k: v for k, v in over.items() if v is not None})
+        problems = timing_problems(p)
+        if problems:
+            raise MediumError("; ".join(f"{k}: {why}" for k, why in problems))
         return cls(slot_ns=round(p["slot_us"] * US), sifs_ns=round(p["sifs_us"] * US),
                    preamble_ns=round(p["preamble_us"] * US), cw_min=int(p["cw_min"]), cw_max=int(p["cw_max"]),
                    retry_limit=int(p["retry_limit"]), rate_bps=p["rate_mbps"] * 1e6,
-                   basic_rate_bps=p["basic_rate_mbps"] * 1e6)
+                   basic_rate_bps=p["basic_rate_mbps"] * 1e6, rts_threshold=rts_threshold,
+                   long_retry_limit=LONG_RETRY_LIMIT if long_retry_limit is None else long_retry_limit,
+                   nav=nav or ("exchange" if rts_threshold is None else "duration"))
+
+    def __post_init__(self) -> None:
+        if self.nav not in NAV_MODELS:
+            raise MediumError(f"nav: expected one of {', '.join(NAV_MODELS)}, got {self.nav!r}")
+        if self.rts_threshold is not None and self.nav != "duration":
+            raise MediumError("rts_threshold: RTS/CTS works through the NAV its Duration fields set (10.3.2.4): "
+                              "it needs nav 'duration'")
 
     @property
     def difs_ns(self) -> int:
@@ -95,11 +158,57 @@ class Phy:
 
     def ack_ns(self) -> int:
         """Airtime of the link-layer ACK."""
-        return self.preamble_ns + math.ceil(ACK_BYTES * 8 * 1e9 / self.basic_rate_bps)
+        return self.control_ns(ACK_BYTES)
 
     def exchange_ns(self, packet_bytes: int) -> int:
         """The issue's airtime of a unicast frame: preamble + bytes / rate + SIFS + ACK."""
         return self.data_ns(packet_bytes) + self.sifs_ns + self.ack_ns()
+
+    def control_ns(self, nbytes: int) -> int:
+        """Airtime of a control frame (RTS, CTS, ACK) at the basic rate."""
+        return self.preamble_ns + math.ceil(nbytes * 8 * 1e9 / self.basic_rate_bps)
+
+    @property
+    def eifs_ns(self) -> int:
+        """EIFS = aSIFSTime + AckTxTime (at the lowest basic rate: here the one basic rate) + DIFS (10.3.2.3.7)."""
+        return self.sifs_ns + self.ack_ns() + self.difs_ns
+
+    @property
+    def cts_timeout_ns(self) -> int:
+        """CTSTimeout = aSIFSTime + aSlotTime + aRxPHYStartDelay (10.3.2.7), aRxPHYStartDelay taken as the
+        PLCP preamble + header (192 us for HR/DSSS long preamble, as clause 16 gives; OFDM's 25 us ~ 20 us)."""
+        return self.sifs_ns + self.slot_ns + self.preamble_ns
+
+    def uses_rts(self, packet_bytes: int, acked: bool = True) -> bool:
+        """RTS/CTS precedes an individually addressed frame whose MPDU is longer than dot11RTSThreshold
+        (IEEE 802.11-2016 10.3.5; dot11RTSThreshold 0: every such frame)."""
+        return acked and self.rts_threshold is not None and packet_bytes + MAC_OVERHEAD_BYTES > self.rts_threshold
+
+    def rts_exchange_ns(self) -> int:
+        """RTS, SIFS, CTS: the part of an exchange that RTS/CTS adds."""
+        return self.control_ns(RTS_BYTES) + self.sifs_ns + self.control_ns(CTS_BYTES)
+
+    def attempt_ns(self, packet_bytes: int, acked: bool = True) -> int:
+        """The airtime one successful attempt of a frame takes: [RTS, SIFS, CTS, SIFS,] data[, SIFS, ACK]."""
+        if not acked:
+            return self.data_ns(packet_bytes)
+        rts = self.rts_exchange_ns() + self.sifs_ns if self.uses_rts(packet_bytes) else 0
+        return rts + self.exchange_ns(packet_bytes)
+
+    # Duration field of each frame (9.2.5.2, a non-QoS STA outside a TXOP): the time after the frame's end
+    # that the rest of the exchange needs; a station that decodes a frame not addressed to it sets its NAV
+    # to that much (10.3.2.4).
+    def rts_duration_ns(self, packet_bytes: int) -> int:
+        """RTS: 3 x SIFS + CTS + data + ACK."""
+        return 3 * self.sifs_ns + self.control_ns(CTS_BYTES) + self.data_ns(packet_bytes) + self.ack_ns()
+
+    def cts_duration_ns(self, packet_bytes: int) -> int:
+        """CTS: the RTS's Duration less SIFS and the CTS itself (10.3.2.7)."""
+        return self.rts_duration_ns(packet_bytes) - self.sifs_ns - self.control_ns(CTS_BYTES)
+
+    def data_duration_ns(self, acked: bool) -> int:
+        """Unicast data: SIFS + ACK; group-addressed: 0 (no ACK follows).  The ACK's own Duration is 0."""
+        return self.sifs_ns + self.ack_ns() if acked else 0
 
     def next_cw(self, cw: int) -> int:
         """The contention window after a failed attempt: 2 x (CW + 1) - 1, at most aCWmax (10.3.3)."""
@@ -142,6 +251,8 @@ class Frame:
     attempts: int = 0
     collisions: int = 0      # attempts lost at the receiver
     delivered: bool = False
+    short_retries: int = 0   # SRC of a frame sent with RTS/CTS: RTSs without their CTS (10.3.4.4)
+    long_retries: int = 0    # LRC of a frame sent with RTS/CTS: data frames without their ACK
 
 
 @dataclass(slots=True)
@@ -154,7 +265,7 @@ class Delivered:
 class Dropped:
     at_ns: int
     frame: Frame
-    reason: str   # "queue" (interface queue full) | "mac_retry" (retry limit reached)
+    reason: str   # "queue" (interface queue full) | "mac_retry" (retry limit reached) | "rts_retry" (RTS retry limit)
 
 
 Output = Delivered | Dropped
@@ -173,6 +284,9 @@ class StationStats:
     mac_drops: int = 0       # frames dropped after retry_limit attempts
     queue_drops: int = 0     # frames refused by the full interface queue
     airtime_ns: int = 0      # time this station's exchanges held the medium (data + SIFS + ACK per attempt)
+    rts: int = 0             # RTS frames sent (rts_threshold)
+    rts_failed: int = 0      # ... answered by no CTS that this station decoded
+    rts_drops: int = 0       # frames dropped after dot11ShortRetryLimit RTSs without CTS (reason rts_retry)
 
 
 @dataclass(slots=True, eq=False)
@@ -184,9 +298,11 @@ class _Tx:
     start: int
     end: int
     frame: Frame
-    is_ack: bool
     corrupted: bool = False
     hidden: bool = False
+    kind: str = "data"      # data | ack | rts | cts
+    nav_ns: int = 0         # its Duration field: the NAV it sets at the stations that decode it (nav "duration")
+    garbled: set[str] = field(default_factory=set)   # nav "duration": the stations where it cannot be decoded
 
 
 @dataclass(slots=True, eq=False)
@@ -201,6 +317,9 @@ class _Station:
     busy: int = 0                   # transmissions in progress that this station senses
     idle_since: int = 0
     in_exchange: bool = False       # its own exchange is in progress
+    nav_until: int = 0              # nav "duration": the NAV (virtual carrier sense) runs until then (10.3.2.4)
+    eifs: bool = False              # nav "duration": the last frame it sensed could not be decoded (10.3.2.3.7)
+    responding: int = 0             # nav "duration": its own CTS or ACK is on the air
     stats: StationStats = field(default_factory=StationStats)
 
 
@@ -219,6 +338,7 @@ class Medium:
         self._sensed_by = {src: tuple(sorted(n for n in topology.senses if src in topology.senses[n]))
                            for src in topology.hears}
         self._sensing = {src: tuple(self.stations[n] for n in names) for src, names in self._sensed_by.items()}
+        self._nav = phy.nav == "duration"
         self._air: list[_Tx] = []   # frames in the air: at most one per station
         self._heap: list[tuple[int, int, str, Any]] = []
         self._order = 0
@@ -271,11 +391,17 @@ class Medium:
         if token != st.token:
             return  # frozen since it was scheduled
         st.count_from = None
+        if st.responding:   # nav "duration": its own CTS or ACK started in this very slot: count again after it
+            st.backoff = 0
+            return
         st.backoff = None
         self._transmit(st, t)
 
     def _on_data_end(self, t: int, tx: _Tx) -> None:
         self._air.remove(tx)
+        if self._nav:
+            self._heard(tx, t)
+            self._unbusy(tx.src, t)
         frame = tx.frame
         ok = not tx.corrupted
         if ok and not frame.delivered:
@@ -294,12 +420,15 @@ class Medium:
             self._at(t + self.phy.sifs_ns + self.phy.ack_ns(), "ack_timeout", sender)
 
     def _on_ack_start(self, t: int, data: _Tx) -> None:
-        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(), data.frame, is_ack=True)
+        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(), data.frame, kind="ack")
         self._radiate(ack, t)
         self._at(ack.end, "ack_end", ack)
 
     def _on_ack_end(self, t: int, ack: _Tx) -> None:
         self._air.remove(ack)
+        if self._nav:
+            self._heard(ack, t)
+            self._responded(ack, t)
         self._unbusy(ack.src, t)
         sender = self.stations[ack.dst]
         if ack.corrupted:
@@ -311,6 +440,82 @@ class Medium:
 
     def _on_busy_end(self, t: int, src: str) -> None:
         self._unbusy(src, t)
+
+    # ---- RTS/CTS (nav "duration" only; IEEE 802.11-2016 10.3.2.7, 10.3.5) ----------------------------
+    def _on_rts_end(self, t: int, rts: _Tx) -> None:
+        """The addressee answers an RTS it decoded with a CTS after SIFS, unless its NAV says the medium
+        is busy (10.3.2.7); otherwise the sender gives up after CTSTimeout."""
+        self._air.remove(rts)
+        self._heard(rts, t)
+        self._unbusy(rts.src, t)
+        if not rts.corrupted and self.stations[rts.dst].nav_until <= t:
+            self._at(t + self.phy.sifs_ns, "cts_start", rts)
+        else:
+            self._at(t + self.phy.cts_timeout_ns, "cts_timeout", self.stations[rts.src])
+
+    def _on_cts_start(self, t: int, rts: _Tx) -> None:
+        f = rts.frame
+        cts = _Tx(rts.dst, rts.src, t, t + self.phy.control_ns(CTS_BYTES), f, kind="cts",
+                  nav_ns=self.phy.cts_duration_ns(f.nbytes))
+        self._radiate(cts, t)
+        self._at(cts.end, "cts_end", cts)
+
+    def _on_cts_end(self, t: int, cts: _Tx) -> None:
+        """A CTS the sender decoded: its SRC is reset and the data frame follows after SIFS (10.3.4.4)."""
+        self._air.remove(cts)
+        self._heard(cts, t)
+        self._responded(cts, t)
+        self._unbusy(cts.src, t)
+        sender = self.stations[cts.dst]
+        if cts.corrupted:
+            self._rts_failed(sender, t)
+        else:
+            cts.frame.short_retries = 0
+            self._at(t + self.phy.sifs_ns, "data_start", sender)
+
+    def _on_cts_timeout(self, t: int, sender: _Station) -> None:
+        self._rts_failed(sender, t)
+
+    def _on_data_start(self, t: int, st: _Station) -> None:
+        self._send_data(st, st.queue[0], t)
+
+    def _on_nav_end(self, t: int, arg: tuple[_Station, int]) -> None:
+        st, until = arg
+        if st.nav_until == until:   # else extended since: a later nav_end ends it
+            self._idle(st, t)
+
+    def _heard(self, tx: _Tx, now: int) -> None:
+        """``tx`` ends: each station that sensed it and decoded it (in communication range, not garbled
+        there) sets its NAV from the Duration field unless it is the addressee (10.3.2.4), and goes back to
+        DIFS; each that sensed it without decoding it waits EIFS instead of DIFS (10.3.2.3.7)."""
+        hears = self.topo.hears
+        for s in self._sensing[tx.src]:
+            decoded = tx.src in hears[s.name] and s.name not in tx.garbled
+            s.eifs = not decoded
+            if decoded and s.name != tx.dst and tx.nav_ns > 0:
+                self._set_nav(s, now + tx.nav_ns, now)
+
+    def _responded(self, tx: _Tx, now: int) -> None:
+        """The end of a station's own CTS or ACK: it no longer keeps its own countdown frozen."""
+        responder = self.stations[tx.src]
+        responder.responding -= 1
+        self._idle(responder, now)
+
+    def _set_nav(self, st: _Station, until: int, now: int) -> None:
+        """Virtual carrier sense: the NAV counts as one more busy transmission until ``until``; a NAV is only
+        ever extended, never shortened (10.3.2.4)."""
+        if until <= st.nav_until:
+            return
+        if st.nav_until <= now:
+            self._busy(st, now)
+        st.nav_until = until
+        self._at(until, "nav_end", (st, until))
+
+    def _rts_failed(self, st: _Station, now: int) -> None:
+        frame = st.queue[0]
+        frame.short_retries += 1
+        st.stats.rts_failed += 1
+        self._done(st, now, success=False, rts_failed=True)
 
     # ---- DCF ---------------------------------------------------------------
     def _next_frame(self, st: _Station, now: int) -> None:
@@ -327,7 +532,7 @@ class Medium:
         """Count the backoff down from DIFS after the medium went idle (10.3.4.3); nothing while busy."""
         if st.busy or st.in_exchange or st.backoff is None or st.count_from is not None:
             return
-        st.count_from = max(now, st.idle_since + self.phy.difs_ns)
+        st.count_from = max(now, st.idle_since + (self.phy.eifs_ns if st.eifs else self.phy.difs_ns))
         st.attempt_at = st.count_from + st.backoff * self.phy.slot_ns
         st.token += 1
         self._at(st.attempt_at, "attempt", (st, st.token))
@@ -348,14 +553,43 @@ class Medium:
         st.in_exchange = True
         st.stats.attempts += 1
         st.stats.retries += int(frame.attempts > 1)
+        if self._nav:
+            if self.phy.uses_rts(frame.nbytes, frame.acked):
+                self._send_rts(st, frame, now)
+            else:
+                self._send_data(st, frame, now)
+            return
         phy = self.phy
         data_ns = phy.data_ns(frame.nbytes)
         hold = phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
         st.stats.airtime_ns += hold
-        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, is_ack=False)
+        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame)
         if st.name not in self.topo.hears[frame.dst]:
             tx.corrupted = True   # out of range: nobody acknowledges
         self._radiate(tx, now, hold)
+        self._at(tx.end, "data_end", tx)
+
+    def _send_rts(self, st: _Station, frame: Frame, now: int) -> None:
+        phy = self.phy
+        st.stats.rts += 1
+        st.stats.airtime_ns += phy.rts_exchange_ns()
+        rts = _Tx(st.name, frame.dst, now, now + phy.control_ns(RTS_BYTES), frame, kind="rts",
+                  nav_ns=phy.rts_duration_ns(frame.nbytes))
+        if st.name not in self.topo.hears[frame.dst]:
+            rts.corrupted = True
+        self._radiate(rts, now)
+        self._at(rts.end, "rts_end", rts)
+
+    def _send_data(self, st: _Station, frame: Frame, now: int) -> None:
+        """nav "duration": the data frame holds the air only while it radiates; the stations that decode it
+        defer through SIFS + ACK by its Duration field, the others by EIFS."""
+        phy = self.phy
+        data_ns = phy.data_ns(frame.nbytes)
+        st.stats.airtime_ns += phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
+        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, nav_ns=phy.data_duration_ns(frame.acked))
+        if st.name not in self.topo.hears[frame.dst]:
+            tx.corrupted = True
+        self._radiate(tx, now)
         self._at(tx.end, "data_end", tx)
 
     def _radiate(self, tx: _Tx, now: int, hold: int | None = None) -> None:
@@ -364,13 +598,28 @@ class Medium:
         for other in self._air:
             self._overlap(other, tx)
             self._overlap(tx, other)
+            if self._nav:
+                self._garble(other, tx)
+                self._garble(tx, other)
         self._air.append(tx)
         for s in self._sensing[tx.src]:
-            s.busy += 1
-            if s.count_from is not None and s.attempt_at > now:   # else _freeze has nothing to do
-                self._freeze(s, now)
+            self._busy(s, now)
+        if self._nav and tx.kind in ("ack", "cts"):
+            responder = self.stations[tx.src]
+            responder.responding += 1
+            self._busy(responder, now)
         if hold is not None:
             self._at(now + hold, "busy_end", tx.src)
+
+    def _busy(self, s: _Station, now: int) -> None:
+        s.busy += 1
+        if s.count_from is not None and s.attempt_at > now:   # else _freeze has nothing to do
+            self._freeze(s, now)
+
+    def _garble(self, victim: _Tx, interferer: _Tx) -> None:
+        """nav "duration": ``victim`` cannot be decoded wherever ``interferer`` is sensed, nor at its sender."""
+        victim.garbled.add(interferer.src)
+        victim.garbled.update(self._sensed_by[interferer.src])
 
     def _overlap(self, victim: _Tx, interferer: _Tx) -> None:
         """Reception of ``victim`` fails when ``interferer`` radiates in its receiver's interference range,
@@ -383,28 +632,40 @@ class Medium:
 
     def _unbusy(self, src: str, now: int) -> None:
         for s in self._sensing[src]:
-            s.busy -= 1
-            if s.busy == 0:
-                s.idle_since = now
-                if s.backoff is not None and not s.in_exchange and s.count_from is None:   # else _contend returns
-                    self._contend(s, now)
+            self._idle(s, now)
 
-    def _done(self, st: _Station, now: int, success: bool) -> None:
-        """The exchange is over: next frame after a success or a drop, else the same frame again."""
+    def _idle(self, s: _Station, now: int) -> None:
+        s.busy -= 1
+        if s.busy == 0:
+            s.idle_since = now
+            if s.backoff is not None and not s.in_exchange and s.count_from is None:   # else _contend returns
+                self._contend(s, now)
+
+    def _done(self, st: _Station, now: int, success: bool, rts_failed: bool = False) -> None:
+        """The exchange is over: next frame after a success or a drop, else the same frame again.
+        Without RTS/CTS a frame has ``retry_limit`` attempts (dot11ShortRetryLimit: its MPDU is not longer
+        than dot11RTSThreshold); with it, dot11ShortRetryLimit RTSs without a CTS (SRC, reset by each CTS)
+        and dot11LongRetryLimit data frames without an ACK (LRC), whichever comes first (10.3.4.4)."""
         st.in_exchange = False
         st.idle_since = max(st.idle_since, now)   # DIFS again after its own exchange
         frame = st.queue[0]
-        if success or not frame.acked:
-            st.queue.popleft()
-            st.stats.frames += 1
-            st.cw = self.phy.cw_min
-        elif frame.attempts >= self.phy.retry_limit:
-            st.queue.popleft()
-            st.stats.frames += 1
-            st.cw = self.phy.cw_min
-            if not frame.delivered:   # only its ACKs were lost: the receiver has it
-                st.stats.mac_drops += 1
-                self._out.append(Dropped(now, frame, "mac_retry"))
-        else:
-            st.cw = self.phy.next_cw(st.cw)
+        rts = self.phy.uses_rts(frame.nbytes, frame.acked)
+        if rts and not success and not rts_failed:
+            frame.long_retries += 1   # the data frame went (a CTS came) and its ACK did not
+        if not success and frame.acked:
+            if rts and frame.short_retries >= self.phy.retry_limit:
+                drop = "rts_retry"
+            elif frame.long_retries >= self.phy.long_retry_limit if rts else frame.attempts >= self.phy.retry_limit:
+                drop = "mac_retry"
+            else:   # the same frame again, after a longer backoff
+                st.cw = self.phy.next_cw(st.cw)
+                self._next_frame(st, now)
+                return
+            if not frame.delivered:   # else only its ACKs were lost: the receiver has it
+                st.stats.mac_drops += drop == "mac_retry"
+                st.stats.rts_drops += drop == "rts_retry"
+                self._out.append(Dropped(now, frame, drop))
+        st.queue.popleft()
+        st.stats.frames += 1
+        st.cw = self.phy.cw_min
         self._next_frame(st, now)

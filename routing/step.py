@@ -30,6 +30,7 @@ from routing.loss import LossModel, packet_dropper
 DROP_REASONS = ("loss", "queue", "malformed", "no_route", "suppressed", "ttl",
                 "stranger", "forged", "replay",   # these three: the authenticated overlay (routing.auth)
                 "mac_retry",                      # the link layer gave up (routing.medium)
+                "rts_retry",                      # ... after dot11ShortRetryLimit RTSs without a CTS
                 "refused")                        # a SYN beyond routing.node.MAX_ACCEPTED connections
 #: Transmissions an overlay packet may have had when a node forwards it (its ``hops`` byte, at most
 #: 255).  A route set that passed routing.routes reaches every destination in fewer hops than there

@@ -120,7 +120,7 @@ class MediumProcess:
                     self.send_errors += 1
                     self.log.emit(t, "drop", reason="queue", src=f.src, dst=f.dst, detail=f"send: {e}")
                     continue
-                hold = phy.exchange_ns(f.nbytes) if f.acked else phy.data_ns(f.nbytes)
+                hold = phy.attempt_ns(f.nbytes, f.acked)
                 self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
                               collisions=f.collisions, airtime_us=round(hold * f.attempts / 1000, 1),
                               late_us=round((now - o.at_ns) / 1000, 1))

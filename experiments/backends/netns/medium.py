@@ -162,7 +162,7 @@ class NetnsMedium:
             if isinstance(o, Delivered):
                 f.payload.accept()
                 self.stats["frames_out"] += 1
-                hold = phy.exchange_ns(f.nbytes) if f.acked else phy.data_ns(f.nbytes)
+                hold = phy.attempt_ns(f.nbytes, f.acked)
                 self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
                               collisions=f.collisions, airtime_us=round(hold * f.attempts / 1000, 1),
                               late_us=round((now - o.at_ns) / 1000, 1))
