@@ -13,13 +13,12 @@ import resource
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from experiments.build import build_node, overlay_tap
 from routing.auth import MeshAuth
-from routing.eventlog import EventLog
+from routing.eventlog import EventLog, fail_process
 from routing.udp import UdpNode
 
 
@@ -74,8 +73,12 @@ def run_node(conf: dict[str, Any]) -> int:
         def say_done() -> None:
             status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
             tmp = done_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(status))
-            tmp.replace(done_file)
+            try:
+                tmp.write_text(json.dumps(status))
+                tmp.replace(done_file)
+            except OSError as e:    # disk full: no half-written file left; the node fails naming the file
+                tmp.unlink(missing_ok=True)
+                raise OSError(e.errno, f"cannot write {done_file}: {e.strerror}") from e
 
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
@@ -95,10 +98,9 @@ def run_node(conf: dict[str, Any]) -> int:
                  rx_flow_datagrams=None if flow is None else flow[1],
                  sleeps_flow=None if flow is None else flow[2],
                  **({"capture": tap.writer.stats()} if tap is not None else {}))
+        log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
-        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
-        traceback.print_exc()
-        exit_code = 1
+        exit_code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
     finally:
         log.close()
         if tap is not None:
