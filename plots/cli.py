@@ -88,6 +88,8 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
         prefix = labels[0] if labels else ""
         if labels and len(labels) != 1:
             raise ValueError(f"--label given {len(labels)} times for 1 run directory")
+        for note in data.notes:   # what was assumed (a rebuilt meta.json, ...), also in report.md
+            print(f"{dirs[0]}: note: {note}", file=sys.stderr)
         figures = run_figures(data, label=prefix)
         report = write_report(dirs[0], data, figures)
         print(f"{dirs[0]}: {len(data.reps)} repetition-flows, {len(figures)} figures in "

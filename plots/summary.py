@@ -228,6 +228,8 @@ def _status(meta: dict[str, Any], finished: bool) -> str:
     status = str(meta.get("status") or "ok")
     if status in ("failed", "interrupted"):   # how it ended, whatever the flows did
         return status
+    if status == "running":   # the runner never recorded the ending (killed): plots.data.unrecorded_ending
+        status = "unrecorded"
     return status if finished else "incomplete"
 
 
