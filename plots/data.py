@@ -279,7 +279,7 @@ def load_run(run_dir: Path, resummarize: bool = False, write: bool = True) -> Ru
             if spec is not None:
                 data.sweep_value = sweep_value_for(digest.meta, digest.variant, experiment, spec)
             reps.append(data)
-    if not reps:
+    if not reps and resummarize:   # asked to recompute the summary: an empty one would say nothing ran
         raise ValueError(f"{run_dir}: no repetition has node logs or a meta.json: nothing to summarize")
     csv = run_dir / "summary.csv"
     computed = summary_frame([r.row for r in reps])
