@@ -19,7 +19,7 @@ A write that fails (``ENOSPC``: disk full, ``EIO``, ...) raises :class:`LogWrite
 the reason, once: the process is to stop (issue 27, item 1).  What is emitted after it is discarded and
 counted (``lines_lost``).  :func:`fail_process` is how every node and daemon ends on an error: its
 ``node_error`` line if the disk still takes it, the traceback on stderr, and an exit code that tells the
-runner the reason even when nothing could be written (:func:`write_failure_reason`).
+runner the reason even when nothing could be written (:func:`write_failure`).
 """
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.build import build_node, overlay_tap
+from experiments.records import write_whole
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog, fail_process
 from routing.udp import UdpNode
@@ -72,13 +73,7 @@ def run_node(conf: dict[str, Any]) -> int:
 
         def say_done() -> None:
             status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
-            tmp = done_file.with_suffix(".tmp")
-            try:
-                tmp.write_text(json.dumps(status))
-                tmp.replace(done_file)
-            except OSError as e:    # disk full: no half-written file left; the node fails naming the file
-                tmp.unlink(missing_ok=True)
-                raise OSError(e.errno, f"cannot write {done_file}: {e.strerror}") from e
+            write_whole(done_file, json.dumps(status))   # whole or not at all; WriteFailed names it
 
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
