@@ -308,7 +308,7 @@ def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | N
 
 
 def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:
-    """``meta.json``, written whole or kept as it was (experiments.records.write_whole: WriteFailed names
+    """``meta.json``, written whole or kept as it was (experiments.records.write_whole: WriteError names
     the file and the reason)."""
     write_whole(rep_dir / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
 

@@ -3,7 +3,7 @@
 Every file the runner writes for the record of a run (``meta.json``, ``experiment.yaml``, ``routes.json``,
 the node configurations, ``summary.csv``) goes through :func:`write_whole`: written to a temporary file,
 synced and renamed over the old one, so a reader sees the old file or the new one, never half of either.
-A write that fails raises :class:`WriteFailed`, which names the file and the reason ("No space left on
+A write that fails raises :class:`routing.eventlog.WriteError`, which names the file and the reason ("No space left on
 device"); the old file is kept as it was.
 
 So that the ending of a run can still be recorded on a full disk, the runner holds a :class:`Reserve`: a
@@ -17,6 +17,8 @@ import errno
 import os
 from pathlib import Path
 
+from routing.eventlog import WriteError
+
 #: Room kept for the records of a run's ending: a repetition's meta.json (a few kB; tens of kB on a large
 #: mesh) and summary.csv (about 300 bytes a row).
 RESERVE_BYTES = 1 << 20
@@ -25,23 +27,6 @@ RESERVE_NAME = ".aspan-reserve"
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
 
 _reserve: "Reserve | None" = None
-
-
-class WriteFailed(OSError):
-    """A record could not be written: ``str()`` is ``cannot write <file>: <reason>``."""
-
-    def __init__(self, path: Path, cause: OSError) -> None:
-        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
-
-    def __str__(self) -> str:
-        return f"cannot write {self.filename}: {self.strerror}"
-
-    def __reduce__(self) -> tuple[object, ...]:   # raised in a worker process, re-raised in the runner
-        return (_write_failed, (self.filename, self.errno, self.strerror))
-
-
-def _write_failed(path: str, err: int, reason: str) -> WriteFailed:
-    return WriteFailed(Path(path), OSError(err, reason))
 
 
 def is_disk_error(e: BaseException) -> bool:
@@ -62,7 +47,7 @@ class Reserve:
                 f.write(b"\0" * size)
         except OSError as e:
             self.path.unlink(missing_ok=True)
-            raise WriteFailed(self.path, e) from e
+            raise WriteError(self.path, e) from e
 
     def release(self, why: OSError) -> bool:
         """Free the room (once); False if it was freed before."""
@@ -82,7 +67,7 @@ class Reserve:
 
 
 def hold_reserve(run_dir: Path) -> Reserve:
-    """Make the run's reserve; :func:`write_whole` frees it on a full disk.  WriteFailed when even it cannot be
+    """Make the run's reserve; :func:`write_whole` frees it on a full disk.  WriteError when even it cannot be
     written (the disk is full before the run starts)."""
     global _reserve
     _reserve = Reserve(run_dir)
@@ -99,18 +84,18 @@ def drop_reserve() -> None:
 
 def write_whole(path: Path, data: str | bytes) -> None:
     """Write ``path`` whole or not at all (temporary file, fsync, rename); on a full disk the run's reserve
-    is freed and the write tried once more.  WriteFailed names the file and the reason."""
+    is freed and the write tried once more.  WriteError names the file and the reason."""
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else data
     try:
         _write_renamed(path, raw)
     except OSError as e:
-        if e.errno != errno.ENOSPC or _reserve is None or not _reserve.release(WriteFailed(path, e)):
-            raise WriteFailed(path, e) from e
+        if e.errno != errno.ENOSPC or _reserve is None or not _reserve.release(WriteError(path, e)):
+            raise WriteError(path, e) from e
         try:
             _write_renamed(path, raw)
         except OSError as again:
-            raise WriteFailed(path, again) from again
+            raise WriteError(path, again) from again
 
 
 def _write_renamed(path: Path, raw: bytes) -> None:

@@ -110,7 +110,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     out = Path(out or exp.base["out"])
     run_dir = new_run_dir(out, exp.name)
     # room for the records of the run's ending on a full disk (experiments.records); on a disk full already,
-    # WriteFailed: `aspan run` says which file and why, exit status 1
+    # WriteError: `aspan run` says which file and why, exit status 1
     reserve = hold_reserve(run_dir)
     try:
         return _run_in(exp, backend, entry, run_dir, jobs, plot, progress, backend_options, reserve)
@@ -173,7 +173,7 @@ def write_routes(run_dir: Path, exp: Experiment) -> None:
 
 def write_summary_whole(run_dir: Path) -> None:
     """``summary.csv`` of the repetitions that have a meta.json, written whole (through experiments.records:
-    on a full disk in the room of the run's reserve), or WriteFailed naming it."""
+    on a full disk in the room of the run's reserve), or WriteError naming it."""
     from plots.run_summary import summary_text
     write_whole(run_dir / "summary.csv", summary_text(run_dir))
 

@@ -15,7 +15,7 @@ The two events written for every data packet (``tx``, and the snoop agent's
 ``cache``) are kept as tuples and formatted when written, with the same text as
 the generic path would give (tests/test_eventlog.py checks it).
 
-A write that fails (``ENOSPC``: disk full, ``EIO``, ...) raises :class:`LogWriteError` naming the file and
+A write that fails (``ENOSPC``: disk full, ``EIO``, ...) raises :class:`WriteError` naming the file and
 the reason, once: the process is to stop (issue 27, item 1).  What is emitted after it is discarded and
 counted (``lines_lost``).  :func:`fail_process` is how every node and daemon ends on an error: its
 ``node_error`` line if the disk still takes it, the traceback on stderr, and an exit code that tells the
@@ -42,8 +42,9 @@ _ENCODE = json.JSONEncoder(separators=(",", ":")).encode   # one encoder: json.d
 WRITE_FAILED_EXIT = 100
 
 
-class LogWriteError(OSError):
-    """A node log could not be written: ``str()`` names the file and the reason."""
+class WriteError(OSError):
+    """A file could not be written (a node log; the runner's records: experiments.records): ``str()`` names
+    the file and the reason."""
 
     def __init__(self, path: Path, cause: OSError) -> None:
         super().__init__(cause.errno, cause.strerror or str(cause), str(path))
@@ -52,11 +53,11 @@ class LogWriteError(OSError):
         return f"cannot write {self.filename}: {self.strerror}"
 
     def __reduce__(self) -> tuple[Any, ...]:   # raised in a worker process, re-raised in the runner
-        return (_log_write_error, (self.filename, self.errno, self.strerror))
+        return (_write_error, (self.filename, self.errno, self.strerror))
 
 
-def _log_write_error(path: str, err: int, reason: str) -> LogWriteError:
-    return LogWriteError(Path(path), OSError(err, reason))
+def _write_error(path: str, err: int, reason: str) -> WriteError:
+    return WriteError(Path(path), OSError(err, reason))
 
 
 class EventLog(EventWriter):
@@ -77,7 +78,7 @@ class EventLog(EventWriter):
             3: '{"t":%.6f,"node":' + node_fmt + ',"ev":"cache","segments":%d,"bytes":%d}\n',
         }
         self.lines = 0
-        self.failed: LogWriteError | None = None   # the first write error; later lines are discarded
+        self.failed: WriteError | None = None   # the first write error; later lines are discarded
         self.lines_lost = 0
 
     # ---- writing events ------------------------------------------------------
@@ -137,7 +138,7 @@ class EventLog(EventWriter):
                 self._write(data)
             except OSError as e:
                 self.lines_lost += n
-                self.failed = LogWriteError(self.path, e)
+                self.failed = WriteError(self.path, e)
                 raise self.failed from e
             self.lines += n
 
@@ -181,7 +182,7 @@ def fail_process(log: EventLog, error: BaseException) -> int:
     if log.failed is None:
         try:
             log.flush()       # the lines of before the error
-        except LogWriteError:
+        except WriteError:
             assert log.failed is not None   # recorded: the exit code below reports it
     log.last_words(time.time(), f"{type(error).__name__}: {error}")
     try:
@@ -195,22 +196,22 @@ def fail_process(log: EventLog, error: BaseException) -> int:
     return 1
 
 
-def write_failure(exit_code: int | None, log: Path) -> LogWriteError | None:
+def write_failure(exit_code: int | None, log: Path) -> WriteError | None:
     """The write failure a node's exit code reports (:func:`fail_process`): ``cannot write <log>: <reason>``;
     None when the code means something else."""
     if exit_code is None or not WRITE_FAILED_EXIT < exit_code < 256:
         return None
     err = exit_code - WRITE_FAILED_EXIT
-    return LogWriteError(log, OSError(err, os.strerror(err))) if err in errno.errorcode else None
+    return WriteError(log, OSError(err, os.strerror(err))) if err in errno.errorcode else None
 
 
 def close_logs(logs: Any) -> None:
     """Close every log of ``logs``; the first write error is raised once all are closed."""
-    first: LogWriteError | None = None
+    first: WriteError | None = None
     for lg in logs:
         try:
             lg.close()
-        except LogWriteError as e:
+        except WriteError as e:
             first = first or e
     if first is not None:
         raise first

@@ -21,9 +21,9 @@ import yaml
 
 from conftest import ROOT, wait_for
 from experiments.cli import main
-from experiments.records import RESERVE_NAME, WriteFailed, write_whole
+from experiments.records import RESERVE_NAME, write_whole
 from experiments.stopping import EXIT_NOT_OK
-from routing.eventlog import WRITE_FAILED_EXIT, EventLog, LogWriteError, fail_process, write_failure
+from routing.eventlog import WRITE_FAILED_EXIT, EventLog, WriteError, fail_process, write_failure
 
 REQUIRED = os.environ.get("ASPAN_REQUIRE_ROOT_TESTS") == "1"
 
@@ -40,7 +40,7 @@ def test_meta_json_is_written_whole_or_kept_as_it_was(tmp_path, monkeypatch, err
     meta = tmp_path / "meta.json"
     write_whole(meta, '{"status": "running"}\n')
     monkeypatch.setattr(os, "write", _failing_write(err))
-    with pytest.raises(WriteFailed) as e:
+    with pytest.raises(WriteError) as e:
         write_whole(meta, '{"status": "ok"}\n')
     monkeypatch.undo()
     assert str(e.value) == f"cannot write {meta}: {os.strerror(err)}"
@@ -54,7 +54,7 @@ def test_a_node_log_that_cannot_be_written_names_the_file_once_and_the_exit_code
     log.flush()
     monkeypatch.setattr(os, "write", _failing_write(errno.ENOSPC))
     log.emit(2.0, "etx", value=1)
-    with pytest.raises(LogWriteError) as e:
+    with pytest.raises(WriteError) as e:
         log.flush()
     assert str(e.value) == f"cannot write {tmp_path / 'B.log'}: No space left on device"
     log.emit(3.0, "etx", value=2)
@@ -73,7 +73,7 @@ def test_when_space_is_back_the_last_words_reach_the_log(tmp_path, monkeypatch):
     log = EventLog(tmp_path / "B.log", "B", batch=True)
     monkeypatch.setattr(os, "write", _failing_write(errno.EIO))
     log.emit(1.0, "etx", value=1)
-    with pytest.raises(LogWriteError) as e:
+    with pytest.raises(WriteError) as e:
         log.flush()
     monkeypatch.undo()
     assert fail_process(log, e.value) == WRITE_FAILED_EXIT + errno.EIO

@@ -65,7 +65,7 @@ def serve(proc: Daemon, medium: Medium, log: EventLog, conf: dict[str, Any], sta
     watch_parent(proc)
     log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), **started)
     log.flush()
-    write_whole(Path(conf["ready_file"]), str(os.getpid()))   # WriteFailed names it (a full disk)
+    write_whole(Path(conf["ready_file"]), str(os.getpid()))   # WriteError names it (a full disk)
     try:
         proc.run(conf.get("deadline"))
     finally:

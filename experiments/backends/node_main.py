@@ -73,7 +73,7 @@ def run_node(conf: dict[str, Any]) -> int:
 
         def say_done() -> None:
             status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
-            write_whole(done_file, json.dumps(status))   # whole or not at all; WriteFailed names it
+            write_whole(done_file, json.dumps(status))   # whole or not at all; WriteError names it
 
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,

@@ -15,7 +15,7 @@ from experiments.backends import sim_medium
 from experiments.build import build_node, etx_routes, overlay_tap, route_tables, start_rep, write_meta
 from experiments.link_spec import sim_link
 from experiments.schema import Variant
-from routing.eventlog import EventLog, LogWriteError, close_logs
+from routing.eventlog import EventLog, WriteError, close_logs
 from routing.linkem import LinkParams, LinkQueue
 from routing.node import NodeCore
 from routing.wire import Packet, wire_size
@@ -159,7 +159,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         close_logs(logs.values())     # a write error of the last lines fails the repetition too
     except Exception as e:
         meta["status"] = "failed"
-        meta["error"] = str(e) if isinstance(e, LogWriteError) else f"{type(e).__name__}: {e}"
+        meta["error"] = str(e) if isinstance(e, WriteError) else f"{type(e).__name__}: {e}"
         raise
     finally:
         try:
