@@ -24,8 +24,12 @@ FlowKey = tuple[str, int, str, int]  # data direction: (src, sport, dst, dport)
 SEGMENT_COST = 768
 #: What the state of one flow costs without its segments (about 550 bytes measured; the
 #: classic-Snoop family's is larger): the documented memory bound of a node's snoop state is
-#: max_flows x FLOW_COST + cache_bytes (tests/test_bounded_state.py).
+#: max_flows x (FLOW_COST + REFUSED_FLOW_COST) + cache_bytes (tests/test_bounded_state.py).
 FLOW_COST = 1024
+#: What remembering one refused flow costs (its key in ``SnoopAgent._refused``: a set entry and the
+#: 4-tuple, about 200 bytes measured); at most ``max_flows`` are remembered, so the bound of a node's
+#: snoop state is max_flows x (FLOW_COST + REFUSED_FLOW_COST) + cache_bytes.
+REFUSED_FLOW_COST = 256
 
 
 def flow_name(flow: FlowKey) -> str:
@@ -106,7 +110,14 @@ class SnoopAgent:
         self.cache_bytes = 0
         self.cache_segments = 0
         self.stats = {"cached": 0, "cache_full": 0, "hits": 0, "local_retransmissions": 0,
-                      "suppressed": 0, "freed": 0, "flows_refused": 0, "flows_expired": 0}
+                      "suppressed": 0, "freed": 0, "flows_refused": 0, "flows_expired": 0,
+                      "datagrams_refused": 0, "refused_memory_cleared": 0}
+        # The refused flows, so ``flows_refused`` counts flows, not datagrams (issue 27, item 7).
+        # Bounded (a hostile neighbour can forge any number of flows): at most ``max_flows`` keys.
+        # Past the bound the set is cleared and counting goes on (``refused_memory_cleared`` += 1): a flow
+        # refused both before and after a clearing is then counted twice, so ``flows_refused`` is exact
+        # while ``refused_memory_cleared`` is 0 and an upper bound after.
+        self._refused: set[FlowKey] = set()
         self._swept = 0.0
 
     # ---- bounded state (issue 13, item 2) ----------------------------------
@@ -124,11 +135,24 @@ class SnoopAgent:
             if now - self._swept >= cfg.flow_idle_s / 4 or len(flows) >= cfg.max_flows:
                 self.expire_idle(now)
             if len(flows) >= cfg.max_flows:
-                self.stats["flows_refused"] += 1
+                self._refuse(flow)
                 return None
             st = flows[flow] = self._new_flow(flow)
         st.last_active = now
         return st
+
+    def _refuse(self, flow: FlowKey) -> None:
+        """Count a refused datagram, and its flow the first time (within the bounded memory above)."""
+        stats = self.stats
+        stats["datagrams_refused"] += 1
+        refused = self._refused
+        if flow in refused:
+            return
+        if len(refused) >= self.config.max_flows:
+            refused.clear()
+            stats["refused_memory_cleared"] += 1
+        refused.add(flow)
+        stats["flows_refused"] += 1
 
     def expire_idle(self, now: float) -> int:
         """Forget the flows unheard for ``flow_idle_s`` and free their cached segments; returns how many."""

@@ -17,6 +17,7 @@ from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
 from experiments.medium_spec import positions
+from experiments.records import write_whole
 from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
@@ -360,8 +361,10 @@ def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | N
 
 
 def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:
+    """``meta.json``, written whole or kept as it was (experiments.records.write_whole: WriteError names
+    the file and the reason); with link-state routing, the routes the nodes ended with first (logged_routes)."""
     logged_routes(rep_dir, meta)
-    (rep_dir / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    write_whole(rep_dir / "meta.json", json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
 def logged_routes(rep_dir: Path, meta: dict[str, Any]) -> None:
@@ -407,7 +410,11 @@ def start_rep(variant: Any, repetition: int, rep_dir: Path, backend: str) -> tup
     cfg = variant.config
     seed = rep_seed(cfg, repetition)
     rep_dir.mkdir(parents=True, exist_ok=True)
-    return cfg, seed, base_meta(cfg, variant.name, repetition, seed, backend, variant.sweep_value)
+    meta = base_meta(cfg, variant.name, repetition, seed, backend, variant.sweep_value)
+    # status "running" until the backend writes how it ended: a runner killed with SIGKILL leaves this record
+    # (plots: "the runner did not record how the repetition ended"); a full disk fails here, before any node
+    write_meta(rep_dir, meta)
+    return cfg, seed, meta
 
 
 def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, backend: str,

@@ -162,9 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Exit codes (README, "Command line"): 0 ok, 1 a repetition failed or is incomplete, 2 a bad file
-    or usage, 130 interrupted (SIGINT or SIGTERM)."""
-    from experiments.stopping import EXIT_INTERRUPTED, EXIT_USAGE, stop_reason
+    """Exit codes (README, "Command line"): 0 ok, 1 a repetition failed or is incomplete (or the disk
+    filled up or failed), 2 a bad file or usage, 130 interrupted (SIGINT or SIGTERM)."""
+    from experiments.stopping import EXIT_INTERRUPTED, EXIT_NOT_OK, EXIT_USAGE, stop_reason
     from routing.fieldspec import ConfigError
     args = build_parser().parse_args(argv)
     try:
@@ -179,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
         print(f"aspan: interrupted ({stop_reason(e)})", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as e:   # a full or failing disk (experiments.records): names the file and the reason
+        from experiments.records import is_disk_error
+        if not is_disk_error(e):
+            raise
+        print(f"aspan: error: {e}", file=sys.stderr)
+        return EXIT_NOT_OK
 
 
 if __name__ == "__main__":

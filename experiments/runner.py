@@ -17,6 +17,7 @@ from experiments.backends.loopback import refuse_local
 from experiments.build import link_state, refuse_link_loss, refuse_route_hops, route_record, route_tables
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
+from experiments.records import Reserve, drop_reserve, hold_reserve, is_disk_error, write_whole
 from experiments.schema import Experiment, ExperimentError, Variant
 from experiments.stopping import sigterm_as_interrupt, stops_deferred
 
@@ -107,9 +108,21 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
         raise ExperimentError("--jobs", "jobs", entry.exclusive)
     out = Path(out or exp.base["out"])
     run_dir = new_run_dir(out, exp.name)
+    # room for the records of the run's ending on a full disk (experiments.records); on a disk full already,
+    # WriteError: `aspan run` says which file and why, exit status 1
+    reserve = hold_reserve(run_dir)
+    try:
+        return _run_in(exp, backend, entry, run_dir, jobs, plot, progress, backend_options, reserve)
+    finally:
+        drop_reserve()
+
+
+def _run_in(exp: Experiment, backend: str, entry: Any, run_dir: Path, jobs: int | None, plot: bool,
+            progress: Callable[[str], None] | None, backend_options: dict[str, Any] | None,
+            reserve: Reserve) -> Path:
     resolved = exp.resolved()
     resolved["backend"] = backend
-    (run_dir / "experiment.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
+    write_whole(run_dir / "experiment.yaml", yaml.safe_dump(resolved, sort_keys=False))
     write_routes(run_dir, exp)
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     reps = exp.base["repetitions"]
@@ -118,18 +131,24 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     if jobs is None:
         jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
-    from plots.run_summary import write_summary
     finished = False
+    disk_error: OSError | None = None
     with sigterm_as_interrupt():   # SIGTERM ends a run like Ctrl-C (issue 13, item 1)
         try:
-            _run_tasks(tasks, jobs, say)
+            _run_tasks(tasks, jobs, say, reserve)
             finished = True
+        except OSError as e:
+            if not is_disk_error(e):
+                raise
+            disk_error = e      # disk full or failing: the run stops here, its records are written below
         finally:
             # every ending writes summary.csv with the rows it has (an interrupted run too)
             with stops_deferred():
-                write_summary(run_dir)
+                write_summary_whole(run_dir)
             if not finished:
                 say(f"{exp.name}: stopped; summary of the repetitions that ran: {run_dir / 'summary.csv'}")
+    if disk_error is not None:
+        raise disk_error
     if plot:
         from plots.cli import plot_command
         plot_command([run_dir])
@@ -150,7 +169,14 @@ def write_routes(run_dir: Path, exp: Experiment) -> None:
             out[v.name] = {"metric": v.config["routing"]["metric"], "dynamic": v.config["routing"]["dynamic"],
                            "measured": True, "links": v.config["topology"]["links"],
                            "note": f"link-state routes, {when}: <variant>/rep<k>/meta.json and the route events"}
-    (run_dir / "routes.json").write_text(json.dumps(out, indent=1) + "\n")
+    write_whole(run_dir / "routes.json", json.dumps(out, indent=1) + "\n")
+
+
+def write_summary_whole(run_dir: Path) -> None:
+    """``summary.csv`` of the repetitions that have a meta.json, written whole (through experiments.records:
+    on a full disk in the room of the run's reserve), or WriteError naming it."""
+    from plots.run_summary import summary_text
+    write_whole(run_dir / "summary.csv", summary_text(run_dir))
 
 
 def _worker_init() -> None:
@@ -160,7 +186,14 @@ def _worker_init() -> None:
 
 
 def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]], jobs: int,
-               say: Callable[[str], None]) -> None:
+               say: Callable[[str], None], reserve: Reserve | None = None) -> None:
+    """Every repetition, in order; stops once a write found the disk full (the reserve's error is raised; a
+    worker process raises its own, which ends the pool)."""
+    def check_disk() -> None:
+        full = reserve.used() if reserve is not None else None
+        if full is not None:
+            raise full
+
     total = len(tasks)
     if jobs > 1 and total > 1:
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
@@ -182,6 +215,7 @@ def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]]
         for i, task in enumerate(tasks, 1):
             meta = _one(task)
             say(_line(i, total, task[1], task[2], meta))
+            check_disk()
 
 
 def run_statuses(run_dir: Path) -> list[str | None]:

@@ -117,6 +117,8 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
         if labels and len(labels) != 1:
             raise ValueError(f"--label given {len(labels)} times for 1 run directory")
         clear_figures(dirs[0] / "figures")
+        for note in data.notes:   # what was assumed (a rebuilt meta.json, ...), also in report.md
+            print(f"{dirs[0]}: note: {note}", file=sys.stderr)
         figures = run_figures(data, label=prefix)
         late = run_lateness(dirs[0])
         report = write_report(dirs[0], data, figures, late)

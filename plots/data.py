@@ -246,6 +246,18 @@ def _rep_key(row: dict[str, Any]) -> tuple[str, int, str]:
             "" if flow is None or flow is pd.NA else str(flow))
 
 
+def unrecorded_ending(variant: str, repetition: int, meta: dict[str, Any]) -> list[str]:
+    """A note when the runner did not record how a repetition ended (issue 27, item 6): meta.json
+    missing or not whole (rebuilt: plots.logs.rebuilt_meta), or still ``running``."""
+    if meta.get("rebuilt"):
+        return [f"{variant} rep {repetition}: {meta['rebuilt']}"]
+    if meta.get("status") == "running":
+        return [f"{variant} rep {repetition}: meta.json says running: the runner did not record how it "
+                "ended (killed, or still running); assumed its status from the logs: unrecorded if every "
+                "flow ended, else incomplete"]
+    return []
+
+
 def load_run(run_dir: Path, resummarize: bool = False, write: bool = True) -> RunData:
     """Load every rep of a run once (one RepData per flow).
 
@@ -259,13 +271,16 @@ def load_run(run_dir: Path, resummarize: bool = False, write: bool = True) -> Ru
     run_dir, experiment = run.run_dir, run.experiment
     spec = sweep_spec(experiment)
     reps: list[RepData] = []
+    notes: list[str] = []
     for rep_dir, digest in run_digests(run_dir, write=write):
+        notes += unrecorded_ending(digest.variant, digest.repetition, digest.meta)
         for flow in digest.flows:
             data = _rep_data(digest, rep_dir, flow)
             if spec is not None:
                 data.sweep_value = sweep_value_for(digest.meta, digest.variant, experiment, spec)
             reps.append(data)
-    notes: list[str] = []
+    if not reps and resummarize:   # asked to recompute the summary: an empty one would say nothing ran
+        raise ValueError(f"{run_dir}: no repetition has node logs or a meta.json: nothing to summarize")
     csv = run_dir / "summary.csv"
     computed = summary_frame([r.row for r in reps])
     if not csv.is_file() or resummarize:

@@ -47,7 +47,7 @@ def digest_key(rep_dir: Path) -> str | None:
     (only) compacted, so its digest is never cached."""
     rep_dir = Path(rep_dir)
     events = rep_dir / PARQUET
-    if not events.is_file() or any(rep_dir.glob("*.log")):
+    if not events.is_file() or any(rep_dir.glob("*.log")) or not (rep_dir / "meta.json").is_file():
         return None
     h = hashlib.blake2b(_code().encode(), digest_size=16)
     for part in (events, rep_dir / "meta.json"):

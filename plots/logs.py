@@ -23,6 +23,8 @@ __all__ = [
     "load_experiment",
     "variant_order",
     "check_run_dir",
+    "read_meta",
+    "rebuilt_meta",
     "is_run_dir",
     "aligned_times",
 ]
@@ -126,17 +128,67 @@ def events_frame(events: list[dict]) -> pd.DataFrame:
     return df
 
 
-def _read_meta(rep_dir: Path) -> dict[str, Any]:
+def read_meta(rep_dir: Path) -> dict[str, Any]:
+    """``rep_dir/meta.json``; when it is missing or not whole (a runner killed with SIGKILL, a full disk),
+    the record rebuilt from experiment.yaml and the directory's names (:func:`rebuilt_meta`); ValueError
+    when there are no node logs to rebuild from either."""
+    rep_dir = Path(rep_dir)
     meta_path = rep_dir / "meta.json"
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        text = meta_path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ValueError(f"{rep_dir}: no meta.json; expected a <variant>/rep<k>/ directory "
-                         "of a run directory") from None
+        return rebuilt_meta(rep_dir, "no meta.json")
+    try:
+        meta = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"{meta_path}: not valid JSON ({exc})") from None
+        return rebuilt_meta(rep_dir, f"{meta_path} is not valid JSON ({exc})")
     if not isinstance(meta, dict):
-        raise ValueError(f"{meta_path}: expected a JSON object")
+        return rebuilt_meta(rep_dir, f"{meta_path} is not a JSON object")
+    return meta
+
+
+_read_meta = read_meta   # the old name
+
+
+def has_logs(rep_dir: Path) -> bool:
+    """Does ``rep_dir`` hold node logs (``*.log`` or a compacted ``events.parquet``)?"""
+    return any(Path(rep_dir).glob("*.log")) or (Path(rep_dir) / PARQUET).is_file()
+
+
+def rebuilt_meta(rep_dir: Path, why: str) -> dict[str, Any]:
+    """The meta.json a repetition without a whole one would have had (issue 27, item 6), from what is
+    known for sure: variant and repetition from the directory names, the variant's nodes, flows, seed
+    and backend from the run's experiment.yaml.  Its ``status`` is ``unrecorded`` (the summary turns it
+    into ``incomplete`` when a flow did not end), and ``rebuilt`` says why and what was assumed.
+    ValueError naming the directory when it holds no node log either: nothing to rebuild from."""
+    rep_dir = Path(rep_dir)
+    m = _REP_RE.match(rep_dir.name)
+    if m is None or not has_logs(rep_dir):
+        raise ValueError(f"{rep_dir}: {why} and no node logs to rebuild it from; expected a "
+                         "<variant>/rep<k>/ directory of a run directory (see docs/LOGS.md)")
+    variant, repetition = rep_dir.parent.name, int(m.group(1))
+    experiment = load_experiment(rep_dir.parent.parent)
+    config = next((v.get("config") for v in experiment.get("variants") or []
+                   if isinstance(v, dict) and v.get("name") == variant), None)
+    meta: dict[str, Any] = {"variant": variant, "repetition": repetition, "status": "unrecorded",
+                            "error": why, "clock_offsets": {}}
+    assumed = [f"variant {variant} and repetition {repetition} from the directory names"]
+    if isinstance(config, dict) and isinstance(config.get("topology"), dict):
+        seed = config.get("seed")
+        meta.update(backend=experiment.get("backend"), sweep_value=None,
+                    # the runner's rule (experiments.build.rep_seed): the YAML's seed + repetition
+                    seed=seed + repetition if isinstance(seed, int) else None,
+                    nodes=dict(config["topology"].get("addresses") or {}), snoop=config.get("snoop"),
+                    flows=[{"sender": f.get("sender"), "receiver": f.get("receiver"),
+                            "segments": f.get("segments"), "segment_size": f.get("segment_size"),
+                            "variant": f.get("variant") or (config.get("tcp") or {}).get("variant")}
+                           for f in config.get("flows") or [] if isinstance(f, dict)])
+        assumed.append("backend, nodes, flows and seed (the YAML's seed + repetition) from experiment.yaml")
+    else:
+        assumed.append("no experiment.yaml entry for the variant: nodes and flows from the logs, "
+                       "seed and backend unknown")
+    assumed.append("the status from the logs: unrecorded if every flow ended, else incomplete")
+    meta["rebuilt"] = f"{why}: rebuilt; assumed " + "; ".join(assumed)
     return meta
 
 
@@ -161,7 +213,7 @@ def load_rep(rep_dir: Path) -> RepLogs:
     """Load ``rep_dir/meta.json`` and the node logs into one :class:`RepLogs`: every ``*.log``
     (JSON Lines), or ``events.parquet`` once the repetition was compacted (plots.compact)."""
     rep_dir = Path(rep_dir)
-    meta = _read_meta(rep_dir)
+    meta = read_meta(rep_dir)
     all_events: list[dict] = []
     bad_by_node: dict[str, int] = {}
     for log in sorted(rep_dir.glob("*.log")):
@@ -213,11 +265,13 @@ def variant_order(experiment: dict[str, Any]) -> list[str]:
 
 
 def _rep_dirs(run_dir: Path) -> list[tuple[str, int, Path]]:
+    """Every ``<variant>/rep<k>/`` with a meta.json or node logs (a repetition whose runner was killed
+    before it wrote meta.json still has its logs: read_meta rebuilds the rest)."""
     found = []
-    for meta in run_dir.glob("*/rep*/meta.json"):
-        m = _REP_RE.match(meta.parent.name)
-        if m:
-            found.append((meta.parent.parent.name, int(m.group(1)), meta.parent))
+    for rep in run_dir.glob("*/rep*/"):
+        m = _REP_RE.match(rep.name)
+        if m and rep.is_dir() and ((rep / "meta.json").is_file() or has_logs(rep)):
+            found.append((rep.parent.name, int(m.group(1)), rep))
     return found
 
 

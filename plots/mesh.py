@@ -37,7 +37,7 @@ from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402
 
 from plots.figures import _colors, _save  # noqa: E402
-from plots.logs import PARQUET, RepLogs, events_frame, iter_reps, load_experiment  # noqa: E402
+from plots.logs import PARQUET, RepLogs, events_frame, iter_reps, load_experiment, read_meta  # noqa: E402
 from plots.summary import cache_node_means  # noqa: E402
 
 __all__ = ["FlowRoute", "NodeLoad", "MeshPanel", "mesh_panels", "node_loads", "path_edges",
@@ -158,8 +158,7 @@ def _shortest(nodes: list[str], links: list[tuple[str, str]], a: str, b: str) ->
 
 
 def _read_meta(rep_dir: Path) -> dict[str, Any]:
-    meta = json.loads((rep_dir / "meta.json").read_text(encoding="utf-8"))
-    return meta if isinstance(meta, dict) else {}
+    return read_meta(rep_dir)    # rebuilt when missing or not whole (plots.logs)
 
 
 def mesh_panels(run_dir: Path, loads: bool = True) -> list[MeshPanel]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -32,6 +33,7 @@ __all__ = [
     "rep_rows",
     "summary_frame",
     "write_summary_rows",
+    "summary_csv",
     "read_summary",
 ]
 
@@ -229,6 +231,8 @@ def _status(meta: dict[str, Any], finished: bool) -> str:
     status = str(meta.get("status") or "ok")
     if status in ("failed", "interrupted"):   # how it ended, whatever the flows did
         return status
+    if status == "running":   # the runner never recorded the ending (killed): plots.data.unrecorded_ending
+        status = "unrecorded"
     return status if finished else "incomplete"
 
 
@@ -426,11 +430,23 @@ def summary_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def write_summary_rows(run_dir: Path, rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Write ``run_dir/summary.csv`` from ready rows; deterministic bytes for the same rows."""
+def summary_csv(rows: Iterable[dict[str, Any]]) -> tuple[pd.DataFrame, str]:
+    """The summary frame of ``rows`` and its CSV text; deterministic bytes for the same rows."""
     df = summary_frame(rows)
-    df.to_csv(Path(run_dir) / "summary.csv", index=False, float_format=FLOAT_FORMAT,
-              lineterminator="\n")
+    return df, df.to_csv(index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+
+
+def write_summary_rows(run_dir: Path, rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Write ``run_dir/summary.csv`` from ready rows, whole or not at all (a temporary file renamed
+    over it: a full disk leaves the old file as it was)."""
+    df, text = summary_csv(rows)
+    path = Path(run_dir) / "summary.csv"
+    tmp = path.with_name(".summary.csv.tmp")
+    try:
+        tmp.write_bytes(text.encode())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return df
 
 

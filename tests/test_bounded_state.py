@@ -4,7 +4,7 @@ import tracemalloc
 
 import pytest
 
-from aspan.agent import FLOW_COST, SEGMENT_COST
+from aspan.agent import FLOW_COST, REFUSED_FLOW_COST, SEGMENT_COST
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.schemes import make_agent
@@ -40,7 +40,38 @@ def test_forged_flows_are_bounded_refused_and_counted(scheme):
     agent = eng.agent
     assert len(agent._flows) == 256
     assert agent.stats["flows_refused"] == n - 256
+    assert agent.stats["datagrams_refused"] == n - 256
     assert agent.cache_segments == 256          # the refused flows were forwarded, not cached
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_flows_refused_counts_flows_and_datagrams_apart(scheme):
+    """Issue 27, item 7: 10 refused flows of 50 datagrams each are 10 flows and 500 datagrams."""
+    eng = relay(scheme, max_flows=16)
+    for i in range(16):
+        eng.on_datagram(forged(i), 1.0)
+    for seq in range(50):
+        for i in range(16, 26):
+            eng.on_datagram(forged(i, seq), 1.0)
+    stats = eng.agent.stats
+    assert stats["flows_refused"] == 10 and stats["datagrams_refused"] == 500
+    assert stats["refused_memory_cleared"] == 0
+
+
+def test_the_memory_of_refused_flows_is_bounded():
+    """Past max_flows remembered refused flows the set is cleared (counted): a flow refused again after
+    that counts again, so flows_refused is an upper bound then; the set never holds more than max_flows."""
+    eng = relay("aspan", max_flows=4)
+    for i in range(4):
+        eng.on_datagram(forged(i), 1.0)
+    for rnd in range(2):
+        for i in range(4, 4 + 9):           # 9 refused flows, memory of 4
+            eng.on_datagram(forged(i, rnd), 1.0)
+            assert len(eng.agent._refused) <= 4
+    stats = eng.agent.stats
+    assert stats["datagrams_refused"] == 18
+    assert stats["refused_memory_cleared"] == 4          # at the 5th and 9th flow of each round
+    assert 9 < stats["flows_refused"] <= 18
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -70,7 +101,7 @@ def test_tiny_segments_count_what_they_cost():
 
 def test_memory_of_a_hostile_flood_stays_below_the_documented_bound():
     """100,000 forged flows of 1-byte segments: the relay's snoop state stays below
-    max_flows x FLOW_COST + cache_bytes (docs/DESIGN.md, "Bounded state")."""
+    max_flows x (FLOW_COST + REFUSED_FLOW_COST) + cache_bytes (docs/DESIGN.md, "Bounded state")."""
     cache_bytes, max_flows = 1_000_000, 1024
     eng = relay("classic", cache_bytes=cache_bytes, max_flows=max_flows)
     datagrams = [forged(i, seq) for i in range(2000) for seq in range(50)]   # 100,000 datagrams
@@ -85,7 +116,8 @@ def test_memory_of_a_hostile_flood_stays_below_the_documented_bound():
     finally:
         tracemalloc.stop()
     assert eng.agent.stats["flows_refused"] > 0
-    assert grown < max_flows * FLOW_COST + cache_bytes, grown
+    assert eng.agent.stats["flows_refused"] == 2000 - max_flows
+    assert grown < max_flows * (FLOW_COST + REFUSED_FLOW_COST) + cache_bytes, grown
 
 
 def test_a_syn_flood_to_a_listener_is_bounded_and_closed_connections_are_reaped():

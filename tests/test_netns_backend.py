@@ -27,12 +27,11 @@ CONTRACT = ["variant", "repetition", "seed", "segments", "duration_s", "goodput_
 REQUIRED = os.environ.get("ASPAN_REQUIRE_ROOT_TESTS") == "1"
 
 
-def _root_iptables() -> str:
+def _root_iptables() -> list[str]:
     """The root namespace's legacy rules, without what changes by itself once any legacy table is loaded
     there: iptables-save's "# Generated/Completed on <time>" comments and the chains' packet counters."""
     out = run(["iptables-legacy-save"], check=False).stdout
-    return "\n".join(re.sub(r"\[\d+:\d+\]$", "[counters]", line) for line in out.splitlines()
-                     if not line.startswith("#"))
+    return [re.sub(r"\[\d+:\d+\]$", "[counters]", line) for line in out.splitlines() if not line.startswith("#")]
 
 
 def _our_processes(tag: str) -> list[str]:
@@ -40,27 +39,76 @@ def _our_processes(tag: str) -> list[str]:
     return [line for line in r.stdout.splitlines() if tag in line]
 
 
+# What names a netns run on the host: its namespaces aspn-<run id>-<node>, its interfaces an<run id><link><a|b>
+# (experiments.backends.netns.state); a virtual Pi's namespaces are aspv-*.
+_RUN_NAME = re.compile(r"aspn-([0-9a-f]{6})-|\ban([0-9a-f]{6})(?:\d+[ab]\b|\+)|\baspv-")
+
+
+def our_run_ids(tmp_path: Path) -> set[str]:
+    """The run ids of the netns runs this test made: every run writes its namespaces' names under the test's
+    directory (meta.json, written before the namespaces exist, and each daemon's <node>.node.json)."""
+    ids = set()
+    for f in tmp_path.rglob("*.json"):
+        ids.update(m.group(1) for m in re.finditer(r"aspn-([0-9a-f]{6})-", f.read_text(errors="replace")))
+    return ids
+
+
+def _names_another_run(line: str, ours: set[str]) -> bool:
+    """A rule naming a netns run or virtual Pi that is not ours (another test or agent on the machine)."""
+    return any(not ({m.group(1), m.group(2)} & ours) for m in _RUN_NAME.finditer(line))
+
+
 @pytest.fixture
 def netns(tmp_path):
-    """Skip (or fail under ASPAN_REQUIRE_ROOT_TESTS=1) without the prerequisites; check nothing is left after."""
+    """Skip (or fail under ASPAN_REQUIRE_ROOT_TESTS=1) without the prerequisites; check that nothing of the
+    test's own runs is left after (issue 27, item 8: runs of others at the same time are not ours)."""
     missing = missing_prerequisites()
     if missing:
         msg = "netns backend tests need " + "; ".join(missing)
         if REQUIRED:
             pytest.fail(msg + " (ASPAN_REQUIRE_ROOT_TESTS=1: these tests must run here)")
         pytest.skip(msg)
-    before_ns = set(state.list_namespaces())
     before_rules = _root_iptables()
     yield tmp_path
-    assert_nothing_left(tmp_path, before_ns)
-    assert _root_iptables() == before_rules, "the root namespace's iptables rules changed"
+    ours = assert_nothing_left(tmp_path)
+    after_rules = _root_iptables()
+    changed = [("+" + r) for r in after_rules if r not in before_rules] + \
+              [("-" + r) for r in before_rules if r not in after_rules]
+    changed = [r for r in changed if not _names_another_run(r, ours)]
+    assert not changed, f"the root namespace's iptables rules changed: {changed}"
 
 
-def assert_nothing_left(tmp_path: Path, before_ns: set[str]) -> None:
-    wait_for(lambda: not (set(state.list_namespaces()) - before_ns), 20, "our namespaces to disappear")
+def assert_nothing_left(tmp_path: Path, timeout: float = 20) -> set[str]:
+    """No namespace, interface or process of the netns runs made under ``tmp_path`` is left; returns their
+    run ids.  Only what carries those run ids counts: another run on the machine cannot fail it."""
+    ours = our_run_ids(tmp_path)
+    wait_for(lambda: not [ns for ns in state.list_namespaces() if state.run_id_of(ns) in ours], timeout,
+             f"our namespaces (runs {sorted(ours)}) to disappear")
     wait_for(lambda: not _our_processes(str(tmp_path)), 20, "our handler and app processes to end")
     names = [line.split(": ")[1].split("@")[0] for line in run(["ip", "-o", "link", "show"]).stdout.splitlines()]
-    assert not [n for n in names if re.fullmatch(r"an[0-9a-f]{6}\d+[ab]", n)], names
+    assert not [n for n in names if any(re.fullmatch(rf"an{rid}\d+[ab]", n) for rid in ours)], names
+    return ours
+
+
+def test_the_leftover_check_sees_its_own_runs_only(netns):
+    """Issue 27, item 8: a namespace of another run (alive: its owner recorded, as a concurrent run's is)
+    does not fail the check; one of the test's own runs does."""
+    mine, other = state.new_run_id(), state.new_run_id()
+    rep = netns / "runs" / "t" / "x" / "v" / "rep0"
+    rep.mkdir(parents=True)
+    (rep / "meta.json").write_text(json.dumps({"netns": {"run_id": mine, "namespaces": {"A": state.ns_name(mine, "A")}}}))
+    state.record_run(other, ["Z"])
+    try:
+        run(["ip", "netns", "add", state.ns_name(other, "Z")])
+        assert assert_nothing_left(netns) == {mine}         # the other run's namespace is not ours
+        state.record_run(mine, ["A"])
+        run(["ip", "netns", "add", state.ns_name(mine, "A")])
+        with pytest.raises(AssertionError, match="our namespaces"):
+            assert_nothing_left(netns, timeout=1)
+    finally:
+        for rid, node in ((mine, "A"), (other, "Z")):
+            run(["ip", "netns", "del", state.ns_name(rid, node)], check=False)
+            state.forget_run(rid)
 
 
 def write_exp(tmp: Path, segments: int = 3000, loss: float = 0.005, variants=None, max_s: float = 60,
@@ -292,7 +340,6 @@ def _killed_handler(tmp: Path) -> None:
 
 def test_twenty_runs_leave_no_namespace_rule_or_process(netns):
     """18 complete runs, one stopped with Ctrl-C mid-run, one whose B handler is killed."""
-    before = set(state.list_namespaces())
     (netns / "full").mkdir()
     exp = write_exp(netns / "full", segments=300, settle=0.3, reps=18)
     p = start_run(exp, netns / "full" / "runs", "--no-plot")
@@ -300,13 +347,13 @@ def test_twenty_runs_leave_no_namespace_rule_or_process(netns):
     assert p.returncode == 0, out
     df = pd.read_csv(run_dir(netns / "full" / "runs") / "summary.csv")
     assert len(df) == 18 and (df["status"] == "ok").all() and df["integrity_ok"].all()
-    assert_nothing_left(netns, before)
+    assert len(assert_nothing_left(netns)) == 18          # a run id per repetition, each found and gone
     (netns / "ctrlc").mkdir()
     _ctrl_c_mid_run(netns / "ctrlc")
-    assert_nothing_left(netns, before)
+    assert len(assert_nothing_left(netns)) == 19
     (netns / "killed").mkdir()
     _killed_handler(netns / "killed")
-    assert_nothing_left(netns, before)
+    assert len(assert_nothing_left(netns)) == 20
 
 
 def test_a_run_refuses_leftovers_and_aspan_clean_removes_them(netns):

@@ -21,15 +21,21 @@ from experiments.backends import medium_process
 from experiments.backends.loopback import directed_links, node_address
 from experiments.build import mac_on, new_key, start_rep, write_key, write_meta
 from experiments.progress import DeliveryProgress
+from experiments.records import is_disk_error, write_whole
 from experiments.schema import Variant
 from experiments.stopping import stop_reason
+from routing.eventlog import write_failure
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
 STOP_GRACE_S = 5.0
 
 
 class NodeFailed(RuntimeError):
-    pass
+    """A node process ended before the flows did; ``disk_error``: it could not write its log (the run stops)."""
+
+    def __init__(self, message: str, disk_error: OSError | None = None) -> None:
+        super().__init__(message)
+        self.disk_error = disk_error
 
 
 def loopback_address(index: int) -> str:
@@ -73,11 +79,15 @@ def _last_node_error(log: Path) -> str | None:
     return None
 
 
-def node_failure_reason(rep_dir: Path, node: str) -> str:
-    """Why a node died: its last ``node_error`` event, else the last line of its stderr."""
+def node_failure_reason(rep_dir: Path, node: str, exit_code: int | None = None) -> str:
+    """Why a node died: its last ``node_error`` event, else what its exit code says of a write failure
+    (routing.eventlog.fail_process), else the last line of its stderr."""
     err = _last_node_error(rep_dir / f"{node}.log")
     if err is not None:
         return err
+    failed = write_failure(exit_code, rep_dir / f"{node}.log")
+    if failed is not None:
+        return str(failed)
     try:
         lines = (rep_dir / f"{node}.stderr").read_text(errors="replace").strip().splitlines()
     except OSError:
@@ -98,6 +108,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     meta["udp"] = {n: list(a) for n, a in udp.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    disk_error: OSError | None = None
     key = new_key() if mac_on(cfg, "local") else None
     meta["auth"] = key is not None
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
@@ -119,7 +130,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             if key is not None:
                 conf["auth_key_file"] = str(write_key(rep_dir / f"{n}.key", key))
             cpath = rep_dir / f"{n}.node.json"
-            cpath.write_text(json.dumps(conf))
+            write_whole(cpath, json.dumps(conf))
             with open(rep_dir / f"{n}.stderr", "wb") as err:
                 procs[n] = subprocess.Popen([sys.executable, "-m", "experiments", "node", "--config", str(cpath)],
                                             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -128,7 +139,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             for n, p in procs.items():
                 if p.poll() is not None:
                     raise NodeFailed(f"node {n} exited with code {p.returncode} before the flows finished: "
-                                     f"{node_failure_reason(rep_dir, n)}")
+                                     f"{node_failure_reason(rep_dir, n, p.returncode)}",
+                                     write_failure(p.returncode, rep_dir / f"{n}.log"))
             progress.poll()
             if all((rep_dir / f"{n}.done").exists() for n in endpoints):
                 break
@@ -143,6 +155,13 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     except NodeFailed as e:
         meta["status"] = "failed"
         meta["error"] = str(e)
+        disk_error = e.disk_error
+    except OSError as e:
+        if not is_disk_error(e):
+            raise
+        meta["status"] = "failed"                  # a record of the runner's could not be written
+        meta["error"] = str(e)
+        disk_error = e
     except KeyboardInterrupt as e:   # SIGINT, or SIGTERM (experiments.stopping.Terminated)
         meta["status"] = "interrupted"
         meta["error"] = stop_reason(e)
@@ -154,6 +173,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             (rep_dir / f"{n}.key").unlink(missing_ok=True)
         meta["exit_codes"] = {n: p.returncode for n, p in procs.items()}
         write_meta(rep_dir, meta)
+    if disk_error is not None:
+        raise disk_error          # the disk is full or failing: the runner stops the run (experiments.runner)
     return meta
 
 

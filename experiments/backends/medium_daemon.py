@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from experiments.records import write_whole
 from routing.eventlog import EventLog
 from routing.medium import Medium
 
@@ -64,9 +65,7 @@ def serve(proc: Daemon, medium: Medium, log: EventLog, conf: dict[str, Any], sta
     watch_parent(proc)
     log.emit(time.time(), "node_start", address="medium", pid=os.getpid(), **started)
     log.flush()
-    ready = Path(conf["ready_file"])
-    ready.with_suffix(".tmp").write_text(str(os.getpid()))
-    ready.with_suffix(".tmp").replace(ready)
+    write_whole(Path(conf["ready_file"]), str(os.getpid()))   # WriteError names it (a full disk)
     try:
         proc.run(conf.get("deadline"))
     finally:

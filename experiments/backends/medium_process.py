@@ -25,14 +25,14 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from experiments.backends.loopback import MEDIUM_FD_MARGIN, directed_links, local_problem, pair_address
 from experiments.backends.medium_daemon import config_main, serve
 from experiments.medium_spec import build_medium
-from routing.eventlog import EventLog
+from experiments.records import write_whole
+from routing.eventlog import EventLog, fail_process, write_failure
 from routing.medium import Delivered, Frame, Medium, Output
 from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, PROBE
 
@@ -148,7 +148,7 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
     conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
             "deadline": deadline, "pairs": plan, "nodes": {n: list(a) for n, a in udp.items()}}
     cpath = rep_dir / "medium.node.json"
-    cpath.write_text(json.dumps(conf))
+    write_whole(cpath, json.dumps(conf))
     with open(rep_dir / "medium.stderr", "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "experiments.backends.medium_process", "--config", str(cpath)],
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -157,6 +157,9 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
             if proc.poll() is None:
                 proc.terminate()
                 proc.wait()
+            failed = write_failure(proc.returncode, rep_dir / "medium.log")
+            if failed is not None:
+                raise failed         # the disk is full or failing (experiments.records)
             raise RuntimeError(f"the medium process did not start: {(rep_dir / 'medium.stderr').read_text()[-500:]}")
         time.sleep(0.02)
     peers: dict[str, dict[str, list[Any]]] = {n: {} for n in names}
@@ -188,10 +191,9 @@ def run_medium(conf: dict[str, Any]) -> int:
                   lambda: {"frames_in": proc.frames_in, "frames_out": proc.frames_out, "send_errors": proc.send_errors})
         finally:
             proc.close()
+        log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
-        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
-        traceback.print_exc()
-        code = 1
+        code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
     finally:
         log.close()
     return code

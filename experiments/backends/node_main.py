@@ -13,13 +13,13 @@ import resource
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from experiments.build import build_node, overlay_tap
+from experiments.records import write_whole
 from routing.auth import MeshAuth
-from routing.eventlog import EventLog
+from routing.eventlog import EventLog, fail_process
 from routing.flowlog import exact_totals
 from routing.udp import UdpNode
 
@@ -74,9 +74,7 @@ def run_node(conf: dict[str, Any]) -> int:
 
         def say_done() -> None:
             status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
-            tmp = done_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(status))
-            tmp.replace(done_file)
+            write_whole(done_file, json.dumps(status))   # whole or not at all; WriteError names it
 
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
@@ -96,10 +94,9 @@ def run_node(conf: dict[str, Any]) -> int:
                  rx_flow_datagrams=None if flow is None else flow[1],
                  sleeps_flow=None if flow is None else flow[2],
                  **({"capture": tap.writer.stats()} if tap is not None else {}), **core.routing_stats())
+        log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
-        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
-        traceback.print_exc()
-        exit_code = 1
+        exit_code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
     finally:
         log.close()
         if tap is not None:

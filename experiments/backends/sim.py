@@ -15,7 +15,7 @@ from experiments.backends import sim_medium
 from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
 from experiments.link_spec import sim_link
 from experiments.schema import Variant
-from routing.eventlog import EventLog
+from routing.eventlog import EventLog, WriteError, close_logs
 from routing.flowlog import exact_totals
 from routing.linkem import LinkParams, LinkQueue
 from routing.node import NodeCore
@@ -160,16 +160,18 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             extra: dict[str, Any] = {"capture": taps[n].writer.stats()} if n in taps else {}
             extra.update(node.core.routing_stats())
             logs[n].emit(loop.now, "node_stop", address=addrs[n], **exact_totals(node.core.engine.step), **extra)
+        close_logs(logs.values())     # a write error of the last lines fails the repetition too
     except Exception as e:
         meta["status"] = "failed"
-        meta["error"] = f"{type(e).__name__}: {e}"
+        meta["error"] = str(e) if isinstance(e, WriteError) else f"{type(e).__name__}: {e}"
         raise
     finally:
-        for lg in logs.values():
-            lg.close()
-        for tap in taps.values():
-            tap.close()
-        write_meta(rep_dir, meta)
+        try:
+            close_logs(logs.values())  # closed already, unless an error came first (its own is raised)
+        finally:
+            for tap in taps.values():
+                tap.close()
+            write_meta(rep_dir, meta)
     return meta
 
 

@@ -30,14 +30,13 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from experiments.backends.medium_daemon import config_main, serve
 from experiments.backends.netns.node import go_realtime
 from experiments.medium_spec import build_medium
-from routing.eventlog import EventLog
+from routing.eventlog import EventLog, fail_process
 from routing.link_shaper import SO_TIMESTAMP
 from routing.medium import Delivered, Frame, Medium, Output
 
@@ -196,10 +195,9 @@ def run_medium(conf: dict[str, Any]) -> int:
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}
         proc = NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log)
         serve(proc, medium, log, conf, {"nodes": len(nodes)}, lambda: dict(proc.stats))
+        log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
-        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
-        traceback.print_exc()
-        code = 1
+        code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
     finally:
         try:
             if proc is not None:

@@ -16,14 +16,13 @@ import socket
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from etx.estimator import EtxTable
 from experiments.build import header_fields, node_agent, node_loss_spec, node_routing, node_sink, route_tables
 from routing.capture import KernelTap
-from routing.eventlog import EventLog
+from routing.eventlog import EventLog, fail_process
 from routing.flowlog import exact_totals
 from routing.kernel import KernelForwarder
 from routing.kernel_routes import KernelRoutes
@@ -181,10 +180,9 @@ def run_node(conf: dict[str, Any]) -> int:
             if fw.tap is not None:
                 extra["capture"] = fw.tap.writer.stats()
         log.emit(time.time(), "node_stop", address=addr, **extra)
+        log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
-        log.emit(time.time(), "node_error", error=f"{type(e).__name__}: {e}")
-        traceback.print_exc()
-        code = 1
+        code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
     finally:
         stop.set()
         if prober is not None:

@@ -25,6 +25,7 @@ from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import FlowPlan, flow_plans, start_rep, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
+from routing.eventlog import write_failure
 from routing.link_shaper import SHAPER_QUEUE, LatenessBoard
 
 START_MARGIN_S = 1.0
@@ -75,7 +76,10 @@ class Procs:
             code = p.poll()
             if code is None or (code == 0 and name in allow_done):
                 continue
-            return f"{name} exited with code {code} before the flows finished: {self.tail(name) or 'no error output'}"
+            # a daemon that could not write its log (<node>.log, medium.log) says so by its exit code
+            disk = write_failure(code, self.rep_dir / f"{name.split('.')[0]}.log")
+            why = str(disk) if disk is not None else self.tail(name) or "no error output"
+            return f"{name} exited with code {code} before the flows finished: {why}"
         return None
 
     def tail(self, name: str, n: int = 5) -> str:
@@ -138,6 +142,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                      "loss_in_handler": sorted(plan.handler_loss), "loss_statistic": plan.loss_rates,
                      "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg["netns"]["traffic"],
                      "link": cfg["link"] if plan.link is not None else None}   # what the shapers emulate
+    write_meta(rep_dir, meta)   # status running: the run id is on disk before its namespaces exist
     procs = Procs(rep_dir)
     old_term = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
