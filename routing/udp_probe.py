@@ -23,6 +23,7 @@ from etx.estimator import EtxTable
 from etx.prober import ProberThread
 from routing.linkstate import Lsa, RouteChange
 from routing.node import Routing
+from routing.step import DropLines
 from routing.wire import LSA, PROBE, Packet, Probe, WireError, decode, encode
 
 Emit = Callable[..., None]
@@ -50,7 +51,13 @@ class UdpProber:
         self._quality = {n: etx.quality(n) for n in etx.neighbours}
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
-        self.stats = {"probes_sent": 0, "probes_heard": 0, "malformed": 0, "send_errors": 0}
+        self.stats = {"probes_sent": 0, "probes_heard": 0, "send_errors": 0}
+        #: what the probe socket heard and did not take, by reason: ``malformed`` (not a packet of the wire
+        #: format, or not a probe or LSA), ``stranger`` (not from a neighbour's address, or a header source
+        #: that is not the UDP source): exact, logged at the drop lines' rate (routing.step.DropLines; issue 27)
+        self.drops = {"malformed": 0, "stranger": 0}
+        self._drop_lines = DropLines(lambda now, reason, count, since: self._emit(
+            now, "drop", reason=reason, ptype="probe", count=count, since=since))
         self.routing = routing
         self._on_routes = on_routes or (lambda changes, now: None)
         self._jitter = jitter
@@ -73,10 +80,17 @@ class UdpProber:
             t.start()
 
     def stop(self) -> None:
+        """Stop the threads and close the socket (again: nothing more), then log the drops not logged yet."""
         self.stop_event.set()
         for t in self._threads:
             t.join(timeout=2.0)
         self._sock.close()
+        self._drop_lines.flush(time.time(), final=True)
+
+    def _drop(self, now: float, reason: str, **detail: Any) -> None:
+        self.drops[reason] += 1
+        if self._drop_lines.one_line(now, reason):
+            self._emit(now, "drop", reason=reason, ptype="probe", **detail)
 
     def _failed(self, e: BaseException) -> None:
         self.error = e
@@ -151,6 +165,7 @@ class UdpProber:
                 if now >= next_log:
                     next_log = now + self._log_interval
                     self._log_etx(now)
+                    self._drop_lines.flush(now, final=False)
         except OSError as e:
             if not self.stop_event.is_set():
                 self._failed(e)
@@ -159,20 +174,20 @@ class UdpProber:
         try:
             pkt = decode(data)
         except WireError as e:
-            self.stats["malformed"] += 1
-            self._emit(now, "drop", reason="malformed", ptype="probe", detail=str(e), size=len(data))
+            self._drop(now, "malformed", detail=str(e), size=len(data))
             return
-        if pkt.ptype == LSA and pkt.lsa is not None and self.routing is not None and pkt.src in self._quality \
-                and pkt.src == src:
+        if src not in self._quality or pkt.src != src:   # neighbours only, whatever the header says
+            self._drop(now, "stranger", detail=f"from {src}, header source {pkt.src}", size=len(data))
+            return
+        if pkt.ptype == LSA and pkt.lsa is not None and self.routing is not None:
             rt = self.routing
             frozen = rt.freeze_at is not None and now >= rt.freeze_at   # kept and counted, not passed on
             with self._lock:
                 onward = rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not frozen)
             self._flood(pkt.lsa, onward)
             return
-        if pkt.ptype != PROBE or pkt.probe is None or pkt.src not in self._quality or pkt.src != src:
-            self.stats["malformed"] += 1
-            self._emit(now, "drop", reason="malformed", ptype="probe", detail=f"not a probe from a neighbour ({src})")
+        if pkt.ptype != PROBE or pkt.probe is None:
+            self._drop(now, "malformed", detail=f"packet type {pkt.ptype} on the probe port", size=len(data))
             return
         with self._lock:
             self.etx.on_probe(pkt.src, pkt.probe.seq, pkt.probe.ratio, now)

@@ -163,7 +163,8 @@ def run_node(conf: dict[str, Any]) -> int:
             while tick(time.time()):
                 stop.wait(0.2)
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        extra: dict[str, Any] = {"probes": dict(prober.stats),
+        prober.stop()                 # its threads end and its drops are logged before node_stop
+        extra: dict[str, Any] = {"probes": dict(prober.stats, drops=dict(prober.drops)),
                                  **({"routing": dict(routing.router.stats, kernel_routes=kroutes.installed)}
                                     if routing is not None and kroutes is not None else {}), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
                                  "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
