@@ -612,3 +612,28 @@ def test_the_local_backend_reroutes_with_the_mac_on(tmp_path, no_leftover_nodes)
     for n in "ABCD":
         drops = _events(rep, n, "node_stop")[0]["drops"]
         assert drops["forged"] == 0 and drops["replay"] == 0 and drops["ttl"] == 0, (n, drops)
+
+
+def test_the_time_axis_marks_the_failure_the_reroute_and_the_recovery():
+    """Issue 23, item 3: route changes on the figures' time axis.  From meta.json's failures and the
+    flow's summary row: the down interval shaded once (two directed links, one interval), the reroute
+    and the recovery as vertical lines at failure + reroute_s and failure + recovery_s; nothing for a
+    run without failures."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from types import SimpleNamespace
+    from plots.figures import mark_routing
+    meta = {"flows": [{"sender": "A", "receiver": "D", "start_s": 0.0}],
+            "failures": [{"where": "link B>D", "down": [5, 25]}, {"where": "link D>B", "down": [5, 25]}]}
+    fig, ax = plt.subplots()
+    mark_routing(ax, SimpleNamespace(meta=meta, row={"reroute_s": 1.0, "recovery_s": 1.4}), "red")
+    spans = [p for p in ax.patches]
+    assert len(spans) == 1 and spans[0].get_x() == pytest.approx(5.0) and spans[0].get_width() == pytest.approx(20.0)
+    lines = {ln.get_linestyle(): ln.get_xdata()[0] for ln in ax.lines}
+    assert lines == {"--": pytest.approx(6.0), ":": pytest.approx(6.4)}
+    fig2, ax2 = plt.subplots()
+    mark_routing(ax2, SimpleNamespace(meta={"flows": []}, row={"reroute_s": None, "recovery_s": None}), "red")
+    assert not ax2.patches and not ax2.lines
+    plt.close(fig)
+    plt.close(fig2)
