@@ -66,6 +66,19 @@ class Routing:
     first_compute: float
     freeze_at: float | None = None
 
+    def first_route_at(self) -> float:
+        """When the routes are first computed (static: the only time)."""
+        return self.first_compute if self.freeze_at is None else self.freeze_at
+
+    def frozen(self, now: float) -> bool:
+        """Static routes fixed already: no more advertising, what is heard is kept but not passed on."""
+        return self.freeze_at is not None and now >= self.freeze_at
+
+    def compute_now(self, now: float) -> bool:
+        """At a route timer: compute (static: always, it is the one computation; dynamic: when the link state
+        changed and every node's advertisement has arrived, LinkStateRouter.due and ready)?"""
+        return self.freeze_at is not None or (self.router.due(now) and self.router.ready(now, self.first_compute))
+
 
 class NodeCore:
     def __init__(self, name: str, address: str, engine: ForwardingEngine, etx: EtxTable,
@@ -95,7 +108,7 @@ class NodeCore:
         self.routing = routing
         if routing is not None:
             self._push(probes.start + routing.router.settings.advertise_s * (1.0 + self._jitter()), "lsa", "")
-            self._push(routing.first_compute if routing.freeze_at is None else routing.freeze_at, "route", "")
+            self._push(routing.first_route_at(), "route", "")
 
     # ---- setup -------------------------------------------------------------
     def bind(self, endpoint: Endpoint, local_port: int, remote: str, remote_port: int,
@@ -195,7 +208,7 @@ class NodeCore:
         """Originate this node's LSA and send it to every neighbour; the next one in ``advertise_s``."""
         rt = self.routing
         assert rt is not None
-        if rt.freeze_at is not None and now >= rt.freeze_at:
+        if rt.frozen(now):
             return []                     # static routes: no flooding once they are fixed
         self._push(now + rt.router.settings.advertise_s * (1.0 + self._jitter()), "lsa", "")
         lsa = rt.router.originate(now)
@@ -214,8 +227,8 @@ class NodeCore:
         router = rt.router
         if rt.freeze_at is None:
             self._push(now + router.settings.recompute_s, "route", "")
-            if not (router.due(now) and router.ready(now, rt.first_compute)):
-                return
+        if not rt.compute_now(now):
+            return
         self.apply_routes(router.compute(now), now)
         if rt.freeze_at is not None:
             self._emit(now, "routes", metric="etx", routes=self.engine.routes.as_dict())
@@ -254,8 +267,8 @@ class NodeCore:
             if rt is None:
                 self.engine.drop(pkt, "no_route", now, detail="LSA heard by a node without link-state routing")
                 return []
-            frozen = rt.freeze_at is not None and now >= rt.freeze_at   # kept and counted, not passed on
-            return self._flood(pkt.lsa, rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not frozen), now)
+            # once static routes are fixed: kept and counted, not passed on
+            return self._flood(pkt.lsa, rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not rt.frozen(now)), now)
         if pkt.ptype == DATA and pkt.segment is not None:
             b = self._bindings.get((pkt.dport, pkt.src, pkt.sport))
             if b is None and pkt.segment.flags & SYN and pkt.dport in self._listeners:

@@ -124,28 +124,25 @@ class UdpProber:
         router = rt.router
         settings = router.settings
         next_adv = time.time() + settings.advertise_s * (1.0 + self._jitter())
-        next_route = rt.first_compute if rt.freeze_at is None else rt.freeze_at
+        next_route = rt.first_route_at()
         try:
             while not self.stop_event.is_set():
                 now = time.time()
-                frozen = rt.freeze_at is not None and now >= rt.freeze_at
-                if now >= next_adv and not frozen:
+                if now >= next_adv and not rt.frozen(now):
                     next_adv = now + settings.advertise_s * (1.0 + self._jitter())
                     with self._lock:
                         lsa = router.originate(now)
                     self._flood(lsa, list(router.neighbours))
                 if now >= next_route:
                     with self._lock:
-                        changes = router.compute(now) if (rt.freeze_at is not None or (
-                            router.due(now) and router.ready(now, rt.first_compute))) else []
+                        changes = router.compute(now) if rt.compute_now(now) else []
                     self._on_routes(changes, now)
                     if rt.freeze_at is not None:
                         self._emit(now, "routes", metric="etx", routes=dict(router.routes))
                         next_route = float("inf")
                     else:
                         next_route = now + settings.recompute_s
-                frozen = rt.freeze_at is not None and time.time() >= rt.freeze_at
-                wake = next_route if frozen else min(next_adv, next_route)
+                wake = next_route if rt.frozen(time.time()) else min(next_adv, next_route)
                 self.stop_event.wait(None if wake == float("inf") else max(0.0, wake - time.time()))
         except Exception as e:   # noqa: BLE001 - handed to the node daemon, which logs node_error and exits 1
             self._failed(e)
@@ -181,9 +178,8 @@ class UdpProber:
             return
         if pkt.ptype == LSA and pkt.lsa is not None and self.routing is not None:
             rt = self.routing
-            frozen = rt.freeze_at is not None and now >= rt.freeze_at   # kept and counted, not passed on
-            with self._lock:
-                onward = rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not frozen)
+            with self._lock:                 # once static routes are fixed: kept and counted, not passed on
+                onward = rt.router.on_lsa(pkt.lsa, pkt.src, now, flood=not rt.frozen(now))
             self._flood(pkt.lsa, onward)
             return
         if pkt.ptype != PROBE or pkt.probe is None:
