@@ -42,10 +42,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.schema import ExperimentError, load_file
     from experiments.stopping import exit_status
     exp = load_file(args.experiment)
-    if args.repetitions is not None:
-        exp.base["repetitions"] = args.repetitions
-    if args.variants:
-        exp.variants = select_variants(exp, args.variants)
+    apply_overrides(exp, args.repetitions, args.variants)
     backend = args.backend or ("pi" if args.inventory else None)
     if args.inventory and backend != "pi":
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
@@ -60,6 +57,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
+
+
+def apply_overrides(exp: "Experiment", repetitions: int | None, variants: str | None) -> None:
+    """``--repetitions`` and ``--variants`` over the file's, checked as the file's fields are (the schema's
+    ``repetitions`` field): a bad one is an ExperimentError naming the option, before anything starts."""
+    from experiments.schema import SCHEMA, ExperimentError
+    from routing.fieldspec import check_value
+    if repetitions is not None:
+        exp.base["repetitions"] = check_value("--repetitions", "repetitions", SCHEMA["repetitions"],
+                                              repetitions, ExperimentError)
+    if variants is not None:
+        exp.variants = select_variants(exp, variants)
 
 
 def select_variants(exp: "Experiment", patterns: str) -> list:

@@ -289,13 +289,15 @@ def _cmd_gather(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.schema import load_file
+    from experiments.cli import apply_overrides
+    from experiments.runner import check_run
     exp = load_file(args.experiment)
-    if args.repetitions is not None:
-        exp.base["repetitions"] = args.repetitions
+    apply_overrides(exp, args.repetitions, None)
     if args.hosts:
         print("aspan deploy run: --hosts does not apply (the experiment's nodes pick the hosts)", file=sys.stderr)
         return 2
     options = pi_backend_options(args.inventory, exp, dry_run=args.dry_run)
+    check_run(exp, "pi", None, options)   # what the run refuses, the dry run refuses (run_experiment calls it too)
     if args.verbose or args.dry_run:
         options["echo"] = sys.stdout
     if args.dry_run:

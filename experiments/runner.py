@@ -20,6 +20,9 @@ from experiments.medium_spec import refuse_medium
 from experiments.records import Reserve, drop_reserve, hold_reserve, is_disk_error, write_whole
 from experiments.schema import Experiment, ExperimentError, Variant
 from experiments.stopping import sigterm_as_interrupt, stops_deferred
+from routing.fieldspec import INT, Field, check_value, in_range
+
+JOBS = Field(INT, None, in_range(1), "repetitions run at once (--jobs)")
 
 
 def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRunner:
@@ -71,6 +74,21 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
                                   f"{v.config['netns']['handlers']!r} no handler sees the packets")
 
 
+def check_run(exp: Experiment, backend: str, jobs: int | None = None,
+              backend_options: dict[str, Any] | None = None) -> None:
+    """Everything ``aspan run`` refuses before anything starts, raised as an ExperimentError naming the
+    field: an unavailable backend or a bad inventory, what the backend cannot emulate
+    (:func:`check_backend_support`, which ``aspan validate`` calls alone: it has no run options), and a
+    ``--jobs`` the backend cannot take.  ``run_experiment`` and ``aspan deploy run --dry-run`` call it,
+    so a dry run refuses exactly what the run would."""
+    backend_runner(backend, backend_options)
+    check_backend_support(exp, backend)
+    if jobs is not None:
+        check_value("--jobs", "jobs", JOBS, jobs, ExperimentError)
+        if BACKENDS[backend].exclusive and jobs > 1:
+            raise ExperimentError("--jobs", "jobs", BACKENDS[backend].exclusive)
+
+
 def new_run_dir(out: Path, name: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = out / name / stamp
@@ -101,11 +119,8 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
                    backend_options: dict[str, Any] | None = None) -> Path:
     """Run every (variant, repetition); returns the run directory."""
     backend = backend or exp.base["backend"]
-    backend_runner(backend, backend_options)  # fail early on an unavailable backend or a bad inventory
-    check_backend_support(exp, backend)
+    check_run(exp, backend, jobs, backend_options)
     entry = BACKENDS[backend]
-    if entry.exclusive and jobs is not None and jobs > 1:
-        raise ExperimentError("--jobs", "jobs", entry.exclusive)
     out = Path(out or exp.base["out"])
     run_dir = new_run_dir(out, exp.name)
     # room for the records of the run's ending on a full disk (experiments.records); on a disk full already,
