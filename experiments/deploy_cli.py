@@ -289,8 +289,7 @@ def _cmd_gather(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.schema import load_file
-    from experiments.cli import apply_overrides
-    from experiments.runner import check_run
+    from experiments.runner import apply_overrides, check_run
     exp = load_file(args.experiment)
     apply_overrides(exp, args.repetitions, None)
     if args.hosts:
@@ -305,7 +304,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.runner import print_run_outputs, run_experiment, run_statuses
     from experiments.stopping import exit_status
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
-                             plot=not args.no_plot, backend_options=options)
+                             plot=not args.no_plot, backend_options=options, command=args.argv)
     report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+from fnmatch import fnmatchcase
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -17,8 +18,9 @@ from experiments.backends.loopback import refuse_local
 from experiments.build import link_state, refuse_link_loss, refuse_route_hops, route_record, route_tables
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
+from experiments.provenance import process_provenance, run_provenance
 from experiments.records import Reserve, drop_reserve, hold_reserve, is_disk_error, write_whole
-from experiments.schema import Experiment, ExperimentError, Variant
+from experiments.schema import SCHEMA, Experiment, ExperimentError, Variant
 from experiments.stopping import sigterm_as_interrupt, stops_deferred
 from routing.fieldspec import INT, Field, check_value, in_range
 
@@ -74,6 +76,26 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
                                   f"{v.config['netns']['handlers']!r} no handler sees the packets")
 
 
+def apply_overrides(exp: Experiment, repetitions: int | None, variants: str | None) -> None:
+    """``--repetitions`` and ``--variants`` over the file's, checked as the file's fields are (the schema's
+    ``repetitions`` field): a bad one is an ExperimentError naming the option, before anything starts."""
+    if repetitions is not None:
+        exp.base["repetitions"] = check_value("--repetitions", "repetitions", SCHEMA["repetitions"],
+                                              repetitions, ExperimentError)
+    if variants is not None:
+        exp.variants = select_variants(exp, variants)
+
+
+def select_variants(exp: Experiment, patterns: str) -> list:
+    """The variants whose names match one of the comma-separated shell patterns, in the file's order."""
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = [v for v in exp.variants if any(fnmatchcase(v.name, p) for p in pats)]
+    if not chosen:
+        raise ExperimentError(exp.source, "variants", f"--variants {patterns!r} matches none of "
+                              + ", ".join(v.name for v in exp.variants))
+    return chosen
+
+
 def check_run(exp: Experiment, backend: str, jobs: int | None = None,
               backend_options: dict[str, Any] | None = None) -> None:
     """Everything ``aspan run`` refuses before anything starts, raised as an ExperimentError naming the
@@ -105,19 +127,36 @@ def _rep_dir(run_dir: Path, v: Variant, rep: int) -> Path:
 
 
 def _one(args: tuple[str, Variant, int, str, dict[str, Any] | None]) -> dict[str, Any]:
+    """One repetition, in the process that runs it (this one, a pool's worker or a Dask worker)."""
     backend, variant, rep, rep_dir, options = args
-    meta = backend_runner(backend, options)(variant, rep, Path(rep_dir))
+    try:
+        meta = backend_runner(backend, options)(variant, rep, Path(rep_dir))
+    finally:   # however it ended, its meta.json says which host, Python and packages ran it
+        _add_provenance(Path(rep_dir))
+    meta["provenance"] = process_provenance()
     if variant.config["logs"]["compact"]:          # the repetition has ended: its logs are complete
         from plots.compact import compact_rep
         compact_rep(Path(rep_dir))
     return meta
 
 
+def _add_provenance(rep_dir: Path) -> None:
+    """``provenance`` (experiments.provenance.process_provenance) into the repetition's meta.json, if the
+    backend wrote one (a repetition that failed before its directory was made has none)."""
+    path = rep_dir / "meta.json"
+    if not path.is_file():
+        return
+    meta = json.loads(path.read_text())
+    meta["provenance"] = process_provenance()
+    write_whole(path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
 def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None = None,
                    jobs: int | None = None, plot: bool = True,
                    progress: Callable[[str], None] | None = None,
-                   backend_options: dict[str, Any] | None = None) -> Path:
-    """Run every (variant, repetition); returns the run directory."""
+                   backend_options: dict[str, Any] | None = None, command: list[str] | None = None) -> Path:
+    """Run every (variant, repetition); returns the run directory.  ``command``: the command line that
+    asked for the run, for RUN_DIR/provenance.json (default: this process's)."""
     backend = backend or exp.base["backend"]
     check_run(exp, backend, jobs, backend_options)
     entry = BACKENDS[backend]
@@ -127,12 +166,17 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     # WriteError: `aspan run` says which file and why, exit status 1
     reserve = hold_reserve(run_dir)
     try:
-        return _run_in(exp, backend, entry, run_dir, jobs, plot, progress, backend_options, reserve)
+        if jobs is None:
+            jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
+        executor = f"this host, up to {jobs} repetition(s) at a time"
+        prov = run_provenance(command if command is not None else sys.argv, backend, executor)
+        write_whole(run_dir / "provenance.json", json.dumps(prov, indent=1) + "\n")
+        return _run_in(exp, backend, run_dir, jobs, plot, progress, backend_options, reserve)
     finally:
         drop_reserve()
 
 
-def _run_in(exp: Experiment, backend: str, entry: Any, run_dir: Path, jobs: int | None, plot: bool,
+def _run_in(exp: Experiment, backend: str, run_dir: Path, jobs: int, plot: bool,
             progress: Callable[[str], None] | None, backend_options: dict[str, Any] | None,
             reserve: Reserve) -> Path:
     resolved = exp.resolved()
@@ -143,8 +187,6 @@ def _run_in(exp: Experiment, backend: str, entry: Any, run_dir: Path, jobs: int 
     reps = exp.base["repetitions"]
     tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options)
              for v in exp.variants for r in range(reps)]
-    if jobs is None:
-        jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
     finished = False
     disk_error: OSError | None = None

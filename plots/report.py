@@ -2,6 +2,7 @@
 figures, summary tables, and what went wrong (failed/incomplete reps, skipped log lines)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -213,6 +214,7 @@ def _header(data: RunData) -> list[str]:
     if name:
         lines += [f"Experiment: {name}" + (f" (backend {data.backend})" if data.backend else ""),
                   ""]
+    lines += provenance_lines(data.run_dir)
     if data.sweep is not None:
         lines += [f"Sweep: `{data.sweep[0]}` over {', '.join(map(str, data.sweep[1]))}", ""]
     if data.multi_flow:
@@ -224,6 +226,28 @@ def _header(data: RunData) -> list[str]:
     else:
         lines += ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
     return lines
+
+
+def provenance_lines(run_dir: Path) -> list[str]:
+    """Where the run came from (RUN_DIR/provenance.json, written by the runner: experiments.provenance);
+    a line saying so for a run without it (written before issue 26) or with an unreadable one."""
+    try:
+        prov = json.loads((Path(run_dir) / "provenance.json").read_text())
+    except FileNotFoundError:
+        return ["Provenance: not recorded (no provenance.json: a run of an older version)", ""]
+    except (OSError, ValueError) as e:
+        return [f"Provenance: provenance.json unreadable ({e})", ""]
+    git = prov.get("git") or {}
+    commit = (git["commit"][:12] + (" (dirty: tracked files changed)" if git.get("dirty") else "")
+              if git.get("commit") else f"unknown ({git.get('note', 'not recorded')})")
+    packages = ", ".join(f"{k} {v}" for k, v in (prov.get("packages") or {}).items() if v)
+    return ["Provenance:", "",
+            f"- command: `{prov.get('command', '?')}` (in `{prov.get('cwd', '?')}`)",
+            f"- project: aspan-testbed {prov.get('version') or 'not installed'}, commit {commit}",
+            f"- host: {prov.get('host', '?')} ({prov.get('platform', '?')}), Python {prov.get('python', '?')}",
+            f"- backend {prov.get('backend', '?')}; repetitions ran on {prov.get('executor', '?')}; "
+            f"started {prov.get('started', '?')}",
+            f"- packages: {packages}", ""]
 
 
 def write_report(run_dir: Path, data: RunData | None = None,
