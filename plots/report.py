@@ -52,10 +52,24 @@ def sweep_series(data: RunData, label: str = "") -> list[SweepSeries]:
     fld, values = data.sweep
     groups = data.groups(label)
     head = f"{label}: " if label else ""
+    if any(isinstance(r.meta.get("sweep_value"), dict) for r in data.reps):
+        return _factorial_series(groups, fld, values, head)
     if not data.multi_flow:
         return [SweepSeries(label or "mean over repetitions", fld, values, groups)]
     return [SweepSeries(f"{head}{flow}", fld, values, [g for g in groups if g.flow == flow])
             for flow in data.flows()]
+
+
+def _factorial_series(groups: list[Any], fld: str, values: list[Any], head: str) -> list[SweepSeries]:
+    """A factorial sweep drawn against its factor ``fld``: one series per combination of the other
+    factors' values (and per flow), labelled ``field=value, ...``."""
+    series: dict[str, list[Any]] = {}
+    for g in groups:
+        sv = g.reps[0].meta.get("sweep_value") if g.reps else None
+        others = ", ".join(f"{k}={v}" for k, v in sv.items() if k != fld) if isinstance(sv, dict) else "not swept"
+        key = head + (f"{others} {g.flow}" if g.flow else others).strip()
+        series.setdefault(key or "mean over repetitions", []).append(g)
+    return [SweepSeries(key, fld, values, gs) for key, gs in series.items()]
 
 
 def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
