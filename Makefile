@@ -23,7 +23,7 @@ $(VENV)/.installed: $(PY) pyproject.toml
 # Python headers and a C compiler are installed (.ci/run installs them). Elsewhere the netns tests
 # skip and say why, unless ASPAN_REQUIRE_ROOT_TESTS=1 makes them fail.
 $(VENV)/.installed-test: $(PY) pyproject.toml
-	$(PIP_INSTALL) -e '.[test]'
+	$(PIP_INSTALL) -e '.[test,cluster]'
 	$(PIP_INSTALL) -e '.[kernel]' || echo "make: netfilterqueue was not built (needs libnetfilter-queue-dev, python3-dev, a C compiler): the netns backend tests will skip"
 	touch $@ $(VENV)/.installed
 

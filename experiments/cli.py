@@ -47,7 +47,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from experiments.deploy_cli import pi_backend_options
         options = pi_backend_options(args.inventory, exp)
     run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
-                             jobs=args.jobs, plot=not args.no_plot, backend_options=options, command=args.argv)
+                             jobs=args.jobs, plot=not args.no_plot, backend_options=options, command=args.argv,
+                             scheduler=args.scheduler)
     if options is not None:
         from experiments.deploy_cli import report_failures
         report_failures(run_dir)
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
     r.add_argument("--variants", default=None, metavar="PATTERNS",
                    help="run only the variants matching these comma-separated shell patterns, e.g. 'disc-*,lossy-reno'")
+    r.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
+                   help="run the repetitions on this Dask scheduler's workers (sim and local backends; needs "
+                        "pip install -e '.[cluster]'; README, 'Running on a Dask cluster')")
     r.add_argument("--inventory", default=None, metavar="INV.yaml",
                    help="pi backend: the hosts (implies --backend pi); see aspan deploy")
     r.set_defaults(func=_cmd_run)
