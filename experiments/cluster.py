@@ -11,12 +11,18 @@ for a scheduler.  README, "Running on a Dask cluster".
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
+import time
 import traceback
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from experiments.build import base_meta, rep_seed, write_meta
 from experiments.records import write_whole
@@ -195,3 +201,56 @@ def run_tasks(client: Any, tasks: list[Task], run_one: Callable[[Task], dict[str
     except BaseException:
         client.cancel(list(futures))
         raise
+
+
+@contextlib.contextmanager
+def loopback_cluster(workers: int = 2, log_dir: Path | None = None,
+                     start_timeout_s: float = 120.0) -> Iterator[str]:
+    """A Dask scheduler and ``workers`` single-thread workers on 127.0.0.1, each a separate process
+    (``dask scheduler``, ``dask worker`` of this Python's environment), for the tests and bench sim_speed;
+    yields the scheduler's address and stops every process it started however the block ends (SIGTERM
+    to each process group, a worker's nanny with its worker, then SIGKILL)."""
+    need_dask()
+    from distributed import Client
+    dask = str(Path(sys.executable).with_name("dask"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="aspan-dask-") as tmp:
+        logs = log_dir or Path(tmp)
+        procs: list[subprocess.Popen[bytes]] = []
+
+        def start(name: str, args: list[str]) -> None:
+            with open(logs / f"{name}.log", "wb") as log:
+                procs.append(subprocess.Popen([dask, *args], stdout=log, stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL, cwd=tmp, start_new_session=True))
+        try:
+            start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                "--dashboard-address", "127.0.0.1:0"])
+            for i in range(workers):
+                start(f"worker{i}", ["worker", address, "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1",
+                                     "--dashboard-address", "127.0.0.1:0", "--local-directory", f"{tmp}/worker{i}"])
+            with Client(address, timeout=start_timeout_s, set_as_default=False) as client:
+                client.wait_for_workers(workers, timeout=start_timeout_s)
+            yield address
+        finally:
+            _stop_groups(procs)
+
+
+def _stop_groups(procs: list[subprocess.Popen[bytes]], grace_s: float = 20.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()

@@ -8,8 +8,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,9 +18,7 @@ import yaml
 distributed = pytest.importorskip("distributed", reason="the cluster extra: pip install -e '.[cluster]'")
 
 from experiments.cli import main  # noqa: E402
-
-DASK = str(Path(sys.executable).with_name("dask"))
-START_TIMEOUT_S = 120.0
+from experiments.cluster import loopback_cluster  # noqa: E402
 
 # a diamond (two paths) with two crossing flows and loss, two variants x two repetitions
 DOC = {"name": "clu", "backend": "sim", "repetitions": 2, "seed": 7, "etx": {"settle_s": 0.5},
@@ -38,48 +34,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
-    """SIGTERM to each process group (a worker's nanny and its worker), then SIGKILL what is left."""
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    for p in procs:
-        try:
-            p.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
-
-
 @pytest.fixture
 def cluster(tmp_path):
-    """tcp://127.0.0.1:PORT of a scheduler with two single-thread workers, all separate processes."""
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    """tcp://127.0.0.1:PORT of a scheduler with two single-thread workers, all separate processes, stopped
+    however the test ends (experiments.cluster.loopback_cluster)."""
     logs = tmp_path / "dask-logs"
     logs.mkdir()
-    common = {"cwd": tmp_path, "start_new_session": True, "stdin": subprocess.DEVNULL}
-    procs = [subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--dashboard-address", "127.0.0.1:0"],
-                              stdout=open(logs / "scheduler.log", "w"), stderr=subprocess.STDOUT, **common)]
-    try:
-        for i in range(2):
-            procs.append(subprocess.Popen([DASK, "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                           "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0",
-                                           "--local-directory", str(tmp_path / f"worker{i}")],
-                                          stdout=open(logs / f"worker{i}.log", "w"), stderr=subprocess.STDOUT,
-                                          **common))
-        with distributed.Client(address, timeout=START_TIMEOUT_S, set_as_default=False) as c:
-            c.wait_for_workers(2, timeout=START_TIMEOUT_S)
+    with loopback_cluster(2, logs) as address:
         yield address
-    finally:
-        _stop(procs)
 
 
 def write(tmp_path: Path, doc: dict, name: str = "clu.yaml") -> Path:
@@ -222,3 +184,25 @@ def test_a_repetition_whose_worker_died_twice_is_failed_and_the_run_exits_1(clus
                              "most 2 times on a cluster")
     assert "[1/1] long rep 0: failed (the worker running it died 2 time(s)" in capsys.readouterr().err
     assert ",failed," in (run_dir / "summary.csv").read_text()
+
+
+def test_the_loopback_cluster_stops_every_process_it_started_even_on_an_error(tmp_path):
+    pids: list[int] = []
+    with pytest.raises(RuntimeError, match="the block failed"):
+        with loopback_cluster(1, tmp_path) as address:
+            with distributed.Client(address, timeout=30, set_as_default=False) as c:
+                pids += list(c.run(os.getpid).values()) + [c.run_on_scheduler(os.getpid)]
+            assert all(_alive(p) for p in pids)
+            raise RuntimeError("the block failed")
+    deadline = time.monotonic() + 10       # a worker whose nanny died is reaped by init
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(pids) == 2 and not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
