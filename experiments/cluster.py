@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator
 
 from experiments.build import base_meta, rep_seed, write_meta
+from experiments.provenance import process_provenance
 from experiments.records import write_whole
 from experiments.schema import ExperimentError
 
@@ -74,14 +75,13 @@ def loopback_problem() -> str | None:
 
 def _worker_facts() -> dict[str, Any]:
     """Run on every worker (Client.run): its provenance and whether it can run the local backend."""
-    from experiments.provenance import process_provenance
     return {"provenance": process_provenance(), "loopback": loopback_problem()}
 
 
 def check_cluster(client: Any, backend: str) -> list[str]:
     """Refuse, before the run starts, a cluster whose workers cannot run ``backend`` (ExperimentError naming
-    --scheduler; the backends no cluster runs, CLUSTER_REFUSED, the runner's check_run refuses); returns lines worth saying (workers of another version or commit than this process)."""
-    from experiments.provenance import process_provenance
+    --scheduler; the backends no cluster runs, CLUSTER_REFUSED, the runner's check_run refuses); returns
+    lines worth saying (workers of another version or commit than this process)."""
     try:
         facts = client.run(_worker_facts)
     except Exception as e:   # a worker without the project cannot unpickle the function: its error, named
@@ -148,12 +148,12 @@ def _store(rep_dir: Path, files: dict[str, bytes]) -> None:
         write_whole(path, data)
 
 
-def _lost_meta(task: Task, workers: list[str]) -> dict[str, Any]:
+def _lost_meta(task: Task, why: str) -> dict[str, Any]:
+    """The meta.json of a repetition no worker finished: ``failed``, ``error`` ``why``."""
     backend, variant, rep, _rep_dir, _options = task
     meta = base_meta(variant.config, variant.name, rep, rep_seed(variant.config, rep), backend, variant.sweep_value)
     meta["status"] = "failed"
-    meta["error"] = (f"the worker running it died {len(workers)} time(s) ({', '.join(workers)}); a repetition "
-                     f"runs at most {ATTEMPTS} times on a cluster")
+    meta["error"] = why
     return meta
 
 
@@ -180,12 +180,15 @@ def run_tasks(client: Any, tasks: list[Task], run_one: Callable[[Task], dict[str
             try:
                 out = fut.result()
             except KilledWorker as e:   # the scheduler's own limit (distributed.scheduler.allowed-failures)
-                out = {"lost": [f"scheduler: {e}"]}
+                out = {"why": f"the scheduler gave up on it: {e}"}
             except FutureCancelledError as e:
-                out = {"lost": [f"cancelled: {e}"]}
+                out = {"why": f"the cluster cancelled it: {e}"}
             Variable(name, client=client).delete()
             if "lost" in out:
-                meta = _lost_meta(task, out["lost"])
+                out["why"] = (f"the worker running it died {len(out['lost'])} time(s) ({', '.join(out['lost'])}); "
+                              f"a repetition runs at most {ATTEMPTS} times on a cluster")
+            if "why" in out:
+                meta = _lost_meta(task, out["why"])
                 rep_dir.mkdir(parents=True, exist_ok=True)
                 write_meta(rep_dir, meta)
             else:
@@ -193,13 +196,15 @@ def run_tasks(client: Any, tasks: list[Task], run_one: Callable[[Task], dict[str
                 if out["error"] is not None:
                     raise RuntimeError(f"{task[1].name} rep {task[2]} failed on a worker:\n{out['error']}")
                 meta = out["meta"]
-                if out["retried_after"]:   # said in meta.json and on the progress line
+                if out["retried_after"]:   # said in its meta.json
                     meta["retried_after_lost_workers"] = out["retried_after"]
                     write_meta(rep_dir, meta)
             done(n, task, meta)
             check_disk()
     except BaseException:
         client.cancel(list(futures))
+        for task, name in futures.values():   # the attempt records of the tasks that did not end
+            Variable(name, client=client).delete()
         raise
 
 
