@@ -27,6 +27,9 @@ from routing.graph import METRICS
 from experiments.topology_spec import check_graph, check_nodes_links
 from tcp_user.config import VARIANTS
 
+ROUTING_DAEMONS = ("builtin", "babeld")
+BABEL_LOSS_MODELS = ("none", "bernoulli")   # what ip6tables can apply to babeld's packets too
+
 
 class ExperimentError(ConfigError):
     """An experiment file is invalid.  The message names file, field and expectation."""
@@ -83,6 +86,11 @@ SCHEMA: dict[str, Any] = {
         "margin": F(NUM, 0.1, in_range(0), "hysteresis: a new next hop whose path is better by this fraction takes "
                                            "over at once..."),
         "switch_after_s": F(NUM, 5.0, in_range(0), "...one better by less, after staying better this long"),
+        "daemon": F(STR, "builtin", member_of(ROUTING_DAEMONS), "builtin: the nodes' own link-state core "
+                    "(routing.linkstate) | babeld: Debian's Babel daemon in each namespace computes and installs the "
+                    "routes instead (netns only; experiments/backends/netns/babel.py)"),
+        "babel_hello_s": F(NUM, 4.0, in_range(0.05, 655.35), "with daemon babeld: its Hello interval on every mesh "
+                           "interface (babeld's -h, default 4 s); its update interval is four times that"),
     },
     "loss": {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
@@ -280,9 +288,30 @@ def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         errs.append(ExperimentError(src, "etx.settle_s", f"static ETX routes are computed when settling ends, from "
                                     f"the link state flooded until then: settle for at least two advertisements "
                                     f"(2 x routing.advertise_s = {2 * r['advertise_s']} s), got {etx['settle_s']}"))
+    if r["daemon"] == "babeld":
+        _check_babeld(src, cfg, errs)
     if not r["dead_s"] > max(etx["interval_s"], etx["warmup_interval_s"]):
         errs.append(ExperimentError(src, "routing.dead_s", f"must exceed the probe interval etx.interval_s "
                                     f"({etx['interval_s']}): every link would look down between two probes"))
+
+
+def _check_babeld(src: str, cfg: dict[str, Any], errs: Errors) -> None:
+    """What babeld can stand in for (experiments/backends/netns/babel.py): dynamic routes by a link cost
+    measured from the Hellos (RFC 8966 A.2.2, ETX-like), and losses that reach its IPv6 packets too."""
+    r = cfg["routing"]
+    if not (r["dynamic"] and r["metric"] == "etx"):
+        errs.append(ExperimentError(src, "routing.daemon", "babeld routes dynamically by its own ETX-like link cost "
+                                    "(RFC 8966, appendix A.2.2): set routing.metric: etx and routing.dynamic: true"))
+    specs = [("loss.default", cfg["loss"]["default"])] + [(f"loss.nodes.{n}", s) for n, s in cfg["loss"]["nodes"].items()]
+    for path, spec in specs:
+        if isinstance(spec, dict) and spec.get("model", "none") not in BABEL_LOSS_MODELS:
+            errs.append(ExperimentError(src, f"{path}.model", f"with routing.daemon babeld only "
+                                        f"{' and '.join(BABEL_LOSS_MODELS)} (with down intervals) can be applied to "
+                                        f"Babel's own packets (IPv6, dropped by ip6tables); {spec.get('model')!r} "
+                                        "would reach the data and the ETX probes but not babeld's Hellos"))
+    if cfg["loss"]["links"]:
+        errs.append(ExperimentError(src, "loss.links", "with routing.daemon babeld a node's loss is applied to "
+                                    "everything it hears (loss.default, loss.nodes); a loss per link is not"))
 
 
 def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Errors) -> dict[str, Any]:
