@@ -128,6 +128,10 @@ SCHEMA: dict[str, Any] = {
         "initial_rto_s": F(NUM, 1.0, in_range(0, lo_open=True), "RTO before the first RTT sample"),
         "max_rto_s": F(NUM, 60.0, in_range(0, lo_open=True), "RTO cap"),
         "snack": F(BOOL, False, None, "paper 002 SNACK: the receiver reports up to 6 lost segments, the sender resends one reported twice without a cwnd cut"),
+        "delayed_ack": F(BOOL, False, None, "the user-space receiver acknowledges every second full-sized segment, or "
+                         "after delack_s (RFC 5681 sec. 4.2); off: every segment (ns-2's sink). Kernel TCP "
+                         "(netns, the Pis' kernel plane) always delays its ACKs by Linux's own rules"),
+        "delack_s": F(NUM, 0.2, in_range(0, 0.5, lo_open=True), "the delayed ACK's timer (RFC 1122: at most 0.5 s)"),
     },
     "snoop": {
         "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),
