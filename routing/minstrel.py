@@ -15,9 +15,10 @@ i.e. with the EWMA that minstrel_ht used up to Linux 5.4:
 * max_tp[0], max_tp[1]: the two best estimates (ties: the higher p; ``minstrel_ht_sort_best_tp_rates``);
   max_prob: of the rates above p = 75 %, the best estimate, else the highest p
   (``minstrel_ht_set_best_prob_rate``); before any statistics, the slowest rate;
-* tries per stage (``minstrel_calc_retransmit``, ``minstrel_ht_set_rate``): 1 below p = 10 %, else as many
-  as fit in ``segment_size`` 6 ms with the contention window doubling from aCWmin (at least 2, at most
-  ``max_retry`` 7); 2 when p < 20 % or unknown;
+* tries per stage (``minstrel_calc_retransmit``, ``minstrel_ht_set_rate``): as many as fit in
+  ``segment_size`` 6 ms with the contention window doubling from aCWmin (at least 2, at most
+  ``max_retry`` 7); 2 when p < 20 % or not yet measured (minstrel_calc_retransmit's 1 below 10 % is
+  raised to 2 by minstrel_ht_set_rate);
 * sampling (``minstrel_get_sample_rate``): the candidate comes from a table of ``SAMPLE_COLUMNS`` = 10
   random permutations of the rates (``init_sample_table``; seeded here), walked in order; it is not
   sampled when it is max_tp[0] or max_prob, when its p is above 95 %, when its airtime is more than
@@ -137,8 +138,8 @@ class Minstrel:
             raise ValueError("Minstrel needs at least one rate")
         if len(set(rates)) != len(rates):
             raise ValueError("Minstrel: a rate is listed twice")
-        if update_interval_ns <= 0 or not 0 <= sampling_percent <= 100:
-            raise ValueError("Minstrel: update interval must be > 0 and sampling percent in 0..100")
+        if update_interval_ns <= 0 or not 0 <= sampling_percent <= 100 or retry_limit < 1:
+            raise ValueError("Minstrel: update interval must be > 0, sampling percent in 0..100, retry limit >= 1")
         self.rates: tuple[Rate, ...] = tuple(rates)
         self.timing = timing
         self.retry_limit = retry_limit

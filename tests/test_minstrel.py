@@ -228,3 +228,17 @@ def test_fixed_rate_and_fit_retry_limit():
     assert fit_retry_limit([(a, 1), (b, 5), (a, 5)], 7) == [(a, 1), (b, 5), (a, 1)]
     with pytest.raises(ValueError):
         fit_retry_limit([(a, 1)], 0)
+
+
+def test_tries_per_stage_fill_the_6ms_segment():
+    """minstrel_calc_retransmit with the airtime of routing.rates: a try at MCS 4 (1200 bytes) is DIFS 28 +
+    data 290 + SIFS 10 + Ack 34 = 362 us, after contention of 67.5, 139.5, 283.5, 571.5, 1147.5, 2299.5 us
+    (CW 15 doubling): 5 tries end at 4019.5 us, the 6th at 6681 us > 6 ms -> 5.  MCS 0 (1598 us a try):
+    3 tries end at 5288.5 us, 4 at 7458 -> 3.  Below 20 % or never measured: 2."""
+    m = minstrel()
+    for st in m._stats:
+        st.prob = 1.0
+    m._stats[5].prob = 0.15
+    m._stats[6].prob = None
+    m._update_retry_counts()
+    assert [st.retry_count for st in m._stats][:7] == [3, 4, 5, 5, 5, 2, 2]

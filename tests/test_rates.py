@@ -6,8 +6,8 @@ and adds the 6 us signal extension at 2.4 GHz for OFDM and HT.
 """
 import pytest
 
-from routing.rates import (ACK_BYTES, ERP_OFDM, HT, TIMINGS, RateError, access_ns, control_response_rate, dsss_rate,
-                           exchange_ns, ht20_rate, mac_efficiency, ofdm_rate, rate_by_name, rate_set, txtime_ns)
+from routing.rates import (ACK_BYTES, ERP_OFDM, TIMINGS, RateError, access_ns, ampdu_psdu_bytes, control_response_rate,
+                           dsss_rate, exchange_ns, ht20_rate, mac_efficiency, ofdm_rate, rate_by_name, rate_set, txtime_ns)
 
 US = 1000
 OFDM_BASIC = [ofdm_rate(6), ofdm_rate(12), ofdm_rate(24)]
@@ -158,3 +158,19 @@ def test_mac_efficiency_of_one_mpdu_per_access_at_mcs7():
     assert round(eff54 * 100, 1) == 56.5 and round(eff54 * 54, 2) == 30.50
     # the fixed per-access cost weighs less at low rates: MCS 0 keeps 88 %
     assert mac_efficiency(ht20_rate(0), 1500, n, OFDM_BASIC) > 0.85
+
+
+def test_what_an_ampdu_of_8_would_give():
+    """For comparison only (the medium has no A-MPDU): 8 MPDUs of 1536 bytes in one A-MPDU, each with a
+    4-byte delimiter (no padding: 1536 is a multiple of 4) = 12320 bytes; ceil((98560 + 22) / 260) = 380
+    symbols: 36 + 1520 + 6 = 1562 us; BlockAck (32 bytes) at 24 Mb/s ERP: ceil(278 / 96) = 3 -> 38 us;
+    28 + 67.5 + 1562 + 10 + 38 = 1705.5 us for 96000 bits: 56.29 Mb/s, 86.6 %, 1.75 x one MPDU."""
+    n = TIMINGS["n"]
+    assert ampdu_psdu_bytes(8, 1536) == 12320
+    assert ampdu_psdu_bytes(2, 1537) == 4 + 1540 + 4 + 1537  # padding on all but the last
+    assert access_ns(ht20_rate(7), 1536, n, OFDM_BASIC, mpdus=8) == 1_705_500
+    eff8 = mac_efficiency(ht20_rate(7), 1500, n, OFDM_BASIC, mpdus=8)
+    assert round(eff8 * 100, 1) == 86.6 and round(eff8 * 65, 2) == 56.29
+    assert round(eff8 / mac_efficiency(ht20_rate(7), 1500, n, OFDM_BASIC), 2) == 1.75
+    with pytest.raises(RateError):
+        ampdu_psdu_bytes(0, 1536)
