@@ -81,6 +81,9 @@ def test_ht_short_gi_is_rounded_to_the_4us_grid():
     # MCS 0 short GI, 1536 bytes: N_SYM = ceil(12310 / 26) = 474; 474 x 3.6 = 1706.4 -> 1708; + 36 = 1744 us.
     # ns-3 gives 1742.4 us: it does not round the short-GI data field; the standard's TXTIME does.
     assert txtime_ns(ht20_rate(0, short_gi=True, band_ghz=5.0), 1536) == 1744 * US
+    # MCS 0 short GI, 14 bytes (an Ack-sized PSDU): N_SYM = ceil((112 + 16 + 6) / 26 = 5.15) = 6 (the 6 tail
+    # bits make the sixth symbol); 21.6 us -> 24; + 36 = 60 us (ns-3, unrounded: 57.6 us)
+    assert txtime_ns(ht20_rate(0, short_gi=True, band_ghz=5.0), 14) == 60 * US
 
 
 @pytest.mark.parametrize("length, us", [(1536, 228), (76, 48), (14, 40)])
