@@ -172,14 +172,14 @@ def test_ewma_and_throughput_rules():
     m.report(0, r4, 10, 10)
     m.report(60 * MS, r4, 1, 1)          # past one interval: the first measurement is taken as is
     assert m.prob(r4) == pytest.approx(1.0)
+    # throughput: p capped at 90 % (100 % counts as 90 %)
+    frame_ns = access_ns(r4, 1200, TIMINGS["n"], BASIC)
+    assert m.throughput(m.rates.index(r4)) == pytest.approx(0.9 * 1e9 / frame_ns)
     m.report(70 * MS, r4, 4, 2)
     m.report(130 * MS, r4, 1, 1)        # next interval: 3 of 5 -> p = 1 + 0.25 x (0.6 - 1) = 0.9
     assert m.prob(r4) == pytest.approx(1 + (1 - EWMA_LEVEL) * (3 / 5 - 1))
     assert EWMA_LEVEL == 0.75
-    i4 = m.rates.index(r4)
-    # throughput: p capped at 90 %, none below 10 %
-    frame_ns = access_ns(r4, 1200, TIMINGS["n"], BASIC)
-    assert m.throughput(i4) == pytest.approx(0.9 * 1e9 / frame_ns)
+    # none below 10 %
     r0 = ht20_rate(0)
     m.report(140 * MS, r0, 20, 1)
     m.report(200 * MS, r0, 1, 0)         # p(MCS 0) = 1/20 = 5 %
