@@ -46,8 +46,8 @@ long GI, 2.4 GHz, with DIFS and the mean initial backoff, Ack at 24 Mb/s, delive
 65 Mb/s PHY rate (49.4 %); at 54 Mb/s ERP-OFDM the same exchange delivers 30.5 Mb/s (56.5 %), so
 without aggregation HT20 MCS 7 is only 5 % better than 802.11g at the MAC.  The same formula with 8
 MPDUs in one A-MPDU answered by one BlockAck (``mpdus=8``) gives 56.3 Mb/s (86.6 %): the medium
-under-states the goodput of an aggregating HT radio with a full queue by up to that factor (1.75 here),
-and more for longer aggregates.  Short frames (TCP ACKs) lose the most either way.
+under-states the goodput of an aggregating HT radio with a full queue by that factor (1.75) when it
+sends 8-MPDU aggregates, and by more with longer ones.
 """
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_the_retry_chain_falls_back_within_the_retry_limit():
         assert sum(tries for _, tries in chain) <= MAX_RETRY
         assert all(a[0] != b[0] for a, b in zip(chain, chain[1:]))  # adjacent stages merged
     # a normal frame once settled: max_tp[0] = MCS 4, then max_tp[1] = MCS 3, within 7 tries in all
-    chain = frames[-1][3] if frames[-1][1] == ht20_rate(4) else frames[-2][3]
+    chain = next(f[3] for f in reversed(frames) if f[1] == ht20_rate(4))
     assert chain[0][0] == ht20_rate(4) and chain[1][0] == ht20_rate(3)
     m4 = minstrel(retry_limit=4)
     assert all(sum(t for _, t in f[3]) <= 4 for f in drive(m4, upto(4), 0, 500))
