@@ -1,8 +1,9 @@
 """Rate control per link as cores without I/O, in virtual time (issue 24, item 3): fixed, or Minstrel-like.
 
 :class:`Minstrel` follows Linux's mac80211 minstrel_ht as of Linux 5.10 (net/mac80211/rc80211_minstrel_ht.c,
-the last version before the 5.11/5.12 rework of its sampling) run with its ``new_avg`` debugfs switch off,
-i.e. with the EWMA that minstrel_ht used up to Linux 5.4:
+the LTS kernel before the later rework of its sampling into MINSTREL_SAMPLE_TYPE_INC/JUMP/SLOW) run with
+its ``new_avg`` debugfs switch off, i.e. with the EWMA minstrel_ht used before its noise filter
+(``minstrel_filter_avg_add``) became the default:
 
 * statistics per rate, folded every update interval: 50 ms (``update_interval`` HZ/10, halved in
   ``minstrel_ht_tx_status``); success probability p = EWMA with ``EWMA_LEVEL`` 96/128, i.e.
@@ -30,8 +31,9 @@ i.e. with the EWMA that minstrel_ht used up to Linux 5.4:
 Where it follows the older legacy minstrel (net/mac80211/rc80211_minstrel.c, same kernel) instead:
 
 * how often it samples: ``lookaround_rate_mrr`` = 10 % of frames (the counter of
-  ``minstrel_get_rate``: sample while samples < 10 % of frames; counters reset at 10,000 frames; a
-  backlog of more than 2 x the rates is forgiven).  minstrel_ht instead waits ``16 + 2 x A-MPDU length``
+  ``minstrel_get_rate``: a frame samples while 10 % of the frames so far minus the samples is >= 0;
+  counters reset at 10,000 frames; a backlog of more than 2 x the rates is forgiven; its
+  ``sample_deferred`` bookkeeping for second-stage samples is left out).  minstrel_ht instead waits ``16 + 2 x A-MPDU length``
   frames between samples (about 1 in 19 without aggregation);
 * the retry chain max_tp[0], max_tp[1], max_prob, then the lowest rate (minstrel_ht stops at max_prob).
 
