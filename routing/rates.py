@@ -97,7 +97,7 @@ HT_LGI_SYMBOL_NS = 4000                      # T_SYM, long GI
 OFDM_N_DBPS = {6: 24, 9: 36, 12: 48, 18: 72, 24: 96, 36: 144, 48: 192, 54: 216}
 HT20_N_DBPS = (26, 52, 78, 104, 156, 208, 234, 260)
 # Mandatory rates (15.1, 16.1, 17.3.5.1): the fall-back of the control response rule.
-MANDATORY_KBPS = {DSSS: (1000, 2000), HR_DSSS: (1000, 2000, 5500, 11000), OFDM: (6000, 12000, 24000),
+MANDATORY_KBPS = {HR_DSSS: (1000, 2000, 5500, 11000), OFDM: (6000, 12000, 24000),
                   ERP_OFDM: (6000, 12000, 24000)}
 # Non-HT reference rate of HT MCS 0-7 (the rate 10.6.6.5.2 compares; 9.7.9 in 802.11-2012): the non-HT rate of the same
 # modulation and coding rate (BPSK 1/2 -> 6 Mb/s ... 64-QAM 3/4 and 5/6 -> 54 Mb/s).
@@ -263,14 +263,12 @@ def control_response_rate(data_rate: Rate, basic_rates: Iterable[Rate]) -> Rate:
     mandatory rate of that PHY not above it."""
     ref_kbps = NON_HT_REFERENCE_KBPS[data_rate.mcs] if data_rate.modulation == HT else data_rate.kbps
     classes = _response_class(data_rate)
-    basic = [r for r in basic_rates if r.modulation in classes and r.kbps <= ref_kbps]
-    if basic:
-        return max(basic, key=lambda r: r.kbps)
-    cls = classes[-1]
-    mandatory = [k for k in MANDATORY_KBPS[cls] if k <= ref_kbps]
-    if cls in (DSSS, HR_DSSS):
-        return dsss_rate(max(mandatory) / 1000, data_rate.short_preamble and max(mandatory) > 1000)
-    return ofdm_rate(max(mandatory) // 1000, erp=cls == ERP_OFDM)
+    basic = [r.kbps for r in basic_rates if r.modulation in classes and r.kbps <= ref_kbps]
+    kbps = max(basic) if basic else max(k for k in MANDATORY_KBPS[classes[-1]] if k <= ref_kbps)
+    if classes[-1] == HR_DSSS:
+        # the response keeps the eliciting frame's PREAMBLE_TYPE (10.6.6.5.2); 1 Mb/s has only the long one
+        return dsss_rate(kbps / 1000, data_rate.short_preamble and kbps > 1000)
+    return ofdm_rate(kbps // 1000, erp=classes[-1] == ERP_OFDM)
 
 
 # --- MAC timing and efficiency ------------------------------------------------------------------------

@@ -115,6 +115,9 @@ def test_ack_rate_is_the_highest_basic_rate_not_above_the_data_rate():
     dsss_basic = [dsss_rate(1), dsss_rate(2)]
     assert control_response_rate(dsss_rate(11), dsss_basic) == dsss_rate(2)
     assert control_response_rate(dsss_rate(1), dsss_basic) == dsss_rate(1)
+    # ... with the eliciting frame's preamble type (a short-preamble frame gets a short-preamble Ack)
+    assert control_response_rate(dsss_rate(11, short_preamble=True), dsss_basic) == dsss_rate(2, short_preamble=True)
+    assert control_response_rate(dsss_rate(2, short_preamble=True), [dsss_rate(1)]) == dsss_rate(1)
     assert control_response_rate(ofdm_rate(54), OFDM_BASIC) == ofdm_rate(24)
     assert control_response_rate(ofdm_rate(18), OFDM_BASIC) == ofdm_rate(12)
     assert control_response_rate(ofdm_rate(9), OFDM_BASIC) == ofdm_rate(6)
