@@ -129,6 +129,11 @@ def test_ack_rate_for_ht_uses_the_non_ht_reference_rate():
     assert control_response_rate(ht20_rate(1), OFDM_BASIC) == ofdm_rate(12)
     assert control_response_rate(ht20_rate(0, True), OFDM_BASIC) == ofdm_rate(6)
     assert control_response_rate(ht20_rate(7), OFDM_BASIC).modulation == ERP_OFDM
+    # where the reference rate and the HT rate part: MCS 5 short GI is 57.8 Mb/s, its reference (64-QAM 2/3)
+    # 48 Mb/s; with every ERP rate basic the Ack goes at 48, not 54
+    all_erp = [ofdm_rate(m) for m in (6, 9, 12, 18, 24, 36, 48, 54)]
+    assert control_response_rate(ht20_rate(5, short_gi=True), all_erp) == ofdm_rate(48)
+    assert control_response_rate(ht20_rate(6), all_erp) == ofdm_rate(54)
 
 
 def test_ack_rate_keeps_the_modulation_class_else_the_mandatory_rate():
