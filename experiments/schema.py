@@ -223,7 +223,19 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
                 and 0 <= iv[0] < iv[1]):
             errs.append(ExperimentError(src, f"{path}.down[{i}]",
                                         f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}"))
-    times = LOSS_MODELS[full["model"]].times if model_ok else ()
+    kind = LOSS_MODELS[full["model"]] if model_ok else None
+    if kind is not None and "file" in kind.settings:
+        if not isinstance(full.get("file"), str):
+            errs.append(ExperimentError(src, f"{path}.file", f"model {full['model']!r} needs a file"))
+        else:   # the nodes read it wherever they run: an absolute path from where aspan runs
+            full["file"] = str(Path(full["file"]).expanduser().resolve())
+    if kind is not None and kind.check is not None and not any(e.path.startswith(f"{path}.") for e in found):
+        if all(isinstance(full.get(k), str) for k in ("file", "link")) or "file" not in kind.settings:
+            for key, why in kind.check(full):
+                errs.append(ExperimentError(src, f"{path}.{key}", why))
+        elif not isinstance(full.get("link"), str):
+            errs.append(ExperimentError(src, f"{path}.link", f"model {full['model']!r} needs a link"))
+    times = kind.times if kind is not None else ()
     if len(times) == 2 and all(isinstance(full.get(k), (int, float)) for k in times) \
             and not full[times[0]] < full[times[1]]:
         errs.append(ExperimentError(src, f"{path}.{times[1]}", f"must be after {times[0]} ({full[times[0]]}), "
