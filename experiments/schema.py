@@ -227,8 +227,8 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
     if kind is not None and "file" in kind.settings:
         if not isinstance(full.get("file"), str):
             errs.append(ExperimentError(src, f"{path}.file", f"model {full['model']!r} needs a file"))
-        else:   # the nodes read it wherever they run: an absolute path from where aspan runs
-            full["file"] = str(Path(full["file"]).expanduser().resolve())
+        else:   # relative to the experiment file's directory; absolute, so the nodes read it wherever they run
+            full["file"] = str((Path(src).parent / Path(full["file"]).expanduser()).resolve())
     if kind is not None and kind.check is not None and not any(e.path.startswith(f"{path}.") for e in found):
         if all(isinstance(full.get(k), str) for k in ("file", "link")) or "file" not in kind.settings:
             for key, why in kind.check(full):

@@ -386,7 +386,7 @@ MODELS: dict[str, ModelKind] = {
         times=("start_s", "end_s")),
     "trace": ModelKind(trace_loss.build, {
         "file": Field(STR, None, None, "a link trace (aspan trace extract RUN -o FILE: .parquet or .csv), relative "
-                                       "to the directory aspan runs in"),
+                                       "to the experiment file's directory"),
         "link": Field(STR, None, None, "the recorded directed link to replay, \"A>B\""),
         "run": Field(STR, None, None, "<variant>/rep<k> of the trace, when it holds more than one"),
         "at_s": Field(NUM, 0.0, None, "when the trace's offset_s is played (relative to the flow start)"),

@@ -94,7 +94,7 @@ def row(link, t, delivery, variant="v", rep=0):
             "heard": round(10 * delivery), "delivery": delivery, "etx": 1.0}
 
 
-def test_the_schema_refuses_a_trace_that_cannot_be_replayed_before_the_run(tmp_path, monkeypatch):
+def test_the_schema_refuses_a_trace_that_cannot_be_replayed_before_the_run(tmp_path):
     p = write_trace(tmp_path, [row("A>B", 0, 1.0), row("A>B", 1, 0.5), row("A>B", 0, 1.0, rep=1)])
     def spec(**kv):
         return doc({"default": {"model": "none"}, "links": {"A>B": {"model": "trace", **kv}}})
@@ -106,8 +106,8 @@ def test_the_schema_refuses_a_trace_that_cannot_be_replayed_before_the_run(tmp_p
         load_experiment(spec(file=str(p), link="B>C", run="v/rep0"), "t.yaml")
     with pytest.raises(ExperimentError, match=r"loss\.links\.A>B\.link"):
         load_experiment(spec(file=str(p)), "t.yaml")
-    monkeypatch.chdir(tmp_path)                                   # a relative file: from where aspan runs
-    cfg = load_experiment(spec(file="tr.csv", link="A>B", run="v/rep1"), "t.yaml").variants[0].config
+    # a relative file: from the experiment file's directory
+    cfg = load_experiment(spec(file="tr.csv", link="A>B", run="v/rep1"), str(tmp_path / "t.yaml")).variants[0].config
     assert cfg["loss"]["links"]["A>B"]["file"] == str(p.resolve())
     assert check({"file": str(p), "link": "A>B", "run": "v/rep1"}) == []
 
