@@ -12,7 +12,9 @@ interval), with these columns (docs/LOGS.md, "Link traces"):
 ``variant, repetition, link`` ("A>B": what B heard from A), ``t_s`` (the interval's start, seconds after
 the flows started; negative while settling), ``dt_s``, ``sent`` (Δseq), ``heard`` (Δheard, at most
 ``sent``), ``delivery`` (heard / sent; empty when A sent nothing in the interval), ``etx`` (B's estimate
-of the link's ETX at the interval's end, 1 / (forward x reverse); empty when infinite).
+of the link's ETX at the interval's end, 1 / (forward x reverse); empty when infinite); on the Pis also
+what the drivers said (routing/station.py): ``signal_dbm`` (B hearing A), ``tx_bitrate_mbps``,
+``tx_retries``, ``tx_failed`` and ``expected_mbps`` (A sending to B).
 
 Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
 RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/trace_loss.py) replays
@@ -29,7 +31,9 @@ import pandas as pd
 from plots.logs import aligned_times, iter_reps, load_rep
 from plots.routing import flows_start
 
-COLUMNS = ["variant", "repetition", "link", "t_s", "dt_s", "sent", "heard", "delivery", "etx"]
+COLUMNS = ["variant", "repetition", "link", "t_s", "dt_s", "sent", "heard", "delivery", "etx",
+           "signal_dbm", "tx_bitrate_mbps", "tx_retries", "tx_failed", "expected_mbps"]
+STATION_COLUMNS = COLUMNS[9:]
 
 
 def rep_trace(rep_dir: Path, variant: str, repetition: int) -> pd.DataFrame:
@@ -62,7 +66,44 @@ def rep_trace(rep_dir: Path, variant: str, repetition: int) -> pd.DataFrame:
                                  "sent": sent, "heard": got, "delivery": got / sent if sent else math.nan,
                                  "etx": 1.0 / d if d > 0 else math.nan})
             prev = cur
-    return pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    _add_station_columns(df, ev, rep.meta, t0)
+    return df
+
+
+def _add_station_columns(df: pd.DataFrame, ev: pd.DataFrame, meta: dict[str, Any], t0: float) -> None:
+    """The Pis' driver view (``station`` events, routing/station.py) beside each row of link A>B: the signal B
+    heard A at (B's dump, the last sample of the interval), and A's sending to B (A's dump): its bitrate, its
+    retries and failures during the interval, the driver's expected throughput.  Empty without the events
+    (every backend but pi) or without the MAC addresses meta.json's ``mac_filter`` records."""
+    st = ev[ev["ev"] == "station"] if "mac" in ev else ev.iloc[0:0]
+    macs = {str(n): str(m).lower() for n, m in ((meta.get("mac_filter") or {}).get("macs") or {}).items()}
+    if st.empty or not macs or df.empty:
+        return
+    st = st.assign(ta=aligned_times(st, meta) - t0).sort_values("ta")
+    by = {k: g for k, g in st.groupby(["node", "mac"])}
+
+    def sample(node: str, of: str, t: float, dt: float) -> tuple[pd.Series | None, pd.Series | None]:
+        g = by.get((node, macs.get(of, "")))
+        if g is None:
+            return None, None
+        inside = g[(g["ta"] > t) & (g["ta"] <= t + dt)]
+        before = g[g["ta"] <= t]
+        return (inside.iloc[-1] if not inside.empty else None), (before.iloc[-1] if not before.empty else None)
+
+    for i, (link, t, dt) in enumerate(zip(df["link"], df["t_s"], df["dt_s"])):
+        a, b = str(link).split(">")
+        heard, _ = sample(b, a, t, dt)
+        sent, base = sample(a, b, t, dt)
+        if heard is not None and pd.notna(heard.get("signal_dbm")):
+            df.at[i, "signal_dbm"] = heard["signal_dbm"]
+        if sent is not None:
+            for col in ("tx_bitrate_mbps", "expected_mbps"):
+                if pd.notna(sent.get(col)):
+                    df.at[i, col] = sent[col]
+            for col in ("tx_retries", "tx_failed"):
+                if base is not None and pd.notna(sent.get(col)) and pd.notna(base.get(col)):
+                    df.at[i, col] = sent[col] - base[col]
 
 
 def extract(run_dir: Path, variant: str | None = None, repetition: int | None = None) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from deploy import kernel, nodes, radio
+from routing.station import STATION_DUMP_S
 from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
 from deploy.inventory import Inventory, load_inventory_file
 from experiments.backends.pi_common import (POLL_TRIES, RunFailed, _group, _preflight, arm_hosts, check_hosts, dry_arm,
@@ -66,7 +67,8 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
                 "t0": t0 + offsets.get(n, 0.0), "deadline": deadline + offsets.get(n, 0.0),
                 "log": f"{rdirs[n]}/{n}.log", "done_file": f"{rdirs[n]}/{n}.done",
                 "bind": udp[n], "peers": {addrs[m]: udp[m] for m in names if m != n},
-                "watch_parent": False, **({"auth_key_file": f"{rdirs[n]}/{n}.key"} if auth else {})}
+                "watch_parent": False, **({"auth_key_file": f"{rdirs[n]}/{n}.key"} if auth else {}),
+                "station_dump": {"iface": hosts[n].iface, "interval_s": STATION_DUMP_S}}
             for n in names}
 
 

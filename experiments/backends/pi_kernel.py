@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from deploy import kernel, macfilter, nodes, radio
+from routing.station import STATION_DUMP_S
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, on_hosts,
                           open_remotes)
 from deploy.inventory import Inventory
@@ -126,7 +127,8 @@ def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, 
             "queue": meshmod.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
             "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
             "queue_bound": queue_bound(plan, n),
-            "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss}}
+            "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss},
+            "station_dump": {"iface": iface, "interval_s": STATION_DUMP_S}}
 
 
 # ---- commands on a host ---------------------------------------------------------------
