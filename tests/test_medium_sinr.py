@@ -99,9 +99,9 @@ def test_delivery_falls_with_distance_and_faster_at_a_higher_rate() -> None:
 
 
 # ---- capture ------------------------------------------------------------------------------------------
-def hidden_pair(strong_m: float, weak_m: float, strong_slots: int = 0, weak_slots: int = 0) -> Medium:
+def hidden_pair(strong_m: float, weak_m: float, strong_slots: int = 0, weak_slots: int = 0, **medium: Any) -> Medium:
     """S and W send to R at once (R at 0, S at -strong_m, W at +weak_m); S and W do not sense each other."""
-    cfg = config(["S", "R", "W"], {"S": [-strong_m, 0], "R": [0, 0], "W": [weak_m, 0]})
+    cfg = config(["S", "R", "W"], {"S": [-strong_m, 0], "R": [0, 0], "W": [weak_m, 0]}, **medium)
     m = build_medium(cfg, 1)
     assert "W" not in m.topo.senses["S"] and "S" not in m.topo.senses["W"]
     m.rng = ScriptedRng(strong_slots, weak_slots)   # type: ignore[assignment]
@@ -132,8 +132,14 @@ def test_the_stronger_frame_is_lost_when_its_sinr_does_not_suffice() -> None:
     assert first_attempts(m) == {"S": False, "W": False}
 
 
-def test_equal_frames_capture_neither() -> None:
-    assert first_attempts(hidden_pair(60, 60)) == {"S": False, "W": False}
+def test_the_receiver_is_held_by_the_stronger_frame_even_where_both_sinrs_would_do() -> None:
+    # at 1 Mbit/s DBPSK (Eb/N0 = 22 x SINR) a frame survives a SINR of 0 dB: S at 60 m and W at 62 m would
+    # both get through by their SINRs alone, but R locks on the stronger (by 0.43 dB) and loses the other
+    one = {"rate_mbps": 1, "basic_rate_mbps": 1}
+    assert first_attempts(hidden_pair(60, 62, **one)) == {"S": True, "W": False}
+    assert first_attempts(hidden_pair(60, 62, strong_slots=3, **one)) == {"S": True, "W": False}
+    # equal signals capture neither
+    assert first_attempts(hidden_pair(60, 60, **one)) == {"S": False, "W": False}
 
 
 # ---- carrier sense by energy --------------------------------------------------------------------------
@@ -200,6 +206,18 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another() -> None:
     assert busy_mesh(5, shadowing_seed=2) != busy_mesh(5)
 
 
+def test_the_reception_draws_come_from_the_runs_seed() -> None:
+    # a lone link in the grey zone: no contention, so only the reception draws decide which attempts fail
+    def attempts(seed: int) -> list[int]:
+        m = build_medium(config(["A", "B"], {"A": [0, 0], "B": [100, 0]}, rate_mbps=11), seed)
+        frames = [Frame("A", "B", k, 1000) for k in range(50)]
+        for f in frames:
+            m.send(0, f)
+        run(m)
+        return [f.attempts for f in frames]
+    assert attempts(1) == attempts(1) and attempts(1) != attempts(2)
+
+
 def test_shadowing_is_the_same_both_ways_and_drawn_from_its_seed() -> None:
     pos = {"A": [0, 0], "B": [90, 0], "C": [180, 0]}
     sig = build_medium(config(["A", "B", "C"], pos, shadowing_sigma_db=6.0), 1).radio
@@ -209,6 +227,22 @@ def test_shadowing_is_the_same_both_ways_and_drawn_from_its_seed() -> None:
         assert sig.rx_mw[a][b] == pytest.approx(sig.rx_mw[b][a])
         assert sig.rx_mw[a][b] != pytest.approx(plain.rx_mw[a][b])
     assert build_medium(config(["A", "B", "C"], pos, shadowing_sigma_db=6.0), 2).radio.rx_mw == sig.rx_mw  # type: ignore[union-attr]
+
+
+# ---- RTS/CTS under sinr -----------------------------------------------------------------------------
+def test_rts_cts_protects_hidden_senders_under_sinr_too() -> None:
+    # A and C, 140 m apart, cannot sense each other (-88.4 dBm); B between them senses both (-79.4 dBm)
+    def collisions(rts: int | None) -> int:
+        cfg = config(["A", "B", "C"], {"A": [0, 0], "B": [70, 0], "C": [140, 0]}, rts_threshold=rts)
+        m = build_medium(cfg, 3)
+        assert "C" not in m.topo.senses["A"] and {"A", "C"} <= m.topo.senses["B"]
+        for k in range(150):
+            m.send(0, Frame("A", "B", k, 1000))
+            m.send(0, Frame("C", "B", k, 1000))
+        run(m)
+        return m.stations["A"].stats.collisions + m.stations["C"].stats.collisions
+    without, with_rts = collisions(None), collisions(0)
+    assert without > 50 and with_rts < without / 5
 
 
 # ---- the schema ---------------------------------------------------------------------------------------
