@@ -17,7 +17,12 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 * reception (:meth:`Medium._overlap`): a frame is lost at its receiver when another transmission
   from a node in the receiver's interference (= carrier-sense) range overlaps it, or the receiver
   itself transmits (half duplex).  When the sender could not sense the interferer it is a hidden
-  terminal; otherwise both picked the same slot.  No capture;
+  terminal; otherwise both picked the same slot.  No capture.  With a ``radio``
+  (routing.reception.SinrReception, ``medium.reception: sinr``) instead (:meth:`Medium._receive`,
+  :meth:`Medium._decodes`): each frame's fate at a receiver is drawn at its end from the error model's
+  success probability for its SINR, chunk by chunk, with interference from every overlapping
+  transmission summed in mW; the stronger of overlapping frames can be captured; ``Topology`` then
+  comes from the signals (decode above the receiver sensitivity, sense above the energy threshold);
 * retries (10.3.4.4, dot11ShortRetryLimit): a unicast frame without its ACK is sent again; after
   ``retry_limit`` attempts in all the link layer drops it (reason ``mac_retry``);
 * duplicate detection (10.3.2.14): a frame delivered once is not delivered again when only its ACK
@@ -42,7 +47,7 @@ hold above gives way to the standard's virtual carrier sense:
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
 propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
-the issue defines it); no capture; a NAV set by an RTS is not reset when no data follows.  Times are
+the issue defines it); no capture with range reception; a NAV set by an RTS is not reset when no data follows.  Times are
 integer nanoseconds, so the arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
