@@ -30,7 +30,7 @@ SINR_DEFAULTS: dict[str, Any] = {
     "shadowing_sigma_db": 0.0,
     "shadowing_seed": 1,
     "noise_floor_dbm": round(thermal_noise_dbm(20e6, 7.0), 2),  # k T B over 20 MHz + ns-3's 7 dB noise figure
-    "rx_sensitivity_dbm": -101.0,                                # ns-3 WifiPhy RxSensitivity
+    "rx_sensitivity_dbm": -82.0,   # 802.11-2016 17.3.10.6's 6 Mbit/s minimum; ns-3's preamble detection's MinimumRssi
     "cs_threshold_dbm": -82.0,                                   # IEEE 802.11-2016 17.3.10.6
     "signal_dbm": {},
 }
@@ -117,9 +117,11 @@ _SETTINGS: dict[str, Any] = {
                            "seed: every repetition keeps the same links)"),
     "noise_floor_dbm": _opt(NUM, None, "sinr: noise floor, at least k T B over 20 MHz (-100.97 dBm) (default "
                             "-93.97: k T B + 7 dB noise figure, ns-3's)"),
-    "rx_sensitivity_dbm": _opt(NUM, None, "sinr: frames weaker than this are never decoded (default -101, ns-3's)"),
-    "cs_threshold_dbm": _opt(NUM, None, "sinr: carrier sense: busy while a frame at least this strong is on the "
-                             "air (default -82, IEEE 802.11-2016 17.3.10.6; -62: energy detect only)"),
+    "rx_sensitivity_dbm": _opt(NUM, None, "sinr: preamble detection: weaker frames are never decoded (default -82, "
+                               "the standard's minimum and ns-3's; real radios: about -90 to -95 at 1 Mbit/s)"),
+    "cs_threshold_dbm": _opt(NUM, None, "sinr: carrier sense by energy: busy while a frame at least this strong is "
+                             "on the air, besides every frame the station decodes (default -82, IEEE 802.11-2016 "
+                             "17.3.10.6)"),
     "signal_dbm": _opt((dict,), None, "sinr: measured signals, receiver -> {sender: dBm}, each replacing the "
                        "path loss and shadowing of that direction"),
 }

@@ -520,7 +520,7 @@ class Medium:
             elif s.name == tx.dst:
                 decoded = not tx.corrupted
             else:
-                decoded = tx.src in hears[s.name] and self._decodes(tx, s.name)
+                decoded = self._decodes(tx, s.name)
             s.eifs = not decoded
             if decoded and s.name != tx.dst and tx.nav_ns > 0:
                 self._set_nav(s, now + tx.nav_ns, now)
@@ -669,9 +669,12 @@ class Medium:
             tx.hidden = any(o not in self.topo.senses[tx.src] for o in others)
 
     def _decodes(self, tx: _Tx, rx: str) -> bool:
-        """reception sinr: one draw of whether ``rx`` decodes ``tx`` (routing.reception.SinrReception)."""
+        """reception sinr: one draw of whether ``rx`` decodes ``tx`` (routing.reception.SinrReception); never
+        when ``rx`` cannot detect its sender (under the receiver sensitivity)."""
         radio = self.radio
         assert radio is not None
+        if tx.src not in self.topo.hears[rx]:
+            return False
         mode = radio.data_mode if tx.kind == "data" else radio.control_mode
         p = radio.success_probability(tx.src, rx, tx.start, tx.end, self.phy.preamble_ns, mode, tx.overlaps or ())
         return radio.draw(p)

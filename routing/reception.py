@@ -4,14 +4,18 @@ The signal of each sender at each receiver (:func:`signals_dbm`) comes from rout
 power, log-distance path loss, shadowing), or from a measured value per directed link that replaces it.
 From the signals (:func:`hears_and_senses`):
 
-* a receiver can decode a sender whose signal is at least the receiver sensitivity (ns-3's WifiPhy
-  RxSensitivity, default -101 dBm): weaker frames are never synchronised to;
-* carrier sense by energy (IEEE Std 802.11-2016 17.3.10.6, CCA requirements): a station senses the
-  medium busy while a transmission whose signal at it is at least ``cs_threshold_dbm`` is on the air
-  (-82 dBm: the minimum sensitivity of 6 Mbit/s, at which a valid OFDM preamble must be detected;
-  -62 dBm, 20 dB above it, is the energy-detect level for signals whose preamble was missed).  The
-  threshold applies to each transmission's own signal, not to the sum of several: two frames each
-  under it do not make the medium busy together.
+* a receiver detects the preamble of, and so can decode, a sender whose signal is at least the
+  receiver sensitivity ``rx_sensitivity_dbm`` (default -82 dBm: IEEE Std 802.11-2016 17.3.10.6's
+  minimum sensitivity of 6 Mbit/s, and ns-3's default ThresholdPreambleDetectionModel, MinimumRssi
+  -82 dBm; real radios detect weaker frames: set it lower); weaker frames are never synchronised to;
+* carrier sense (IEEE Std 802.11-2016 17.3.10.6, CCA requirements): a station senses the medium busy
+  while a frame it detects is on the air (its PHY is receiving it), and by energy while a transmission
+  whose signal at it is at least ``cs_threshold_dbm`` is on the air (default -82 dBm, the level at which
+  a valid preamble must set CCA busy; -62 dBm, 20 dB above it, is the mandatory energy-detect level).
+  A threshold below the sensitivity makes a station sense, without decoding, frames it cannot detect
+  (it then waits EIFS after them with ``nav: duration``); one above it adds nothing.  The threshold
+  applies to each transmission's own signal, not to the sum of several: two frames each under it do
+  not make the medium busy together.
 
 A frame addressed to ``r`` (:meth:`SinrReception.success_probability`, :func:`frame_success`) is lost when
 ``r`` transmits during it (half duplex) or when another transmission overlapping it is at least as strong
@@ -96,10 +100,11 @@ def signals_dbm(positions: dict[str, tuple[float, float]], tx_power_dbm: float, 
 
 def hears_and_senses(signals: dict[str, dict[str, float]], rx_sensitivity_dbm: float,
                      cs_threshold_dbm: float) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
-    """Per receiver: the senders it can decode (signal >= sensitivity) and those it senses (>= the
-    carrier-sense threshold)."""
+    """Per receiver: the senders it can decode (signal >= sensitivity) and those it senses: every one it
+    decodes (its PHY is busy receiving it) and every one at least as strong as the carrier-sense threshold."""
     hears = {r: frozenset(s for s, dbm in row.items() if dbm >= rx_sensitivity_dbm) for r, row in signals.items()}
-    senses = {r: frozenset(s for s, dbm in row.items() if dbm >= cs_threshold_dbm) for r, row in signals.items()}
+    senses = {r: hears[r] | frozenset(s for s, dbm in row.items() if dbm >= cs_threshold_dbm)
+              for r, row in signals.items()}
     return hears, senses
 
 

@@ -21,6 +21,7 @@ from routing.medium import Delivered, Dropped, Frame, Medium
 from routing.reception import SinrReception, frame_success, phy_sections
 
 ROOT = Path(__file__).resolve().parents[1]
+MODERN = {"rx_sensitivity_dbm": -101.0}   # a radio that detects frames far below the standard's -82 dBm minimum (ns-3's RxSensitivity)
 
 
 def config(chain: list[str], positions: dict[str, list[float]], links: list[list[str]] | None = None,
@@ -75,7 +76,7 @@ def test_a_frame_is_cut_into_chunks_where_interference_starts_and_ends() -> None
 # ---- the grey zone -----------------------------------------------------------------------------------
 def delivery(distance: float, rate: float, frames: int = 300, seed: int = 1) -> float:
     """Per attempt: the share of A's data frames B received, A and B ``distance`` m apart."""
-    m = build_medium(config(["A", "B"], {"A": [0, 0], "B": [distance, 0]}, rate_mbps=rate), seed)
+    m = build_medium(config(["A", "B"], {"A": [0, 0], "B": [distance, 0]}, rate_mbps=rate, **MODERN), seed)
     for k in range(frames):
         m.send(0, Frame("A", "B", k, 1000))
     run(m)
@@ -117,16 +118,16 @@ def first_attempts(m: Medium) -> dict[str, bool]:
 
 
 def test_the_stronger_of_two_overlapping_frames_is_captured_the_weaker_is_lost() -> None:
-    assert first_attempts(hidden_pair(20, 95)) == {"S": True, "W": False}
+    # R decodes W at 80 m (-81.2 dBm, just above the -82 dBm sensitivity); S and W, 100 m apart, are hidden
+    assert first_attempts(hidden_pair(20, 80)) == {"S": True, "W": False}
     # the strong frame starting 3 slots into the weak one is captured too
-    assert first_attempts(hidden_pair(20, 95, strong_slots=3)) == {"S": True, "W": False}
+    assert first_attempts(hidden_pair(20, 80, strong_slots=3)) == {"S": True, "W": False}
 
 
 def test_the_stronger_frame_is_lost_when_its_sinr_does_not_suffice() -> None:
-    # S at 80 m is stronger than W at 95 m (by 2.2 dB), too little for 11 Mbit/s CCK: both lost
-    assert first_attempts(hidden_pair(80, 95)) == {"S": False, "W": False}
-    # W at 80 m (sensed at R, -81.2 dBm): captured under sinr; the range model loses both on any overlap
-    assert first_attempts(hidden_pair(20, 80)) == {"S": True, "W": False}
+    # S at 70 m is stronger than W at 80 m (by 1.7 dB), too little for 11 Mbit/s CCK: both lost
+    assert first_attempts(hidden_pair(70, 80)) == {"S": False, "W": False}
+    # where sinr captures S, the range model (on the same who-senses-whom) loses both to the overlap
     m = hidden_pair(20, 80)
     m.radio = None
     assert first_attempts(m) == {"S": False, "W": False}
@@ -143,44 +144,49 @@ def test_the_receiver_is_held_by_the_stronger_frame_even_where_both_sinrs_would_
 
 
 # ---- carrier sense by energy --------------------------------------------------------------------------
-def collided_share(cs_threshold_dbm: float, seed: int = 3) -> tuple[float, frozenset[str]]:
-    """A and C, 60 m apart, saturate B between them; the share of their attempts lost at B."""
-    cfg = config(["A", "B", "C"], {"A": [0, 0], "B": [30, 0], "C": [60, 0]}, cs_threshold_dbm=cs_threshold_dbm)
+def collided_share(cs_threshold_dbm: float, seed: int = 3) -> tuple[float, Medium]:
+    """A and C, 100 m apart, saturate B between them; the share of their attempts lost at B."""
+    cfg = config(["A", "B", "C"], {"A": [0, 0], "B": [50, 0], "C": [100, 0]}, cs_threshold_dbm=cs_threshold_dbm)
     m = build_medium(cfg, seed)
     for k in range(200):
         m.send(0, Frame("A", "B", k, 1000))
         m.send(0, Frame("C", "B", k, 1000))
     run(m)
     a, c = m.stations["A"].stats, m.stations["C"].stats
-    return (a.collisions + c.collisions) / (a.attempts + c.attempts), m.topo.senses["A"]
+    return (a.collisions + c.collisions) / (a.attempts + c.attempts), m
 
 
 def test_carrier_sense_by_energy_threshold() -> None:
-    # A's signal at C: 16.02 - 40.1 - 30 log10(60) = -77.4 dBm: above -82 (preamble detect), below -62
-    preamble, senses_pd = collided_share(-82.0)
-    energy, senses_ed = collided_share(-62.0)
-    assert "C" in senses_pd and "C" not in senses_ed and "B" not in senses_ed   # B at 30 m: -68.4 dBm
-    assert preamble < 0.1 and energy > 0.3 and energy > 5 * preamble
+    # A's signal at C: 16.02 - 40.1 - 30 log10(100) = -84.1 dBm: under the -82 dBm sensitivity, so C
+    # cannot decode A; with an energy threshold of -90 dBm it senses A all the same, with -82 it does not
+    energy, sensing = collided_share(-90.0)
+    hidden, deaf = collided_share(-82.0)
+    for m in (sensing, deaf):
+        assert "C" not in m.topo.hears["A"] and {"A", "C"} <= m.topo.hears["B"] <= m.topo.senses["B"]
+    assert "C" in sensing.topo.senses["A"] and "C" not in deaf.topo.senses["A"]
+    assert energy < 0.1 and hidden > 0.3 and hidden > 5 * energy
+    # a threshold above the sensitivity adds nothing: every decoded frame already holds the station busy
+    assert collided_share(-62.0)[1].topo.senses == deaf.topo.senses
 
 
 # ---- measured links override the path loss ----------------------------------------------------------
 def test_a_measured_signal_replaces_the_path_loss_of_its_direction_only() -> None:
     far = {"A": [0, 0], "B": [300, 0]}
-    cfg = config(["A", "B"], far, rate_mbps=11, signal_dbm={"B": {"A": -60.0}, "A": {"B": -60.0}})
+    cfg = config(["A", "B"], far, rate_mbps=11, signal_dbm={"B": {"A": -60.0}, "A": {"B": -60.0}}, **MODERN)
     m = build_medium(cfg, 1)
     assert m.radio is not None and m.radio.rx_mw["B"]["A"] == pytest.approx(1e-6)
     for k in range(100):
         m.send(0, Frame("A", "B", k, 1000))
     out = run(m)
     assert sum(isinstance(o, Delivered) for o in out) == 100 and m.stations["A"].stats.collisions == 0
-    # without the measure, 300 m is far beyond 11 Mbit/s CCK; a weak measured signal kills a near link
+    # without the measure, 300 m is far beyond 11 Mbit/s CCK (-98.4 dBm); a weak measured one kills a near link
     assert delivery(300, 11, frames=20) == 0.0
-    near = config(["A", "B"], {"A": [0, 0], "B": [10, 0]}, signal_dbm={"B": {"A": -95.0}, "A": {"B": -95.0}})
+    near = config(["A", "B"], {"A": [0, 0], "B": [10, 0]}, signal_dbm={"B": {"A": -95.0}, "A": {"B": -95.0}}, **MODERN)
     m = build_medium(near, 1)
     m.send(0, Frame("A", "B", 0, 1000))
     assert [type(o) for o in run(m)] == [Dropped]
     # one direction only: B's frames still reach A at 10 m by the path loss
-    one_way = config(["A", "B"], {"A": [0, 0], "B": [10, 0]}, signal_dbm={"B": {"A": -95.0}})
+    one_way = config(["A", "B"], {"A": [0, 0], "B": [10, 0]}, signal_dbm={"B": {"A": -95.0}}, **MODERN)
     sig = build_medium(one_way, 1).radio
     assert sig is not None and sig.rx_mw["A"]["B"] > 1e-6 > 1e-9 > sig.rx_mw["B"]["A"]   # -54.1 dBm, -95 dBm
 
@@ -189,7 +195,7 @@ def test_a_measured_signal_replaces_the_path_loss_of_its_direction_only() -> Non
 def busy_mesh(seed: int, shadowing_seed: int = 1) -> list[tuple[int, str, str, Any]]:
     pos = {"A": [0, 0], "B": [90, 0], "C": [180, 0], "D": [90, 80]}
     cfg = config(["A", "B", "C", "D"], pos, [["A", "B"], ["B", "C"], ["A", "D"]], shadowing_sigma_db=4.0,
-                 shadowing_seed=shadowing_seed)
+                 shadowing_seed=shadowing_seed, **MODERN)
     m = build_medium(cfg, seed)
     for k in range(60):
         m.send(k * 100_000, Frame("A", "B", k, 1000))
@@ -209,7 +215,7 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another() -> None:
 def test_the_reception_draws_come_from_the_runs_seed() -> None:
     # a lone link in the grey zone: no contention, so only the reception draws decide which attempts fail
     def attempts(seed: int) -> list[int]:
-        m = build_medium(config(["A", "B"], {"A": [0, 0], "B": [100, 0]}, rate_mbps=11), seed)
+        m = build_medium(config(["A", "B"], {"A": [0, 0], "B": [100, 0]}, rate_mbps=11, **MODERN), seed)
         frames = [Frame("A", "B", k, 1000) for k in range(50)]
         for f in frames:
             m.send(0, f)
@@ -220,13 +226,13 @@ def test_the_reception_draws_come_from_the_runs_seed() -> None:
 
 def test_shadowing_is_the_same_both_ways_and_drawn_from_its_seed() -> None:
     pos = {"A": [0, 0], "B": [90, 0], "C": [180, 0]}
-    sig = build_medium(config(["A", "B", "C"], pos, shadowing_sigma_db=6.0), 1).radio
-    plain = build_medium(config(["A", "B", "C"], pos), 1).radio
+    sig = build_medium(config(["A", "B", "C"], pos, shadowing_sigma_db=6.0, **MODERN), 1).radio
+    plain = build_medium(config(["A", "B", "C"], pos, **MODERN), 1).radio
     assert sig is not None and plain is not None
     for a, b in (("A", "B"), ("B", "C"), ("A", "C")):
         assert sig.rx_mw[a][b] == pytest.approx(sig.rx_mw[b][a])
         assert sig.rx_mw[a][b] != pytest.approx(plain.rx_mw[a][b])
-    assert build_medium(config(["A", "B", "C"], pos, shadowing_sigma_db=6.0), 2).radio.rx_mw == sig.rx_mw  # type: ignore[union-attr]
+    assert build_medium(config(["A", "B", "C"], pos, shadowing_sigma_db=6.0, **MODERN), 2).radio.rx_mw == sig.rx_mw  # type: ignore[union-attr]
 
 
 # ---- RTS/CTS under sinr -----------------------------------------------------------------------------
@@ -292,8 +298,8 @@ def test_sinr_needs_positions() -> None:
 
 
 def test_chain_neighbours_that_cannot_decode_each_other_are_refused() -> None:
-    # 400 m at the defaults: 16.02 - 40.1 - 78.1 = -102.2 dBm, under the -101 dBm sensitivity
-    found = errors({"reception": "sinr", "spacing_m": 400})
+    # 100 m at the defaults: 16.02 - 40.1 - 60 = -84.1 dBm, under the -82 dBm sensitivity
+    found = errors({"reception": "sinr", "spacing_m": 100})
     assert "B does not hear A" in found["medium.positions.B"]
 
 
@@ -332,11 +338,12 @@ def test_validate_and_run_refuse_the_same_sinr_lines(tmp_path: Path) -> None:
 # ---- a sim run --------------------------------------------------------------------------------------
 def test_a_chain_runs_on_the_sim_with_reception_sinr(tmp_path: Path) -> None:
     doc = {"name": "sinr-chain", "backend": "sim", "seed": 1, "topology": {"chain": ["A", "B", "C", "D"]},
-           "medium": {"model": "dcf", "reception": "sinr", "spacing_m": 60, "shadowing_sigma_db": 3.0},
+           "medium": {"model": "dcf", "reception": "sinr", "spacing_m": 100,
+                      "rx_sensitivity_dbm": -101},
            "flows": [{"sender": "A", "receiver": "D", "segments": 200}], "variants": [{"name": "sinr"}]}
     run_dir = run_experiment(load_experiment(doc, "sinr.yaml"), out=tmp_path, jobs=1, plot=False, progress=lambda s: None)
     assert json.loads((run_dir / "sinr/rep0/meta.json").read_text())["status"] == "ok"
     mac = [e for n in "ABCD" for e in map(json.loads, (run_dir / "sinr/rep0" / f"{n}.log").read_text().splitlines())
            if e["ev"] == "mac"]
     assert len(mac) == 4 and sum(e["attempts"] for e in mac) > 600
-    assert sum(e["faded"] for e in mac) > 0            # the channel itself lost frames (shadowing, 60 m hops)
+    assert sum(e["faded"] for e in mac) > 0            # the channel itself lost frames (100 m hops: the grey zone of 11 Mbit/s)
