@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from experiments.medium_spec import build_medium, topology
+from experiments.medium_spec import build_medium, phy
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from routing.error_model import MODES
-from routing.medium import Delivered, Dropped, Frame, Medium
+from routing.medium import Delivered, Dropped, Frame, Medium, Topology
 from routing.reception import SinrReception, frame_success, phy_sections
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,6 +189,44 @@ def test_a_measured_signal_replaces_the_path_loss_of_its_direction_only() -> Non
     one_way = config(["A", "B"], {"A": [0, 0], "B": [10, 0]}, signal_dbm={"B": {"A": -95.0}}, **MODERN)
     sig = build_medium(one_way, 1).radio
     assert sig is not None and sig.rx_mw["A"]["B"] > 1e-6 > 1e-9 > sig.rx_mw["B"]["A"]   # -54.1 dBm, -95 dBm
+
+
+def test_a_frame_under_the_sensitivity_is_never_decoded_whatever_its_sinr() -> None:
+    # B's signal at A: -90 dBm, under the -82 dBm sensitivity, yet 4 dB over the noise, where B's ACKs at
+    # 2 Mbit/s would get through by their SINR alone: A never detects them and tries its frame 7 times
+    cfg = config(["A", "B"], {"A": [0, 0], "B": [10, 0]})
+    radio = build_medium(cfg, 1).radio
+    assert radio is not None
+    radio.rx_mw["A"]["B"] = 10 ** (-90.0 / 10)
+    m = Medium(phy(cfg), Topology({"A": frozenset(), "B": frozenset({"A"})}, {"A": frozenset(), "B": frozenset({"A"})}),
+               10, random.Random(1), radio)
+    m.send(0, Frame("A", "B", "x", 1000))
+    assert [type(o) for o in run(m)] == [Delivered]          # delivered once (duplicates detected), never dropped
+    st = m.stations["A"].stats
+    assert (st.attempts, st.ack_lost, st.collisions) == (7, 7, 0)
+
+
+class Draws:
+    """random() answers from a script."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def random(self) -> float:
+        return self.values.pop(0)
+
+
+def test_the_addressee_of_a_frame_it_received_waits_difs_not_eifs() -> None:
+    # nav duration: who decodes a frame goes back to DIFS after it, who senses it undecoded waits EIFS
+    # (10.3.2.3.7).  11 Mbit/s at 100 m: a data frame arrives with probability 0.78; the one draw says it did,
+    # so its addressee decoded it (a second draw for it would say otherwise)
+    m = build_medium(config(["A", "B"], {"A": [0, 0], "B": [100, 0]}, nav="duration", **MODERN), 1)
+    assert m.radio is not None
+    m.radio.rng = Draws(0.5, 0.99, 0.99)   # type: ignore[assignment]
+    m.send(0, Frame("A", "B", "x", 1000))
+    assert [type(o) for o in run(m)] == [Delivered]
+    assert m.stations["B"].eifs is False and m.stations["A"].eifs is False
+    assert m.radio.rng.values == [0.99, 0.99]   # the ACK (2 Mbit/s at 9.9 dB) is certain: no draw
 
 
 # ---- determinism -------------------------------------------------------------------------------------
