@@ -25,7 +25,7 @@ RECEPTIONS = ("range", "sinr")
 # reception sinr's settings and what null means for each (docs/MEDIUM.md, "Reception by signal and interference")
 SINR_DEFAULTS: dict[str, Any] = {
     "tx_power_dbm": 16.0206,                                     # ns-3 WifiPhy TxPowerStart/End: 40 mW
-    "reference_loss_db": round(friis_loss_db(1.0, CHANNEL1_HZ), 2),   # free space at 1 m, 2412 MHz: 40.09 dB
+    "reference_loss_db": round(friis_loss_db(1.0, CHANNEL1_HZ), 2),   # free space at 1 m, 2412 MHz: 40.1 dB
     "path_loss_exponent": 3.0,                                   # ns-3 LogDistancePropagationLossModel
     "shadowing_sigma_db": 0.0,
     "shadowing_seed": 1,
@@ -109,7 +109,7 @@ _SETTINGS: dict[str, Any] = {
     "reception": F(STR, "range", one_of(*RECEPTIONS), "range: decoded within range_m, lost to any overlapping "
                    "transmission within cs_range_m | sinr: by signal, noise and interference (the settings below)"),
     "tx_power_dbm": _opt(NUM, None, "sinr: transmit power, -30 to 30 dBm (default 16.02: 40 mW, ns-3's)"),
-    "reference_loss_db": _opt(NUM, None, "sinr: path loss at 1 m in dB, > 0 (default 40.09: free space at 2412 MHz)"),
+    "reference_loss_db": _opt(NUM, None, "sinr: path loss at 1 m in dB, > 0 (default 40.1: free space at 1 m, 2412 MHz)"),
     "path_loss_exponent": _opt(NUM, None, "sinr: log-distance exponent n, 1 to 8 (default 3, ns-3's; free space 2)"),
     "shadowing_sigma_db": _opt(NUM, None, "sinr: log-normal shadowing per link (both ways alike), its standard "
                                "deviation in dB, 0 to 20 (default 0: none)"),

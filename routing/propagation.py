@@ -6,7 +6,7 @@ Pure functions (no state, no clock); routing.reception puts them together for on
   eq. 4.68; ns-3's ``LogDistancePropagationLossModel``): L(d) = L(d0) + 10 n log10(d / d0) with the
   reference distance d0 = 1 m; nearer than d0 the loss is L(d0), as ns-3 does;
 * the reference loss of free space (:func:`friis_loss_db`, Friis: 20 log10(4 pi d f / c)), the default
-  L(d0) at 1 m on channel 1 (2412 MHz): 40.09 dB;
+  L(d0) at 1 m on channel 1 (2412 MHz): 40.1 dB;
 * log-normal shadowing (:func:`shadowing_db`; Rappaport eq. 4.69a): a zero-mean Gaussian in dB with
   standard deviation sigma, one value per unordered pair of nodes (the same both ways), drawn from a
   generator seeded by the seed and the pair's names only, so that it is the same in every run, every
