@@ -376,10 +376,10 @@ def test_validate_and_run_refuse_the_same_sinr_lines(tmp_path: Path) -> None:
 
 # ---- graphs: two paths, crossing flows ------------------------------------------------------------
 DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
-DIAMOND_AT = {"A": [0, 0], "B": [60, 45], "C": [60, -45], "D": [120, 0]}
+DIAMOND_AT = {"A": [0, 0], "B": [96, 72], "C": [96, -72], "D": [192, 0]}
 GRID = [[f"N{r}{c}", f"N{r}{c + 1}"] for r in range(3) for c in range(2)] + \
        [[f"N{r}{c}", f"N{r + 1}{c}"] for r in range(2) for c in range(3)]
-GRID_AT = {f"N{r}{c}": [70 * c, 70 * r] for r in range(3) for c in range(3)}
+GRID_AT = {f"N{r}{c}": [100 * c, 100 * r] for r in range(3) for c in range(3)}
 
 
 @pytest.mark.parametrize("links,at,flows", [
@@ -390,14 +390,15 @@ GRID_AT = {f"N{r}{c}": [70 * c, 70 * r] for r in range(3) for c in range(3)}
 def test_reception_sinr_runs_on_graphs(tmp_path: Path, links: list[list[str]], at: dict[str, list[float]],
                                        flows: list[dict[str, Any]]) -> None:
     doc = {"name": "g", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 1.0}, "topology": {"links": links},
-           "medium": {"model": "dcf", "reception": "sinr", "positions": at, "shadowing_sigma_db": 4.0, **MODERN},
+           "medium": {"model": "dcf", "reception": "sinr", "positions": at, "shadowing_sigma_db": 4.0, "rate_mbps": 5.5,
+                      **MODERN},
            "routing": {"metric": "etx"}, "tcp": {"variant": "sack"}, "flows": flows}
     d = run_experiment(load_experiment(doc, "g.yaml"), out=tmp_path, jobs=1, plot=False, progress=lambda s: None)
     df = pd.read_csv(d / "summary.csv")
     assert len(df) == len(flows) and (df["status"] == "ok").all() and df["integrity_ok"].all()
     mac = {e["node"]: e for n in at for e in map(json.loads, (d / "default/rep0" / f"{n}.log").read_text().splitlines())
            if e["ev"] == "mac"}
-    assert set(mac) == set(at) and sum(m["collisions"] for m in mac.values()) > 0
+    assert set(mac) == set(at) and sum(m["faded"] for m in mac.values()) > 0   # links in the grey zone
 
 
 # ---- a sim run --------------------------------------------------------------------------------------
