@@ -47,8 +47,8 @@ hold above gives way to the standard's virtual carrier sense:
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
 propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
-the issue defines it); no capture with range reception; a NAV set by an RTS is not reset when no data follows.  Times are
-integer nanoseconds, so the arithmetic is exact and runs repeat.
+the issue defines it); no capture with range reception; a NAV set by an RTS is not reset when no data
+follows.  Times are integer nanoseconds, so the arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
 
@@ -637,8 +637,8 @@ class Medium:
                     self._garble(other, tx)
                     self._garble(tx, other)
         self._air.append(tx)
-        # carrier sense: busy at each station that senses the sender (range: within cs_range_m; sinr: its
-        # signal there at least cs_threshold_dbm, IEEE 802.11-2016 17.3.10.6)
+        # carrier sense: busy at each station that senses the sender (range: within cs_range_m; sinr: it
+        # decodes the sender, or the signal there is at least cs_threshold_dbm: IEEE 802.11-2016 17.3.10.6)
         for s in self._sensing[tx.src]:
             self._busy(s, now)
         if self._nav and tx.kind in ("ack", "cts"):
