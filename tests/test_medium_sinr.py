@@ -5,23 +5,20 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
 
 from experiments.medium_spec import build_medium, phy
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from routing.error_model import MODES
 from routing.medium import Delivered, Dropped, Frame, Medium, Topology
-from routing.reception import SinrReception, frame_success, phy_sections
+from routing.reception import frame_success, phy_sections
+from test_medium_schema import refused_lines
 
-ROOT = Path(__file__).resolve().parents[1]
 MODERN = {"rx_sensitivity_dbm": -101.0}   # a radio that detects frames far below the standard's -82 dBm minimum (ns-3's RxSensitivity)
 
 
@@ -360,18 +357,9 @@ BAD = {"name": "bad", "backend": "sim", "flows": FLOWS,
 
 
 def test_validate_and_run_refuse_the_same_sinr_lines(tmp_path: Path) -> None:
-    p = tmp_path / "bad.yaml"
-    p.write_text(yaml.safe_dump(BAD))
-    out = tmp_path / "runs"
-    lines = {}
-    for cmd in (["validate", str(p)], ["run", str(p), "--out", str(out), "--no-plot"]):
-        r = subprocess.run([sys.executable, "-m", "experiments", *cmd], cwd=ROOT, capture_output=True, text=True)
-        assert r.returncode == 2, r.stderr
-        lines[cmd[0]] = r.stderr.splitlines()
-    assert lines["validate"] == lines["run"]
-    assert [line.split(": ")[3] for line in lines["run"]] == ["medium.noise_floor_dbm", "medium.rate_mbps",
-                                                              "variants[v].medium.cs_threshold_dbm"]
-    assert not out.exists()
+    _, lines = refused_lines(tmp_path, BAD)
+    assert [line.split(": ")[3] for line in lines] == ["medium.noise_floor_dbm", "medium.rate_mbps",
+                                                       "variants[v].medium.cs_threshold_dbm"]
 
 
 # ---- graphs: two paths, crossing flows ------------------------------------------------------------
