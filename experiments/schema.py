@@ -7,7 +7,6 @@ naming the file, the field path and what was expected.
 from __future__ import annotations
 
 import copy
-import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,13 +216,6 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
             and not full[times[0]] < full[times[1]]:
         errs.append(ExperimentError(src, f"{path}.{times[1]}", f"must be after {times[0]} ({full[times[0]]}), "
                                     f"got {full[times[1]]}"))
-    if model_ok and not any(e.path.startswith(path) for e in found):
-        # what only the model itself can say (p_good_bad and p_bad_good both 0), before anything starts
-        settings = {k: v for k, v in full.items() if k not in ("model", "down")}
-        try:
-            LOSS_MODELS[full["model"]].build(settings, random.Random(0))
-        except ValueError as e:
-            errs.append(ExperimentError(src, path, str(e)))
     return full
 
 

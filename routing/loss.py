@@ -197,15 +197,13 @@ class PacketGilbertElliott:
                  loss_good: float = 0.0, loss_bad: float = 0.5, start_good: bool = True) -> None:
         self.p_good_bad = _probability("p_good_bad", p_good_bad)
         self.p_bad_good = _probability("p_bad_good", p_bad_good)
-        if self.p_good_bad + self.p_bad_good == 0.0:
-            raise ValueError("p_good_bad and p_bad_good are both 0: the state would never change")
         self.loss_good = _probability("loss_good", loss_good)
         self.loss_bad = _probability("loss_bad", loss_bad)
         if not isinstance(start_good, bool):
             raise ValueError(f"start_good must be a bool, got {start_good!r}")
         self._state_rng = random.Random(rng.getrandbits(64))
         self._loss_rng = random.Random(rng.getrandbits(64))
-        self._good = start_good
+        self._good = self._start_good = start_good
 
     @property
     def state(self) -> str:
@@ -214,8 +212,12 @@ class PacketGilbertElliott:
 
     @property
     def bad_fraction(self) -> float:
-        """Stationary probability that a packet meets the bad state."""
-        return self.p_good_bad / (self.p_good_bad + self.p_bad_good)
+        """Stationary probability that a packet meets the bad state (both transition probabilities
+        0: the state never changes, so the start state's)."""
+        moves = self.p_good_bad + self.p_bad_good
+        if moves == 0.0:
+            return 0.0 if self._start_good else 1.0
+        return self.p_good_bad / moves
 
     @property
     def mean_loss(self) -> float:

@@ -84,7 +84,6 @@ def test_reproducible_and_built_from_the_registry() -> None:
 
 @pytest.mark.parametrize("bad, where, says", [
     ({"p_good_bad": 1.5}, "loss.default.p_good_bad", "1"),
-    ({"p_good_bad": 0, "p_bad_good": 0}, "loss.default", "never change"),
     ({"good_mean_s": 6}, "loss.default.good_mean_s", "not a setting of model 'gilbert-elliott-packet'"),
 ])
 def test_the_schema_refuses_bad_settings_before_anything_starts(bad, where, says) -> None:
@@ -93,6 +92,14 @@ def test_the_schema_refuses_bad_settings_before_anything_starts(bad, where, says
     with pytest.raises(ExperimentError) as e:
         load_experiment(doc, "ge.yaml")
     assert any(err.path == where and says in err.message for err in e.value.errors), str(e.value)
+
+
+def test_with_no_transitions_the_state_stays_where_it_started() -> None:
+    for start_good, rate in ((True, 0.0), (False, 0.5)):
+        m = PacketGilbertElliott(random.Random(SEED), p_good_bad=0, p_bad_good=0, start_good=start_good)
+        good, lost = states_and_drops(m, 20_000)
+        assert set(good) == {start_good} and m.mean_loss == rate
+        assert abs(sum(lost) / len(lost) - rate) < 5 * math.sqrt(rate * (1 - rate) / len(lost)) + 1e-12
 
 
 def test_the_schema_fills_the_defaults() -> None:
