@@ -13,7 +13,7 @@ from conftest import alive, kill_group, node_pids, start_run, wait_for
 from routing.wire import DATA, Packet, encode
 from tcp_user.segment import ACK, Segment
 
-CONTRACT = ["variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps", "losses_dupack",
+CONTRACT = ["variant", "flow", "repetition", "seed", "segments", "duration_s", "goodput_mbps", "losses_dupack",
             "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99", "tx_per_pkt_max",
             "cache_max_segments", "snoop_hits", "local_retransmissions"]
 
