@@ -9,6 +9,8 @@ this test's runs is left: namespaces, interfaces, processes, iptables rules); fa
 ASPAN_REQUIRE_ROOT_TESTS=1.
 """
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +38,17 @@ for i in range(n):
 """
 
 
+def stop_run(p: subprocess.Popen) -> None:
+    """A run this test left going (it failed): Ctrl-C, so the runner removes its namespaces and daemons
+    (they live in their own sessions: a SIGKILL to the runner's group would leave them), then SIGKILL."""
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            p.wait(90)
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+
+
 @pytest.mark.parametrize("mac", [True, False])
 def test_forged_probes_from_a_neighbours_namespace_without_the_key(netns, mac):
     exp = write_exp(netns, segments=20000, loss=0.0, settle=3.0, max_s=90, auth={"mac": mac},
@@ -43,8 +56,8 @@ def test_forged_probes_from_a_neighbours_namespace_without_the_key(netns, mac):
     p = start_run(exp, netns / "runs", "--no-plot")
     try:
         rep = wait_for(lambda: next((netns / "runs" / "t").glob("*/sack/rep0"), None), 60, "the rep dir")
-        wait_for(lambda: (rep / "B.log").exists() and '"etx"' in (rep / "B.log").read_text(), 60,
-                 "B's first ETX line")
+        wait_for(lambda: all((rep / f"{n}.ready").exists() for n in "ABCD"), 60, "the node daemons")
+        wait_for(lambda: '"etx"' in (rep / "B.log").read_text(), 60, "B's first ETX line")
         conf = json.loads((rep / "B.node.json").read_text())
         addrs, port = conf["experiment"]["topology"]["addresses"], conf["probe_port"]
         ns_c = json.loads((rep / "C.node.json").read_text())["ns"]
@@ -56,7 +69,7 @@ def test_forged_probes_from_a_neighbours_namespace_without_the_key(netns, mac):
         t_end = time.time()
         out, _ = p.communicate(timeout=240)
     finally:
-        kill_group(p)
+        stop_run(p)
     assert p.returncode == 0, out
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["auth"] is mac and meta["status"] == "ok"
