@@ -10,14 +10,16 @@ without the MAC (routing.auth):
   every other node, is a stranger too), and the IP source on the kernel data plane's probe socket
   (routing.udp_probe);
 * a probe or an LSA (link-local: it describes the link it came over, routing.engine.LINK_LOCAL) whose
-  header names another source than that neighbour is a stranger's too (:func:`names_its_sender`).
+  header names another source than that neighbour is a stranger's too (:func:`names_its_sender`; the
+  node core asks it whenever its driver names the neighbour, routing.node.NodeCore._deliver, and so does
+  the probe socket).
 
 With the MAC on, the tag binds the datagram to the link (routing.wire.link_id), so a stranger who
 spoofs a neighbour's source address is then dropped as ``forged``; with the MAC off the rule is what
 keeps an address outside the experiment from setting a node's ETX estimate or reaching its relay path.
-The sim backend has no link addresses: its links deliver only between configured neighbours
-(experiments/backends/sim.py), and the node core's own check (routing.node.NodeCore._deliver: a probe or
-an LSA naming a node that is not a neighbour) is what stands there.
+The sim backend has no link addresses: its links and its medium deliver only between configured
+neighbours (experiments/backends/sim.py, sim_medium.py), so no stranger can reach a node there; the node
+core's own check (a probe or an LSA naming a node that is not a neighbour) is what stands.
 """
 from __future__ import annotations
 

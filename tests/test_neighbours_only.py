@@ -64,8 +64,9 @@ def forged_probe(seq: int) -> bytes:
 
 @pytest.mark.parametrize("mac", [False, True])
 def test_forged_probes_from_a_stranger_address_do_not_move_the_estimate(tmp_path, mac):
-    """At the driver's drain, with scripted datagrams: 500 forged probes from a stranger's address
-    leave B's estimate of A where the real probes put it; each is counted as ``stranger``."""
+    """At the driver's drain, with scripted datagrams: 500 forged probes from a stranger's address, and 500
+    from neighbour C's address naming A, leave B's estimate of A where the real probes put it; each is
+    counted as ``stranger``."""
     a_udp, c_udp, stranger = ("127.0.0.1", 7001), ("127.0.0.3", 7001), ("127.0.0.9", 7001)
     auth = MeshAuth(KEY, B, [A, C], 1) if mac else None
     node, log = _node_b(tmp_path, {A: a_udp, C: c_udp}, auth)
@@ -83,8 +84,16 @@ def test_forged_probes_from_a_stranger_address_do_not_move_the_estimate(tmp_path
                   for s in range(11, 511)]
         node.sock = ScriptedSocket([(d, stranger) for d in forged])
         node._drain(budget=1000)
+        # neighbour C (with the key, when there is one) sends probes naming A: a probe measures the link it
+        # came over, so its header must name the neighbour it came from (routing.neighbours.names_its_sender)
+        seal_c = MeshAuth(KEY, C, [B], 1)
+        from_c = [seal_c.seal(Packet(PROBE, A, 0, B, 0, probe=Probe(s, 0.0)), B) if mac else forged_probe(s)
+                  for s in range(511, 1011)]
+        node.sock = ScriptedSocket([(d, c_udp) for d in from_c])
+        node._drain(budget=1000)
         assert (link.probes.received, link.forward(), node.core.etx.quality(A)) == before
-        assert node.core.engine.drops["stranger"] == 500 and node.rx_datagrams == 510
+        assert node.core.engine.drops["stranger"] == 1000 and node.rx_datagrams == 1010
+        assert node.core.etx.link(C).probes.received == 0
         assert sum(v for k, v in node.core.engine.drops.items() if k != "stranger") == 0
     finally:
         log.close()
