@@ -4,8 +4,8 @@ One ``aspan node`` process (node B of the chain A-B-C-D, the local backend's con
 neighbours' addresses lead nowhere) hears ``--count`` datagrams from one socket bound to its neighbour
 A's UDP address (no node A runs: the flood is what a hostile neighbour sends; a node drops anything
 from an address that is not a neighbour's as ``stranger`` before it is parsed, issue 27 item 3, which
-``--stranger`` floods instead) as fast as it can send them: random bytes, truncated, bit-flipped and field-absurd encodings (tests/test_fuzz_node's
-kinds, drawn with a seeded RNG).  Reports the send and processing rates, the accounting
+``--stranger`` floods instead) as fast as it can send them: random bytes, truncated, bit-flipped and
+field-absurd encodings (tests/test_fuzz_node's kinds, drawn with a seeded RNG).  Reports the send and processing rates, the accounting
 ``sent = received by the node + dropped by the kernel (socket buffer full)``, the node's drops by
 reason, its log size, and its RSS before and after.  Loopback only.
 With ``--forged`` the datagrams are instead well-formed data segments of a flow no experiment
