@@ -96,3 +96,41 @@ def test_forged_probes_from_a_neighbours_namespace_without_the_key(netns, mac):
         assert s["probes"]["probes_heard"] > 0, n
         if n != "B":
             assert sum(s["probes"]["drops"].values()) == 0, (n, s["probes"]["drops"])
+
+
+def test_sealed_lsas_reroute_a_flow_around_a_deaf_node_on_a_diamond(netns):
+    """With ``auth.mac`` the link-state advertisements travel sealed too: on a diamond whose relay B goes deaf
+    a second after the flow starts, A and D reroute through C as without the MAC (tests/test_netns_graph.py),
+    every node accepted LSAs, and no probe socket dropped a real node's probe or LSA."""
+    import yaml
+
+    from test_netns_backend import run_dir
+    from test_netns_graph import DIAMOND, planned_paths, write_graph_exp
+
+    exp, cfg = write_graph_exp(netns, DIAMOND, [{"sender": "A", "receiver": "D", "segments": 4000}], {},
+                               routing={"metric": "etx", "dynamic": True}, netns={"rate_mbit": 4},
+                               auth={"mac": True})
+    doc = yaml.safe_load(exp.read_text())
+    doc["loss"]["nodes"]["B"] = {"model": "bernoulli", "rate": 0.0, "down": [[1.0, 300]]}
+    doc["etx"]["settle_s"] = 3.0
+    exp.write_text(yaml.safe_dump(doc))
+    assert planned_paths(cfg) == [["A", "B", "D"]]
+    p = start_run(exp, netns / "runs", "--no-plot")
+    try:
+        out, _ = p.communicate(timeout=180)
+    finally:
+        stop_run(p)
+    assert p.returncode == 0, out
+    rep = run_dir(netns / "runs") / "aspan" / "rep0"
+    assert json.loads((rep / "meta.json").read_text())["auth"] is True
+    addrs = cfg["topology"]["addresses"]
+    [end] = [e for e in events(rep, "D") if e["ev"] == "flow_end"]
+    assert end["ok"] is True
+    for node, dst in (("A", "D"), ("D", "A")):
+        moved = [e for e in events(rep, node) if e["ev"] == "route" and e["dst"] == addrs[dst]]
+        assert moved and moved[-1]["new"] == addrs["C"], (node, moved)
+    for n in "ABCD":
+        stop = next(e for e in events(rep, n) if e["ev"] == "node_stop")
+        assert stop["routing"]["lsa_accepted"] > 0, n
+        probe_drops = stop["probes"]["drops"]
+        assert probe_drops["forged"] == probe_drops["replay"] == probe_drops["stranger"] == 0, (n, probe_drops)
