@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from deploy import kernel, nodes
+from deploy import kernel, nodes, radio
 from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
 from deploy.inventory import Inventory, load_inventory_file
 from experiments.backends.pi_common import (POLL_TRIES, RunFailed, _group, _preflight, arm_hosts, check_hosts, dry_arm,
@@ -93,7 +93,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     rnode = {r.name: r.host.node for r in remotes}
     started: list[Remote] = []      # hosts where a node was started (or may have been)
     # the MAC filter only: no sysctl, route, offload or root process of the overlay's
-    plans = {n: kernel.HostPlan(hosts[n].iface, hosts[n].mesh_address, {}, [], 0, [], offloads_off=())
+    plans = {n: kernel.HostPlan(hosts[n].iface, hosts[n].mesh_address, {}, [], 0, [], offloads_off=(),
+                                radio=radio.plan(cfg["pi"], hosts[n].iface, inventory.freq))
              for n in names}
     snaps: dict[str, kernel.Snapshot] = {}
     armed: list[Remote] = []        # hosts whose restore script may exist

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from etx.estimator import EtxTable
+from experiments.backends.netns.babel import BabelWatch
 from experiments.backends.node_main import read_key
-from experiments.build import header_fields, node_agent, node_loss_spec, node_routing, node_sink, route_tables
+from experiments.build import (babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
+                               route_tables)
 from routing.auth import MeshAuth
 from routing.capture import KernelTap
 from routing.eventlog import EventLog, fail_process
@@ -102,6 +104,7 @@ def run_node(conf: dict[str, Any]) -> int:
     prober: UdpProber | None = None
     tap: KernelTap | None = None
     shaper: LinkShaper | None = None
+    watch: BabelWatch | None = None
     code = 0
     try:
         if conf.get("realtime"):
@@ -131,6 +134,13 @@ def run_node(conf: dict[str, Any]) -> int:
                 kroutes.apply(changes)       # the kernel's first: the log says what is in force
                 apply_changes(routing.router, changes, table, log.emit, now)
 
+        if babeld_routes(cfg):
+            def on_babel(changes: list[RouteChange], routes: dict[str, str], now: float) -> None:
+                table.replace({d: v for d, v in routes.items() if v in table.neighbours})
+                for c in changes:
+                    log.emit(now, "route", dst=c.dst, old=c.old, new=c.new, metric=None)
+            watch = BabelWatch(addr, list(cfg["topology"]["addresses"].values()), table.as_dict(), on_babel,
+                               node_loss_spec(cfg, name, t_flows).get("down", []), log.emit)
         prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"],
                            routing=routing, on_routes=on_routes if routing is not None else None,
                            jitter=lambda: jrng.uniform(-0.1, 0.1), auth=probe_auth(conf, addr, table.neighbours))
@@ -160,6 +170,8 @@ def run_node(conf: dict[str, Any]) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, halt)
         prober.start()
+        if watch is not None:
+            watch.start()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         ready = Path(conf["ready_file"])
         ready.with_suffix(".tmp").write_text(str(os.getpid()))
@@ -171,6 +183,8 @@ def run_node(conf: dict[str, Any]) -> int:
             log.flush()
             if prober is not None and prober.error is not None:
                 raise prober.error
+            if watch is not None and watch.error is not None:
+                raise watch.error
             return not (stop.is_set() or now >= conf["deadline"] or os.getppid() != parent)
 
         if driver is not None:
@@ -187,6 +201,9 @@ def run_node(conf: dict[str, Any]) -> int:
                                     if routing is not None and kroutes is not None else {}), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
                                  "user_s": round(ru.ru_utime, 3), "sys_s": round(ru.ru_stime, 3),
                                  "cpu_run_s": round(ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, 3)}
+        if watch is not None:
+            watch.stop()
+            extra["routing"] = dict(watch.stats, daemon="babeld")
         if driver is not None:
             extra["queue"] = dict(driver.stats)
         if shaper is not None:
@@ -207,6 +224,8 @@ def run_node(conf: dict[str, Any]) -> int:
         stop.set()
         if prober is not None:
             prober.stop()
+        if watch is not None:
+            watch.stop()
         try:
             if shaper is not None:
                 shaper.close()     # accepts what is still held, unbinds the queue

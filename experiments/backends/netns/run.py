@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from experiments.progress import DeliveryProgress
 from experiments.backends.netns import mesh as meshmod
-from experiments.backends.netns import state
+from experiments.backends.netns import babel, state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import FlowPlan, flow_plans, mac_on, new_key, start_rep, write_key, write_meta
 from experiments.schema import Variant
@@ -63,10 +63,15 @@ class Procs:
         ``pass_fds``: descriptors the process inherits under the same numbers."""
         cpath = self.rep_dir / f"{name}.json"
         cpath.write_text(json.dumps(conf))
+        return self.start_cmd(name, ns, [sys.executable, "-m", module, "--config", str(cpath)], pass_fds)
+
+    def start_cmd(self, name: str, ns: str | None, argv: list[str],
+                  pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in namespace ``ns`` (None: the root namespace), its stderr in ``<name>.stderr``."""
         where = ["ip", "netns", "exec", ns] if ns is not None else []
         with open(self.rep_dir / f"{name}.stderr", "wb") as err:
-            p = subprocess.Popen([*where, sys.executable, "-m", module, "--config", str(cpath)],
-                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, pass_fds=pass_fds)
+            p = subprocess.Popen([*where, *argv], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                 pass_fds=pass_fds)
         self.procs[name] = p
         return p
 
@@ -90,16 +95,21 @@ class Procs:
         return " | ".join(text.splitlines()[-n:])
 
     def stop_all(self) -> dict[str, int | None]:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.time() + STOP_GRACE_S
-        for p in self.procs.values():
-            try:
-                p.wait(timeout=max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        """SIGTERM, then SIGKILL after STOP_GRACE_S; routing daemons (``*.babeld``) after the rest, so no node
+        logs the routes they withdraw on their way out as route changes."""
+        last = {n for n in self.procs if n.endswith(".babeld")}
+        for group in ([n for n in self.procs if n not in last], sorted(last)):
+            for n in group:
+                if self.procs[n].poll() is None:
+                    self.procs[n].send_signal(signal.SIGTERM)
+            deadline = time.time() + STOP_GRACE_S
+            for n in group:
+                p = self.procs[n]
+                try:
+                    p.wait(timeout=max(0.1, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
         return {n: p.returncode for n, p in self.procs.items()}
 
 
@@ -148,6 +158,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     try:
         state.ensure_unreachable_route()
         meshmod.setup(plan)
+        if plan.babel_hello_s is not None:
+            meta["babeld"] = _start_babeld(plan, procs, rep_dir)
+            write_meta(rep_dir, meta)
         _run_flows(cfg, plan, procs, rep_dir, seed, variant, repetition, meta)
     except RunFailed as e:
         meta["status"] = "failed"
@@ -175,6 +188,27 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             signal.signal(signal.SIGINT, old_int)
             write_meta(rep_dir, meta)
     return meta
+
+
+def _start_babeld(plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path) -> dict[str, Any]:
+    """babeld in every namespace (experiments/backends/netns/babel.py); returns once each node has a route to
+    every other and no route has changed for babel.quiet_s (meta.json's ``babeld``: the Hello interval, when
+    the routes last changed, the version)."""
+    missing = babel.missing()
+    if missing:
+        raise NetnsError("routing.daemon babeld needs " + "; ".join(missing) + " (apt install babeld iptables)")
+    assert plan.babel_hello_s is not None
+    for i, n in enumerate(plan.nodes):
+        files = {"pid": str(rep_dir / f"{n}.babeld.pid"), "state": str(rep_dir / f"{n}.babeld.state")}
+        conf = rep_dir / f"{n}.babeld.conf"
+        conf.write_text(babel.config_text(i + 1, sorted(plan.devs[n].values()), plan.addrs[n], plan.babel_hello_s,
+                                          files))
+        procs.start_cmd(f"{n}.babeld", plan.ns(n), [babel.BABELD, "-c", str(conf)])
+    took = babel.wait_converged({n: plan.ns(n) for n in plan.nodes}, plan.addrs, lambda: procs.failed(set()),
+                                babel.quiet_s(plan.babel_hello_s))
+    version = subprocess.run([babel.BABELD, "-V"], capture_output=True, text=True, timeout=10)
+    return {"hello_s": plan.babel_hello_s, "converged_s": took,
+            "version": (version.stderr or version.stdout).strip()}
 
 
 def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
