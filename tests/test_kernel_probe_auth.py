@@ -66,3 +66,15 @@ def test_the_pis_kernel_daemons_get_the_key_beside_their_config_only_with_the_ma
     assert r.puts[0] == ("/r/B/B.key", KEY.hex().encode())          # the key first, in its own file
     config = dict(r.puts)["/r/B/B.node.json"]
     assert KEY.hex().encode() not in config and json.loads(config)["auth_key_file"] == "/r/B/B.key"
+
+
+def test_stopping_the_pis_kernel_processes_deletes_a_key_no_daemon_read(tmp_path):
+    """A daemon that died before it read its key leaves the file: the stop command deletes it (run here in
+    a shell, on a directory standing in for the Pi's run directory, no process to stop)."""
+    import subprocess
+    (tmp_path / "B.key").write_text(KEY.hex())
+    (tmp_path / "B.node.json").write_text("{}")
+    out = subprocess.run(["bash", "-c", pi_kernel.stop_command(str(tmp_path), ["B.node"])], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.startswith("B.node not-running"), out
+    assert not (tmp_path / "B.key").exists() and (tmp_path / "B.node.json").exists()

@@ -184,13 +184,15 @@ def parse_states(out: str) -> tuple[dict[str, tuple[str, str]], int | None]:
 
 
 def stop_command(rdir: str, names: list[str]) -> str:
-    """Stop each process (TERM, KILL after the grace time); ``NAME stopped|killed|not-running PID exit CODE``."""
+    """Stop each process (TERM, KILL after the grace time); ``NAME stopped|killed|not-running PID exit CODE``.
+    Then a key file a node daemon never read (it died first) is deleted: the key stays on no Pi (issue 13)."""
     q = shlex.quote
     parts = [nodes.ALIVE_FN.rstrip("; ")]
     for n in names:
         pf = f"{rdir}/{n}.pid"
         parts.append(f"echo {q(n)} $({nodes._stop_snippet(q(pf), ROOT_STOP_GRACE_S)}) "
                      f"exit $(cat {q(rdir + '/' + n + '.exit')} 2>/dev/null || echo none)")
+    parts.append(f"rm -f {q(rdir)}/*.key")
     return "; ".join(parts)
 
 
@@ -497,7 +499,7 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshP
         d = run.rdirs[r.host.node]
         got = []
         for f in sorted(r.listdir(d)):
-            if f.endswith((".pid", ".tmp", ".key")) or f == "go.json":   # a key a daemon never read stays there
+            if f.endswith((".pid", ".tmp", ".key")) or f == "go.json":   # never a key (stop_command deletes it)
                 continue
             r.get(f"{d}/{f}", run.rep_dir / f)
             got.append(f)
