@@ -173,7 +173,8 @@ SCHEMA: dict[str, Any] = {
     "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
         "mac": F((str, bool), "auto", _auth_mode,
                  "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
-                 "auto: on for pi (an open WiFi cell), off for local (loopback); sim and netns have no overlay data path"),
+                 "auto: on for pi (an open WiFi cell), off for local (loopback) and netns (where only the probes and "
+                 "LSAs carry it: kernel TCP has no MAC); sim has no wire"),
     },
     "pi": {   # backend pi only (README, "Running on Raspberry Pis"); the other backends ignore this section
         "data_plane": F(STR, "udp", one_of("udp", "kernel"),
