@@ -99,8 +99,38 @@ def refuse_route_hops(source: str, variants: list[tuple[str, dict[str, Any]]], b
 
 def link_state(cfg: dict[str, Any]) -> bool:
     """Do the nodes route by flooded link state (routing.linkstate)?  With the etx metric (static: the
-    routes fixed when settling ends) and with ``routing.dynamic``; hop-count static routes need none."""
-    return cfg["routing"]["metric"] == "etx" or cfg["routing"]["dynamic"]
+    routes fixed when settling ends) and with ``routing.dynamic``; hop-count static routes need none.
+    Not when ``routing.daemon`` hands the routes to babeld (:func:`babeld_routes`)."""
+    return (cfg["routing"]["metric"] == "etx" or cfg["routing"]["dynamic"]) and not babeld_routes(cfg)
+
+
+def babeld_routes(cfg: dict[str, Any]) -> bool:
+    """Does babeld compute and install the routes (``routing.daemon: babeld``; netns only)?"""
+    return cfg["routing"]["daemon"] == "babeld"
+
+
+def measured_routes(cfg: dict[str, Any]) -> bool:
+    """Do the nodes find their routes while the run goes (our link state, or babeld), so that the routes
+    they ended with come from their logs' ``route`` events (:func:`logged_routes`)?"""
+    return link_state(cfg) or babeld_routes(cfg)
+
+
+#: Why babeld runs on the netns backend only.
+BABELD_REFUSED = {
+    "sim": "babeld is a real daemon in real time; the sim's nodes live in virtual time",
+    "local": "the local backend's nodes share the root namespace's loopback: babeld would install its routes "
+             "into the machine's own kernel table, and the overlay does not forward by kernel routes",
+    "pi": "babeld on the Pis is not deployed by aspan deploy yet; run it with --backend netns",
+}
+
+
+def refuse_routing_daemon(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+                          error: type[ConfigError]) -> None:
+    """Raise ``error`` naming the first variant with ``routing.daemon: babeld`` on a backend other than netns."""
+    for name, cfg in variants:
+        if babeld_routes(cfg) and backend in BABELD_REFUSED:
+            raise error(source, f"variants[{name}].routing.daemon", f"cannot run on backend {backend}: "
+                        f"{BABELD_REFUSED[backend]}")
 
 
 def link_state_settings(cfg: dict[str, Any]) -> LinkStateSettings:
@@ -209,7 +239,8 @@ def tcp_config(cfg: dict[str, Any], mss: int, variant: str | None = None) -> Tcp
     return TcpConfig(variant=variant or t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
                      rcv_buffer=t["rcv_buffer_segments"] * mss, min_rto=t["min_rto_s"],
                      max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"],
-                     snack=t.get("snack", False))
+                     snack=t.get("snack", False), delayed_ack=t.get("delayed_ack", False),
+                     delack_s=t.get("delack_s", 0.2))
 
 
 def scheme_config(cfg: dict[str, Any]) -> SchemeConfig:
@@ -428,7 +459,8 @@ def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, bac
             "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
             "scenario": cfg.get("scenario", ""),
             # the starting routes (hop count); with link-state routing, those the nodes ended with (write_meta)
-            "routing": dict(route_record(cfg, route_tables(cfg)), link_state=link_state(cfg)),
+            "routing": dict(route_record(cfg, route_tables(cfg)), link_state=measured_routes(cfg),
+                            daemon=cfg["routing"]["daemon"]),
             # where the medium's nodes stand (metres), random placements resolved; null without positions
             "positions": medium_positions(cfg),
             # the loss `down` intervals (relative to the flow start): the summary's reroute and recovery times

@@ -15,8 +15,9 @@ import yaml
 
 from experiments.backends import BACKENDS, RepRunner
 from experiments.backends.loopback import refuse_local
+from experiments.build import (measured_routes, refuse_link_loss, refuse_route_hops, refuse_routing_daemon, route_record,
+                               route_tables)
 from experiments.cluster import CLUSTER_REFUSED
-from experiments.build import link_state, refuse_link_loss, refuse_route_hops, route_record, route_tables
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
 from experiments.provenance import process_provenance, run_provenance
@@ -62,6 +63,7 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     refuse_route_hops(exp.source, variants, backend, ExperimentError)
     refuse_local(exp.source, variants, backend, ExperimentError)
     refuse_link_loss(exp.source, variants, backend, ExperimentError)
+    refuse_routing_daemon(exp.source, variants, backend, ExperimentError)
     if backend != "netns":
         return
     for v in exp.variants:
@@ -249,10 +251,12 @@ def write_routes(run_dir: Path, exp: Experiment) -> None:
     repetition's meta.json instead, and every change in the node logs (``route`` events)."""
     out: dict[str, Any] = {}
     for v in exp.variants:
-        if not link_state(v.config):
+        if not measured_routes(v.config):
             out[v.name] = route_record(v.config, route_tables(v.config))
         else:
             when = "changing with the link state" if v.config["routing"]["dynamic"] else "fixed when settling ends"
+            if v.config["routing"]["daemon"] != "builtin":
+                when += f", computed by {v.config['routing']['daemon']}"
             out[v.name] = {"metric": v.config["routing"]["metric"], "dynamic": v.config["routing"]["dynamic"],
                            "measured": True, "links": v.config["topology"]["links"],
                            "note": f"link-state routes, {when}: <variant>/rep<k>/meta.json and the route events"}

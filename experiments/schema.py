@@ -26,7 +26,11 @@ from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in
 from routing.loss import MODELS as LOSS_MODELS
 from routing.graph import METRICS
 from experiments.topology_spec import check_graph, check_nodes_links
+from deploy.radio import LEGACY_RATES
 from tcp_user.config import VARIANTS
+
+ROUTING_DAEMONS = ("builtin", "babeld")
+BABEL_LOSS_MODELS = ("none", "bernoulli")   # what ip6tables can apply to babeld's packets too
 
 
 class ExperimentError(ConfigError):
@@ -49,6 +53,16 @@ def loss_spec() -> dict[str, Field]:
     spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
                      "where the node hears nothing")
     return spec
+
+
+def _or_none(check: Any) -> Any:
+    """A check that lets null through (a setting left to the hardware)."""
+    return lambda v: None if v is None else check(v)
+
+
+def _legacy_rate(v: Any) -> str | None:
+    return None if v in LEGACY_RATES else \
+        f"expected one of the 802.11a/b/g rates {', '.join(f'{r:g}' for r in sorted(LEGACY_RATES))} (Mb/s), got {v!r}"
 
 
 def _auth_mode(v: Any) -> str | None:
@@ -84,6 +98,11 @@ SCHEMA: dict[str, Any] = {
         "margin": F(NUM, 0.1, in_range(0), "hysteresis: a new next hop whose path is better by this fraction takes "
                                            "over at once..."),
         "switch_after_s": F(NUM, 5.0, in_range(0), "...one better by less, after staying better this long"),
+        "daemon": F(STR, "builtin", member_of(ROUTING_DAEMONS), "builtin: the nodes' own link-state core "
+                    "(routing.linkstate) | babeld: Debian's Babel daemon in each namespace computes and installs the "
+                    "routes instead (netns only; experiments/backends/netns/babel.py)"),
+        "babel_hello_s": F(NUM, 4.0, in_range(0.05, 655.35), "with daemon babeld: its Hello interval on every mesh "
+                           "interface (babeld's -h, default 4 s); its update interval is four times that"),
     },
     "loss": {
         "default": F((dict,), {"model": "none"}, None, "loss spec of every node (see loss_spec())"),
@@ -121,6 +140,10 @@ SCHEMA: dict[str, Any] = {
         "initial_rto_s": F(NUM, 1.0, in_range(0, lo_open=True), "RTO before the first RTT sample"),
         "max_rto_s": F(NUM, 60.0, in_range(0, lo_open=True), "RTO cap"),
         "snack": F(BOOL, False, None, "paper 002 SNACK: the receiver reports up to 6 lost segments, the sender resends one reported twice without a cwnd cut"),
+        "delayed_ack": F(BOOL, False, None, "the user-space receiver acknowledges every second full-sized segment, or "
+                         "after delack_s (RFC 5681 sec. 4.2); off: every segment (ns-2's sink). Kernel TCP "
+                         "(netns, the Pis' kernel plane) always delays its ACKs by Linux's own rules"),
+        "delack_s": F(NUM, 0.2, in_range(0, 0.5, lo_open=True), "the delayed ACK's timer (RFC 1122: at most 0.5 s)"),
     },
     "snoop": {
         "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),
@@ -151,13 +174,22 @@ SCHEMA: dict[str, Any] = {
     "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
         "mac": F((str, bool), "auto", _auth_mode,
                  "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
-                 "auto: on for pi (an open WiFi cell), off for local (loopback); sim and netns have no overlay data path"),
+                 "auto: on for pi (an open WiFi cell), off for local (loopback) and netns (where only the probes and "
+                 "LSAs carry it: kernel TCP has no MAC); sim has no wire"),
     },
     "pi": {   # backend pi only (README, "Running on Raspberry Pis"); the other backends ignore this section
         "data_plane": F(STR, "udp", one_of("udp", "kernel"),
                         "udp: the user-space overlay (aspan node); kernel: kernel TCP through the NFQUEUE "
                         "node daemons of the netns backend (the netns section's handlers, traffic, congestion, "
                         "option, mtu, cwnd_poll_ms and queue_maxlen apply)"),
+        # the radio of every Pi for the run (deploy/radio.py; checked against what iw says it can do, set back after)
+        "bitrate_mbps": F((int, float, type(None)), None, _or_none(_legacy_rate),
+                          "a fixed legacy (802.11a/b/g) bitrate, iw dev ... set bitrates (null: the driver's choice)"),
+        "mcs": F((int, type(None)), None, _or_none(in_range(0, 7)), "a fixed HT20 MCS, one stream (null: the driver's choice)"),
+        "rts_threshold": F((int, type(None)), None, _or_none(in_range(0, 65535)),
+                           "RTS/CTS before frames longer than this many bytes, iw phy ... set rts (null: as it is)"),
+        "txpower_dbm": F((int, float, type(None)), None, _or_none(in_range(-10, 30)),
+                         "fixed transmit power, iw dev ... set txpower fixed (null: as it is)"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
@@ -214,7 +246,19 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
                 and 0 <= iv[0] < iv[1]):
             errs.append(ExperimentError(src, f"{path}.down[{i}]",
                                         f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}"))
-    times = LOSS_MODELS[full["model"]].times if model_ok else ()
+    kind = LOSS_MODELS[full["model"]] if model_ok else None
+    if kind is not None and "file" in kind.settings:
+        if not isinstance(full.get("file"), str):
+            errs.append(ExperimentError(src, f"{path}.file", f"model {full['model']!r} needs a file"))
+        else:   # relative to the experiment file's directory; absolute, so the nodes read it wherever they run
+            full["file"] = str((Path(src).parent / Path(full["file"]).expanduser()).resolve())
+    if kind is not None and kind.check is not None and not any(e.path.startswith(f"{path}.") for e in found):
+        if all(isinstance(full.get(k), str) for k in ("file", "link")) or "file" not in kind.settings:
+            for key, why in kind.check(full):
+                errs.append(ExperimentError(src, f"{path}.{key}", why))
+        elif not isinstance(full.get("link"), str):
+            errs.append(ExperimentError(src, f"{path}.link", f"model {full['model']!r} needs a link"))
+    times = kind.times if kind is not None else ()
     if len(times) == 2 and all(isinstance(full.get(k), (int, float)) for k in times) \
             and not full[times[0]] < full[times[1]]:
         errs.append(ExperimentError(src, f"{path}.{times[1]}", f"must be after {times[0]} ({full[times[0]]}), "
@@ -283,9 +327,33 @@ def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         errs.append(ExperimentError(src, "etx.settle_s", f"static ETX routes are computed when settling ends, from "
                                     f"the link state flooded until then: settle for at least two advertisements "
                                     f"(2 x routing.advertise_s = {2 * r['advertise_s']} s), got {etx['settle_s']}"))
+    if cfg["pi"]["bitrate_mbps"] is not None and cfg["pi"]["mcs"] is not None:
+        errs.append(ExperimentError(src, "pi.mcs", "give a fixed legacy bitrate (pi.bitrate_mbps) or an HT MCS, "
+                                    "not both: iw sets one bitrate mask"))
+    if r["daemon"] == "babeld":
+        _check_babeld(src, cfg, errs)
     if not r["dead_s"] > max(etx["interval_s"], etx["warmup_interval_s"]):
         errs.append(ExperimentError(src, "routing.dead_s", f"must exceed the probe interval etx.interval_s "
                                     f"({etx['interval_s']}): every link would look down between two probes"))
+
+
+def _check_babeld(src: str, cfg: dict[str, Any], errs: Errors) -> None:
+    """What babeld can stand in for (experiments/backends/netns/babel.py): dynamic routes by a link cost
+    measured from the Hellos (RFC 8966 A.2.2, ETX-like), and losses that reach its IPv6 packets too."""
+    r = cfg["routing"]
+    if not (r["dynamic"] and r["metric"] == "etx"):
+        errs.append(ExperimentError(src, "routing.daemon", "babeld routes dynamically by its own ETX-like link cost "
+                                    "(RFC 8966, appendix A.2.2): set routing.metric: etx and routing.dynamic: true"))
+    specs = [("loss.default", cfg["loss"]["default"])] + [(f"loss.nodes.{n}", s) for n, s in cfg["loss"]["nodes"].items()]
+    for path, spec in specs:
+        if isinstance(spec, dict) and spec.get("model", "none") not in BABEL_LOSS_MODELS:
+            errs.append(ExperimentError(src, f"{path}.model", f"with routing.daemon babeld only "
+                                        f"{' and '.join(BABEL_LOSS_MODELS)} (with down intervals) can be applied to "
+                                        f"Babel's own packets (IPv6, dropped by ip6tables); {spec.get('model')!r} "
+                                        "would reach the data and the ETX probes but not babeld's Hellos"))
+    if cfg["loss"]["links"]:
+        errs.append(ExperimentError(src, "loss.links", "with routing.daemon babeld a node's loss is applied to "
+                                    "everything it hears (loss.default, loss.nodes); a loss per link is not"))
 
 
 def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Errors) -> dict[str, Any]:

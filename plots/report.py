@@ -15,6 +15,7 @@ from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.html import write_html
 from plots.lateness import Lateness, lateness_section, run_lateness
 from plots.numbers import mean_std, plain
+from plots.reference import figure_title, reference_section
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
 __all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "compare_medium", "run_media", "run_figures",
@@ -109,7 +110,7 @@ def applicable_figures(data: RunData) -> dict[str, str]:
             continue
         if key.startswith("snoop_") and not has_snoop:
             continue
-        captions[key] = caption
+        captions[key] = figure_title(key, caption).replace("\n", ". ")
     if data.sweep is not None:
         for metric, label in SWEEP_METRICS.items():
             if metric.startswith("cache_") and not has_snoop:
@@ -284,6 +285,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
     # [] unless a variant ran on a medium (plots/medium.py)
     lines += medium_section(data.run_dir, medium, MediumRuns.of(data.run_dir, data.summary))
     lines += lateness_section([("", lateness)])
+    lines += reference_section(str(data.experiment.get("name") or ""), data.summary, plain)
     lines += _aggregate_section(data)
     lines += _scheme_section([data])
     lines += _per_rep_section([data])

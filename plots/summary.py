@@ -37,13 +37,16 @@ __all__ = [
     "read_summary",
 ]
 
+# The columns that identify a row come first (issue 28: two flows of one repetition must not
+# look like duplicate rows), then the measures in the order they were added.
+KEY_COLUMNS: tuple[str, ...] = ("variant", "flow", "repetition", "seed")
 SUMMARY_COLUMNS: list[str] = [
-    "variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps",
+    *KEY_COLUMNS, "segments", "duration_s", "goodput_mbps",
     "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99",
     "tx_per_pkt_max", "cache_max_segments", "snoop_hits", "local_retransmissions",
     "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
     "cache_insertions", "premature_retransmissions", "cwnd_mean",
-    "flow", "n_flows", "cache_mean_segments",
+    "n_flows", "cache_mean_segments",
     "route_changes", "reroute_s", "recovery_s",
 ]
 # Columns that describe the whole repetition (every node, every flow): the ``cache`` and

@@ -46,6 +46,11 @@ class TcpConfig:
     # cwnd, and does not count ACKs that carry SNACK entries as duplicate ACKs.  Off: plain TCP.
     snack: bool = False
     snack_threshold: int = 2        # paper 002, Sec. III-B: "we set the parameter as 2"
+    # Delayed ACKs (RFC 1122 sec. 4.2.3.2, RFC 5681 sec. 4.2), as kernel TCP always has them: an ACK for every
+    # second full-sized segment, or ``delack_s`` after the first one not yet acknowledged.  Off: an ACK for
+    # every segment (ns-2's TCPSink, which the papers used).
+    delayed_ack: bool = False
+    delack_s: float = 0.2           # RFC 1122: under 0.5 s; 4.4BSD's 200 ms tick (Linux adapts between 40 and 200 ms)
 
     def __post_init__(self) -> None:
         if self.variant not in CONGESTION_CONTROLS:
@@ -67,7 +72,10 @@ class TcpConfig:
         if isinstance(self.time_wait, bool) or not isinstance(self.time_wait, (int, float)) \
                 or not self.time_wait >= 0:
             raise ValueError(f"time_wait: must be a number >= 0, got {self.time_wait!r}")
-        for name in ("limited_transmit", "reno_rto_guard", "snack"):
+        if isinstance(self.delack_s, bool) or not isinstance(self.delack_s, (int, float)) \
+                or not 0 < self.delack_s <= 0.5:
+            raise ValueError(f"delack_s: must be in (0, 0.5] (RFC 1122 sec. 4.2.3.2), got {self.delack_s!r}")
+        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

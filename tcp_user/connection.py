@@ -122,6 +122,8 @@ class TcpConnection:
         self._persist_deadline: float | None = None
         self._persist_backoff = 0
         self._tw_deadline: float | None = None
+        self._delack_deadline: float | None = None   # config.delayed_ack: the ACK timer (RFC 1122 4.2.3.2)
+        self._delack_segments = 0          # full-sized segments received since the last ACK went out
 
         # --- receive side (unwrapped, relative to IRS) ---
         self._have_irs = False
@@ -200,7 +202,7 @@ class TcpConnection:
 
     def next_timer(self) -> float | None:
         best: float | None = None
-        for t in (self._rto_deadline, self._persist_deadline, self._tw_deadline):
+        for t in (self._rto_deadline, self._persist_deadline, self._tw_deadline, self._delack_deadline):
             if t is not None and (best is None or t < best):
                 best = t
         return best
@@ -269,7 +271,11 @@ class TcpConnection:
                 # RFC 1122 sec. 4.2.3.3: update once the right edge can move by
                 # min(RCV.BUFF / 2, MSS).
                 advertised = self._rcv_adv_edge - self._rcv_nxt
-                if self._rcv_wnd() - advertised >= min(self.config.rcv_buffer // 2, self._mss):
+                opened = self._rcv_wnd() - advertised >= min(self.config.rcv_buffer // 2, self._mss)
+                # A delayed ACK that waits will carry the opened window: an update goes at once only when the
+                # peer is down to half the buffer (as Linux's tcp_cleanup_rbuf), or every read would undo the delay.
+                waiting = self._delack_deadline is not None and 2 * advertised > self.config.rcv_buffer
+                if opened and not waiting:
                     self.stats["window_updates"] += 1
                     self._queue_ack()
         return data
@@ -435,6 +441,7 @@ class TcpConnection:
 
     def _on_new_ack(self, ack: int, now: float) -> None:
         una = self._snd_una
+        flight = self._snd_max - una        # FlightSize before this ACK (RFC 7661 sec. 4.3)
         # RFC 6298 sec. 2 + Karn: sample only an ACK covering a segment sent once.
         if self._rtt_seq is not None and ack >= self._rtt_seq:
             self._rtt_sample(now - self._rtt_time)
@@ -458,7 +465,7 @@ class TcpConnection:
         if self._snack is not None:         # paper 002, Figure 5: forget acknowledged losses
             self._snack.forget_below(ack)
         self._rto_consecutive = 0
-        self._cc.on_new_ack(now, ack, newly)    # recovery exit or cwnd growth
+        self._cc.on_new_ack(now, ack, newly, flight)    # recovery exit or cwnd growth
         # RFC 6298 sec. 5.2 / 5.3
         if ack >= self._snd_max:
             self._rto_deadline = None
@@ -484,6 +491,8 @@ class TcpConnection:
             fin = False
         if fin and self._rcv_fin is None:
             self._rcv_fin = seq + len(data)
+        in_order = bool(data) and seq == rcv_nxt and not self._reasm.blocks
+        full = len(data) >= self._mss
         if data:
             if seq == rcv_nxt:
                 buf = self._rcvbuf
@@ -502,8 +511,25 @@ class TcpConnection:
             self._rcv_nxt = rcv_nxt
             self._rcv_fin = None
             self._fire(now, Event.FIN_RECEIVED)     # only called in RECV_STATES
+            in_order = False
         self._rcv_nxt = rcv_nxt
-        self._queue_ack()
+        if self.config.delayed_ack and in_order:
+            self._delay_ack(now, full)
+        else:
+            self._queue_ack()
+
+    def _delay_ack(self, now: float, full: bool) -> None:
+        """Delayed ACKs (RFC 1122 sec. 4.2.3.2, RFC 5681 sec. 4.2): an in-order segment is acknowledged with
+        the second full-sized one, or when ``delack_s`` has passed since the first unacknowledged one
+        (at most 500 ms); anything out of order, filling a hole, or carrying a FIN is acknowledged at once
+        (:meth:`_process_data`).  An ACK piggybacked on data counts too (:meth:`_ack_fields`)."""
+        if full:
+            self._delack_segments += 1
+            if self._delack_segments >= 2:
+                self._queue_ack()
+                return
+        if self._delack_deadline is None:
+            self._delack_deadline = now + self.config.delack_s
 
     def _rcv_wnd(self) -> int:
         """Window to advertise: free buffer space, never moving the right edge left
@@ -523,6 +549,8 @@ class TcpConnection:
             self._tw_deadline = None
             self._fire(now, Event.TIME_WAIT_EXPIRED)
             return
+        if self._delack_deadline is not None and now >= self._delack_deadline:
+            self._queue_ack()                # the delayed ACK's timer ran out (clears it)
         if self._rto_deadline is not None and now >= self._rto_deadline:
             self._rto_deadline = None
             self._on_rto(now)
@@ -734,6 +762,8 @@ class TcpConnection:
                        bytes(self._sndbuf[off: off + 1]))
 
     def _ack_fields(self) -> tuple[int, int, tuple[tuple[int, int], ...]]:
+        self._delack_deadline = None        # this segment carries the ACK a delayed one would have
+        self._delack_segments = 0
         if not self._have_irs:
             return 0, min(self.config.rcv_buffer, MASK), ()
         rcv_nxt = self._rcv_nxt
@@ -748,7 +778,7 @@ class TcpConnection:
         return (irs + rcv_nxt) & MASK, wnd, sack
 
     def _queue_ack(self) -> None:
-        """Queue a pure ACK reflecting the receive state right now (no delayed ACKs)."""
+        """Queue a pure ACK reflecting the receive state right now (and the delayed ACK, if one waits, with it)."""
         ack32, wnd, sack = self._ack_fields()
         snack = (snack_entries(self._reasm.blocks, self._rcv_nxt, self._mss, self._irs)
                  if self.config.snack and self._have_irs and self._reasm.blocks else ())

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.backends.netns import state
+from experiments.backends.netns import babel, state
 from experiments.backends.netns.sh import IPTABLES, IPTABLES_RESTORE, NetnsError, run
 from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.build import route_hop_problems, route_tables
@@ -66,6 +66,8 @@ class MeshPlan:
     handler_loss: set[str] = field(default_factory=set)          # nodes whose NFQUEUE handler applies the loss model
     link: LinkParams | None = None          # the emulated link of every direction (None: plain veths)
     medium: bool = False                    # medium.model dcf: the medium daemon holds what every node hears
+    babel_hello_s: float | None = None      # routing.daemon babeld: its Hello interval (netns/babel.py)
+    babel_loss: dict[str, float] = field(default_factory=dict)   # node -> Bernoulli rate of the Babel packets it hears
 
     @property
     def held(self) -> bool:
@@ -139,9 +141,15 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
                              + " needs netns.handlers: snoop (the iptables statistic match is Bernoulli only)")
         elif spec["model"] == "bernoulli" and spec["rate"] > 0:
             loss_rates[n] = float(spec["rate"])
+    babel_loss = {}
+    for n in names:
+        spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
+        if spec["model"] == "bernoulli" and spec["rate"] > 0:
+            babel_loss[n] = float(spec["rate"])
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
                     cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
-                    handler_loss, netns_link(cfg), cfg["medium"]["model"] != "none")
+                    handler_loss, netns_link(cfg), cfg["medium"]["model"] != "none", babel.hello_s_of(cfg),
+                    babel_loss if babel.hello_s_of(cfg) is not None else {})
 
 
 def queued_input(plan: MeshPlan, n: str) -> bool:
@@ -165,6 +173,10 @@ def sysctls(plan: MeshPlan, n: str) -> list[str]:
            "net.ipv4.conf.all.accept_redirects=0", "net.ipv4.conf.default.accept_redirects=0"]
     if n in plan.senders:
         out.append(f"net.ipv4.tcp_sack={1 if plan.sack else 0}")   # the sender's namespace decides SACK
+    if plan.babel_hello_s is not None:
+        # babeld speaks from the veths' IPv6 link-local addresses: usable at once, not after duplicate address
+        # detection (the first Hellos would fail and the first link costs come out lossy)
+        out += ["net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.default.dad_transmits=0"]
     return out
 
 
@@ -177,7 +189,7 @@ def _ip_batch(plan: MeshPlan, n: str) -> str:
         if dst == via:
             lines.append(f"route add {dst}/32 dev {dev} src {addr} advmss {plan.advmss}")
     for dst, via, dev in plan.routes[n]:
-        if dst != via:
+        if dst != via and plan.babel_hello_s is None:     # with babeld, babeld installs the routes beyond neighbours
             lines.append(f"route add {dst}/32 via {via} dev {dev} src {addr} onlink advmss {plan.advmss}")
     return "\n".join(lines) + "\n"
 
@@ -204,6 +216,10 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
     """
     q = f"-j NFQUEUE --queue-num {QUEUE_NUM}"
     out: list[tuple[str, str, str]] = []
+    if plan.babel_hello_s is not None:
+        # babeld's routes carry no advmss: clamp the MSS of every SYN instead, so full-size segments with the
+        # A-SPAN option still fit the MTU (as the routes' advmss does without babeld)
+        out.append(("mangle", "OUTPUT", f"-o {dev} -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss {plan.advmss}"))
     if plan.held:
         out.append(("raw", "PREROUTING", f"-i {dev} -j NFQUEUE --queue-num {SHAPER_QUEUE} --queue-bypass"))
     rate = plan.loss_rates.get(n)
@@ -249,6 +265,8 @@ def setup(plan: MeshPlan) -> None:
                      "burst", str(burst), "latency", "50ms"], ns=ns)
         run(["ip", "-batch", "-"], ns=ns, stdin=_ip_batch(plan, n))
         run([IPTABLES_RESTORE], ns=ns, stdin=_iptables_rules(plan, n))
+        if plan.babel_hello_s is not None:
+            run([f"{babel.IP6TABLES}-restore"], ns=ns, stdin=babel.loss_rules(plan.babel_loss.get(n, 0.0), plan.dev_prefix()))
 
 
 def teardown(plan: MeshPlan) -> list[str]:
