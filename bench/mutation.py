@@ -71,7 +71,55 @@ _FAST_PATH = "the known-flow fast path: _admit finds the same state, sets last_a
 _DEAD_REF = "dead code: nothing calls _FlowState.ref (on_data and on_ack inline it; ClassicFlow has its own)"
 _SAME_FLOW = ("on_ack sees only flows on_data made, and on_data sets high_end before it returns: "
               "ref is never None there")
+_TRUTH = "read only as a truth value (`if cc.fast_rtx_pending`, `if self.in_recovery`): None is False"
+_LT_IN_RECOVERY = ("lt_extra is not read in recovery (connection._output_window), and recovery ends through "
+                   "on_new_ack or on_rto, which set it to 0")
+_HIGH_RXT_DEAD = "high_rxt is read only in recovery, and entering recovery sets it to SND.UNA first"
+_NEVER_ZERO = ("start is -1 (none found) or a data octet's offset, >= 1 (offset 0 is the SYN): "
+               "every test of it against 0 or 1 gives the same answer")
+_SAME_VALUE = "at equality it stores or picks the value it already has"
+_CC = "tcp_user.congestion.x"
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    # tcp_user/congestion.py
+    _CC + "ǁCongestionControlǁon_sack_blocks__mutmut_1": (
+        "return 1", "only Reno uses the base's count, and Reno.is_dupack does not read it"),
+    _CC + "ǁCongestionControlǁon_rto__mutmut_29": ("self.in_recovery = None", _TRUTH),
+    _CC + "ǁCongestionControlǁon_rto__mutmut_35": ("self.fast_rtx_pending = None", _TRUTH),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_5": ("self.fast_rtx_pending = None", _TRUTH),
+    _CC + "ǁCongestionControlǁon_rto__mutmut_34": (
+        "self.lt_extra = 1", "a one-byte allowance is never used: sender SWS avoidance sends a partial "
+        "segment only when it is at least half the largest window the peer offered, and the next ACK resets it"),
+    _CC + "ǁRenoǁon_dupack__mutmut_30": ("self.lt_extra = None", _LT_IN_RECOVERY),
+    _CC + "ǁRenoǁon_dupack__mutmut_31": ("self.lt_extra = 1", _LT_IN_RECOVERY),
+    _CC + "ǁSackRecoveryǁon_recovery_ack__mutmut_2": (
+        "self.exit_recovery(None)", "in RFC 6675 recovery cwnd stays ssthresh, so leaving it changes "
+        "nothing and logs no cwnd event: its time is never written"),
+    _CC + "ǁSackRecoveryǁon_rto__mutmut_1": ("una = None", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁon_rto__mutmut_3": ("self.high_rxt = None", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_7": (
+        "if una <= conn._snd_max:", "in recovery SND.UNA < SND.MAX: an ACK of everything reaches "
+        "RecoveryPoint and ends recovery before the next output"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_25": (
+        "end = una + max(n, 2)", "n < 2 only for a one-byte segment followed by SACKed data (else the "
+        "retransmission would be longer) or a FIN: HighRxt one octet further lies in SACKed data or past "
+        "HighData, which NextSeg and SetPipe do not look at"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_26": ("if end >= self.high_rxt:", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_57": ("s = a if a >= high_rxt else high_rxt", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_50": ("start = -2", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_61": ("if start <= 0:", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_62": ("if start < 1:", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_69": (
+        "if (nxt < data_end) or True else 0", "rule (2) runs only for nxt < end_seq <= data_end + 1, so "
+        "nxt >= data_end means nxt == data_end, where min(mss, 0) is 0 too"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_111": ("s = a if a >= high_rxt else high_rxt", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_133": ("if start + n >= self.high_rxt:", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_97": ("n = n if n == 0 or room > n else room", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_119": ("if start > 0 else 0", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_120": ("if start >= 1 else 0", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_124": (
+        "return", "the loop is the function's last statement: leaving it is returning"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_75": (
+        "if nxt <= data_end else 0", "at nxt == data_end min(mss, 0) is 0, what the else gives"),
     # aspan/agent.py
     "aspan.agent.xǁ_FlowStateǁref__mutmut_1": ("(self.last_ack is not None) and False", _DEAD_REF),
     "aspan.agent.xǁ_FlowStateǁref__mutmut_2": ("(self.last_ack is not None) or True", _DEAD_REF),
@@ -229,16 +277,32 @@ def score(module: str) -> ModuleScore:
     return out
 
 
+def print_equivalents(modules: list[str]) -> None:
+    """The EQUIVALENT entries of ``modules`` as a markdown table (docs/MUTATION.md)."""
+    print("| mutant | mutated line | why no test can kill it |")
+    print("|---|---|---|")
+    for module in modules:
+        prefix = module.removesuffix(".py").replace("/", ".") + "."
+        for name, (line, why) in EQUIVALENT.items():
+            if name.startswith(prefix):
+                print(f"| `{name}` | `{line}` | {why} |")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench mutation", description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"core modules (default all): {', '.join(MODULE_TESTS)}")
     ap.add_argument("--report", action="store_true", help="score the last runs again without running mutmut")
     ap.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
+    ap.add_argument("--equivalents", action="store_true",
+                    help="print the equivalent mutants of the modules, with their reasons, as markdown")
     args = ap.parse_args(argv)
     modules = args.modules or list(MODULE_TESTS)
     unknown = [m for m in modules if m not in MODULE_TESTS]
     if unknown:
         raise SystemExit(f"not a core module of the mutation run: {', '.join(unknown)}; expected {', '.join(MODULE_TESTS)}")
+    if args.equivalents:
+        print_equivalents(modules)
+        return 0
     results = []
     for module in modules:
         if not args.report:

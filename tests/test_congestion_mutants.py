@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 
 from test_tcp_harness import ack_seg, client, seq_of
+from tcp_user.segment import FIN
 from test_tcp_rules import ISS, three_dupacks
 
 
@@ -205,6 +206,19 @@ def test_new_data_in_sack_recovery_stays_within_the_peers_window(window: int, ne
 def test_the_last_short_segment_of_the_data_goes_out_in_sack_recovery() -> None:
     a, sent = sack_recovery(64_000, 6300, UP_TO)
     assert sent == [[], [], [(0, 1000)], [(6000, 300)], []]
+    assert a.flight_size == 6300                   # nothing counted as sent beyond the data
+
+
+def test_a_fin_queued_during_sack_recovery_goes_out_alone_when_the_pipe_allows() -> None:
+    a, sent = sack_recovery(64_000, 6000, UP_TO[:3])
+    assert sent[-1] == [(0, 1000)]
+    a.close(1.8)
+    assert a.segments_to_send(1.8) == []             # the pipe is full
+    a.on_segment(ack_seg(a, seq_of(ISS, 0), sack=sacked((1, 5))), 1.9)
+    out = a.segments_to_send(1.9)
+    assert [(s.seq, len(s.payload), s.flags & FIN) for s in out] == [(seq_of(ISS, 6), 0, FIN)]
+    assert a.flight_size == 6001
+
 
 
 def test_rule_3_resends_an_unsacked_segment_not_yet_lost_when_nothing_new_can_go() -> None:
@@ -267,3 +281,28 @@ def test_sack_recovery_starts_again_once_everything_sent_before_a_timeout_is_ack
     for k in range(3):
         a.on_segment(ack_seg(a, out[0].seq), 5.6 + k / 100)
     assert a.in_recovery and a.stats["losses_dupack"] == 1
+
+
+def test_sack_recovery_sends_as_many_new_segments_as_the_pipe_leaves_room_for() -> None:
+    # RFC 6675 sec. 5 step (C): "while cwnd - pipe >= 1 SMSS" -- one ACK SACKing segments 4 and 5
+    # at once empties two segments from the pipe: segments 6 and 7 go out together
+    a, sent = sack_recovery(64_000, 20_000, [((1, 2),), ((1, 3),), ((1, 4),), ((1, 6),)])
+    assert sent == [[], [], [(0, 1000)], [(6000, 1000), (7000, 1000)]]
+
+
+def test_a_lost_one_byte_segment_is_resent_by_nextseg_rule_1_with_its_time() -> None:
+    # segments 0 (lost), 1, 2 (one byte, lost), 3, 4, 5: once more than 2 SMSS are SACKed above the
+    # byte it is lost (RFC 6675 IsLost) and NextSeg rule (1) resends it, logged when it is sent
+    b, rec = client("sack", iss=ISS, init_cwnd=10)
+    for n in (1000, 1000, 1, 1000, 1000, 1000):
+        b.send(bytes(n))
+        b.segments_to_send(1.0)
+    f = ISS + 1
+    reports = [((f + 1000, f + 2000),), ((f + 1000, f + 2000), (f + 2001, f + 3001)),
+               ((f + 1000, f + 2000), (f + 2001, f + 4001)), ((f + 1000, f + 2000), (f + 2001, f + 5001))]
+    sent = []
+    for k, blocks in enumerate(reports):
+        b.on_segment(ack_seg(b, f, sack=blocks), 1.5 + k / 10)
+        sent.append([(s.seq - f, len(s.payload)) for s in b.segments_to_send(1.5 + k / 10)])
+    assert sent == [[], [], [(0, 1000)], [(2000, 1)]]
+    assert rec.timed("rtx")[-1] == (1.8, {"seq": f + 2000, "len": 1})
