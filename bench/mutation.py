@@ -118,6 +118,20 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_120": ("if start >= 1 else 0", _NEVER_ZERO),
     _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_124": (
         "return", "the loop is the function's last statement: leaving it is returning"),
+    _CC + "ǁCongestionControlǁexit_recovery__mutmut_1": ("self.in_recovery = None", _TRUTH),
+    _CC + "ǁCongestionControlǁlimited_transmit__mutmut_2": (
+        "self.dupacks <= self.config.dupack_threshold", "at dupacks == DupThresh outside recovery (a "
+        "guarded dupack) it sets lt_extra to 2 SMSS, what the second dupack set"),
+    _CC + "ǁSackRecoveryǁ__init____mutmut_3": ("self.high_rxt = None", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁ__init____mutmut_4": ("self.high_rxt = 1", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁon_sack_blocks__mutmut_20": ("if s <= ack:", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁon_sack_blocks__mutmut_23": (
+        "if e < s or e > high:", "an empty block (e == s) adds nothing: Scoreboard.add returns 0 for it"),
+    _CC + "ǁSackRecoveryǁenter_recovery__mutmut_15": ("self.lt_extra = None", _LT_IN_RECOVERY),
+    _CC + "ǁSackRecoveryǁenter_recovery__mutmut_16": ("self.lt_extra = 1", _LT_IN_RECOVERY),
+    _CC + "ǁCongestionControlǁgrow__mutmut_9": ("cwnd += newly if newly <= mss else mss", _SAME_VALUE),
+    _CC + "ǁCongestionControlǁgrow__mutmut_18": (
+        "cwnd += inc if inc > 1 else 1", "at inc == 1 both add one byte"),
     _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_75": (
         "if nxt <= data_end else 0", "at nxt == data_end min(mss, 0) is 0, what the else gives"),
     # aspan/agent.py

@@ -306,3 +306,43 @@ def test_a_lost_one_byte_segment_is_resent_by_nextseg_rule_1_with_its_time() -> 
         sent.append([(s.seq - f, len(s.payload)) for s in b.segments_to_send(1.5 + k / 10)])
     assert sent == [[], [], [(0, 1000)], [(2000, 1)]]
     assert rec.timed("rtx")[-1] == (1.8, {"seq": f + 2000, "len": 1})
+
+
+@pytest.mark.parametrize("variant", ["reno", "sack"])
+def test_limited_transmit_sends_one_new_segment_for_each_of_the_first_two_dupacks(variant: str) -> None:
+    # RFC 3042 sec. 2 (RFC 5681 sec. 3.2 step 1): the first and second duplicate ACKs each allow one
+    # new segment beyond cwnd; cwnd itself is unchanged
+    a, _ = six_out(variant, limited_transmit=True)
+    sent = []
+    for k in (1, 2):
+        sack = sacked((1, 1 + k)) if variant == "sack" else ()
+        a.on_segment(ack_seg(a, seq_of(ISS, 0), sack=sack), 1.5 + k / 10)
+        sent.append([(s.seq, len(s.payload)) for s in a.segments_to_send(1.5 + k / 10)])
+    assert sent == [[(seq_of(ISS, 6), 1000)], [(seq_of(ISS, 7), 1000)]]
+    assert a.cwnd == 6000 and not a.in_recovery
+
+
+def test_congestion_avoidance_adds_one_byte_when_smss_squared_over_cwnd_rounds_to_zero() -> None:
+    # RFC 5681 sec. 3.1, eq. (3): cwnd += SMSS * SMSS / cwnd, and "if the above formula yields 0,
+    # the result SHOULD be rounded up to 1 byte".  SMSS 10: above cwnd 100 every ACK adds one byte.
+    a, rec = client("reno", iss=ISS, init_cwnd=30, mss=10)
+    a.send(bytes(100_000))
+    a.segments_to_send(1.0)
+    t0 = t = timeout(a)
+    assert (a.cwnd, a.ssthresh) == (10, 150)                  # then slow start up to 150
+    for _ in range(30):                                          # 30 windows of ACKs, one each
+        for s in [s for s in a.segments_to_send(t) if s.payload]:
+            t += 0.01
+            a.on_segment(ack_seg(a, s.seq + len(s.payload)), t)
+    grown = [f["cwnd"] for at, f in rec.timed("cwnd") if at > t0 and f["cwnd"] >= 150]
+    assert len(grown) >= 20 and all(b - a_ == 1 for a_, b in zip(grown, grown[1:]))
+
+
+def test_limited_transmit_sends_at_most_two_segments_whatever_the_threshold() -> None:
+    # RFC 3042 sec. 2: only the first two duplicate ACKs send new data, even when DupThresh is 5
+    a, _ = six_out("reno", limited_transmit=True, dupack_threshold=5)
+    sent = []
+    for k in range(1, 5):
+        a.on_segment(ack_seg(a, seq_of(ISS, 0)), 1.5 + k / 10)
+        sent.append([s.seq for s in a.segments_to_send(1.5 + k / 10)])
+    assert sent == [[seq_of(ISS, 6)], [seq_of(ISS, 7)], [], []] and not a.in_recovery
