@@ -79,6 +79,8 @@ _NEVER_ZERO = ("start is -1 (none found) or a data octet's offset, >= 1 (offset 
                "every test of it against 0 or 1 gives the same answer")
 _SAME_VALUE = "at equality it stores or picks the value it already has"
 _CC = "tcp_user.congestion.x"
+_SYN_ACKED = ("overwritten before it is read: the handshake's acknowledgement of the SYN runs on_new_ack, "
+              "which resets dupacks, lt_extra, _last_rto_una and (ack >= RecoveryPoint 0) rto_recovery")
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # tcp_user/congestion.py
     _CC + "ǁCongestionControlǁon_sack_blocks__mutmut_1": (
@@ -132,6 +134,28 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _CC + "ǁCongestionControlǁgrow__mutmut_9": ("cwnd += newly if newly <= mss else mss", _SAME_VALUE),
     _CC + "ǁCongestionControlǁgrow__mutmut_18": (
         "cwnd += inc if inc > 1 else 1", "at inc == 1 both add one byte"),
+    # the handshake's acknowledgement of the SYN runs on_new_ack before any data: it resets
+    # dupacks, lt_extra, _last_rto_una and (ack >= RecoveryPoint 0) rto_recovery
+    _CC + "ǁCongestionControlǁ__init____mutmut_4": ("self.dupacks = None", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_5": ("self.dupacks = 1", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_6": ("self.lt_extra = None", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_7": ("self.lt_extra = 1", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_14": ("self.rto_recovery = None", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_15": ("self.rto_recovery = True", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_17": ('self._last_rto_una: int | None = ""', _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_8": ("self.in_recovery = None", _TRUTH),
+    _CC + "ǁCongestionControlǁ__init____mutmut_12": ("self.fast_rtx_pending = None", _TRUTH),
+    _CC + "ǁCongestionControlǁ__init____mutmut_13": (
+        "self.fast_rtx_pending = True", "the first output comes after the handshake with nothing "
+        "outstanding (SND.UNA == SND.MAX): the flag is cleared without a retransmission"),
+    _CC + "ǁCongestionControlǁ__init____mutmut_11": (
+        "self.recovery_point = 1", "SND.UNA is >= 1 from the SYN's acknowledgement on: `una >= 0` and "
+        "`una >= 1` (SACK), `una < 0` and `una < 1` (Reno's guard) agree"),
+    _CC + "ǁCongestionControlǁon_new_ack__mutmut_4": (
+        "self.lt_extra = 1", "a one-byte allowance is never used: sender SWS avoidance sends a partial "
+        "segment only when it is at least half the largest window the peer offered"),
+    _CC + "ǁCongestionControlǁon_new_ack__mutmut_5": ('self._last_rto_una = ""', '"" differs from every SND.UNA, as None does'),
+    _CC + "ǁCongestionControlǁon_new_ack__mutmut_8": ("self.rto_recovery = None", _TRUTH),
     _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_75": (
         "if nxt <= data_end else 0", "at nxt == data_end min(mss, 0) is 0, what the else gives"),
     # aspan/agent.py

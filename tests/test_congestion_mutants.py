@@ -346,3 +346,15 @@ def test_limited_transmit_sends_at_most_two_segments_whatever_the_threshold() ->
         a.on_segment(ack_seg(a, seq_of(ISS, 0)), 1.5 + k / 10)
         sent.append([s.seq for s in a.segments_to_send(1.5 + k / 10)])
     assert sent == [[seq_of(ISS, 6)], [seq_of(ISS, 7)], [], []] and not a.in_recovery
+
+
+def test_once_recoverypoint_is_acknowledged_sacked_data_is_in_flight_again() -> None:
+    # RFC 6675 sec. 5.1's rule (SACKed data is not in flight) holds from a timeout until RecoveryPoint
+    # is acknowledged; after that, outside loss recovery, RFC 5681's FlightSize counts SACKed data
+    a, _ = six_out("sack")
+    timeout(a)
+    a.segments_to_send(5.0)
+    a.on_segment(ack_seg(a, seq_of(ISS, 6)), 5.5)                       # exactly RecoveryPoint
+    assert [s.seq for s in a.segments_to_send(5.5)] == [seq_of(ISS, 6), seq_of(ISS, 7)]
+    a.on_segment(ack_seg(a, seq_of(ISS, 6), sack=sacked((7, 8))), 5.6)   # one dupack
+    assert not a.in_recovery and a.segments_to_send(5.6) == []          # cwnd 2000, 2000 in flight
