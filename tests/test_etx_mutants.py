@@ -58,3 +58,17 @@ def test_a_table_without_neighbours_still_checks_its_parameters():
     with pytest.raises(ValueError, match="mode"):
         EtxTable([], mode="bogus")
     assert EtxTable([]).neighbours == []
+
+
+def test_a_link_estimator_uses_the_papers_window_and_names_a_bad_initial_ratio():
+    assert LinkEstimator().probes.window == 1000
+    with pytest.raises(ValueError, match="^initial must be"):
+        LinkEstimator(initial=1.5)
+    with pytest.raises(ValueError, match="^initial must be"):
+        EtxTable([], initial=1.5)
+
+
+def test_a_table_records_when_it_last_heard_each_neighbour():
+    t = EtxTable(["B", "C"])
+    t.on_probe("B", 0, -1.0, 12.5)
+    assert t.link("B").last_heard == 12.5 and t.link("C").last_heard is None
