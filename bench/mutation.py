@@ -81,6 +81,8 @@ _LT_IN_RECOVERY = ("lt_extra is not read in recovery (connection._output_window)
 _HIGH_RXT_DEAD = "high_rxt is read only in recovery, and entering recovery sets it to SND.UNA first"
 _NEVER_ZERO = ("start is -1 (none found) or a data octet's offset, >= 1 (offset 0 is the SYN): "
                "every test of it against 0 or 1 gives the same answer")
+_TINY_WINDOW = ("room 0 or 1 with 2 * room >= the largest window the peer offered needs a peer window of 2 "
+                "bytes at most, and recovery needs DupThresh + 1 segments in flight within it")
 _SAME_VALUE = "at equality it stores or picks the value it already has"
 _CC = "tcp_user.congestion.x"
 _SYN_ACKED = ("overwritten before it is read: the handshake's acknowledgement of the SYN runs on_new_ack, "
@@ -173,6 +175,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "segment only when it is at least half the largest window the peer offered"),
     _CC + "ǁCongestionControlǁon_new_ack__mutmut_5": ('self._last_rto_una = ""', '"" differs from every SND.UNA, as None does'),
     _CC + "ǁCongestionControlǁon_new_ack__mutmut_8": ("self.rto_recovery = None", _TRUTH),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_86": ("(room >= 0 and 2 * room", _TINY_WINDOW),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_87": ("(room > 1 and 2 * room", _TINY_WINDOW),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_96": (
+        "n = n if n == 1 or room >= n else room", "with n == 1 the branch is reached only with room >= 1 "
+        "(room >= n, or the partial case's room > 0): both keep n"),
     _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_75": (
         "if nxt <= data_end else 0", "at nxt == data_end min(mss, 0) is 0, what the else gives"),
     # aspan/agent.py

@@ -358,3 +358,26 @@ def test_once_recoverypoint_is_acknowledged_sacked_data_is_in_flight_again() -> 
     assert [s.seq for s in a.segments_to_send(5.5)] == [seq_of(ISS, 6), seq_of(ISS, 7)]
     a.on_segment(ack_seg(a, seq_of(ISS, 6), sack=sacked((7, 8))), 5.6)   # one dupack
     assert not a.in_recovery and a.segments_to_send(5.6) == []          # cwnd 2000, 2000 in flight
+
+
+@pytest.mark.parametrize("window, seg, sent", [
+    (700, 50, [(200, 500)]),      # 500 bytes of room, 2 x 500 >= 700: a 500-byte segment
+    (696, 87, [(348, 348)]),      # 348 of room, 2 x 348 == 696: exactly half, still sent
+    (700, 100, []),               # 300 of room, 2 x 300 < 700: wait for more
+])
+def test_sack_recovery_sends_a_partial_segment_only_into_half_the_largest_window(window, seg, sent) -> None:
+    # RFC 1122 sec. 4.2.3.4 (sender SWS avoidance) in RFC 6675's NextSeg rule (2): less than a full
+    # segment of new data goes out only if the room in the peer's window is at least half the largest
+    # window it offered.  Four small segments out, the first lost, the other three SACKed; then the
+    # application writes 2000 bytes.
+    a, _ = client("sack", iss=ISS, init_cwnd=10, window=window)
+    for _ in range(4):
+        a.send(bytes(seg))
+        assert len(a.segments_to_send(1.0)) == 1
+    f = ISS + 1
+    for k in (1, 2, 3):
+        a.on_segment(ack_seg(a, f, window=window, sack=((f + seg, f + seg * (1 + k)),)), 1.5 + k / 10)
+        a.segments_to_send(1.5 + k / 10)
+    assert a.in_recovery
+    a.send(bytes(2000))
+    assert [(s.seq - f, len(s.payload)) for s in a.segments_to_send(2.0)] == sent
