@@ -96,6 +96,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _ETX + "ǁProbeWindowǁreset__mutmut_7": ("self._highest = -2", "every reader tests _highest < 0 or >= 0"),
     _ETX + "ǁProbeWindowǁreset__mutmut_8": ("self._origin = None", _FIRST_PROBE),
     _ETX + "ǁProbeWindowǁreset__mutmut_9": ("self._origin = 1", _FIRST_PROBE),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_20": (
+        "if seq - high > w:", "at a jump of exactly W the ring-range branch clears and counts all W slots, "
+        "as the jump branch does"),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_56": (
+        "flags.count(1, None, hi + 1)", "a start of None is 0 for bytearray.count"),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_83": (
+        "if seq >= high - w:", "seq == highest - W shares its slot with highest, which is set: the "
+        "in-window branch credits nothing either"),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_86": (
+        "if seq > self._origin and", "the origin's slot is set while it is in the window: nothing to credit"),
     _ETX + "ǁEtxTableǁnext_probe__mutmut_1": (
         "next_probe(None)", "LinkEstimator.next_probe does not read `now`"),
     _ETX + "ǁEtxTableǁquality__mutmut_1": ("e = None", _TABLE_LOOKUP),

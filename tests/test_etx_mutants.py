@@ -72,3 +72,17 @@ def test_a_table_records_when_it_last_heard_each_neighbour():
     t = EtxTable(["B", "C"])
     t.on_probe("B", 0, -1.0, 12.5)
     assert t.link("B").last_heard == 12.5 and t.link("C").last_heard is None
+
+
+def test_a_boolean_is_no_ratio():
+    with pytest.raises(ValueError, match="^initial must be a number"):
+        LinkEstimator(initial=True)
+
+
+def test_the_ring_stays_window_flags_long_through_gaps_that_wrap_it():
+    # module docstring, "Cost": a ring of W flags; gaps that wrap around it must not grow it
+    w = ProbeWindow(10)
+    for seq in range(0, 200, 7):
+        w.on_probe(seq)
+        assert len(w._flags) == 10
+    assert w.received == 2 and w.expected == 10
