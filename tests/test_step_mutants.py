@@ -7,13 +7,15 @@ line and count per transmission with its kind and hop index, local retransmissio
 flow's destination (or dropped as ``no_route``), every drop counted and its line rate limited per
 reason and second (issue 13, item 4), the hop limit, the loss model per previous hop.
 """
+import random
+
 import pytest
 
 from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.events import EventWriter
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
-from routing.loss import LinkDown, NoLoss
+from routing.loss import BitError, LinkDown, NoLoss
 from routing.step import DROP_LINES_PER_S, HOP_LIMIT, DropLines, ForwardingStep, Held, cache_note
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
@@ -74,7 +76,8 @@ def test_data_goes_to_the_next_hop_with_its_delivery_ratio_and_is_logged_once():
     assert log.of("tx") == [(2.0, {"flow": FLOW, "seq": 7000, "len": 1000, "kind": "fwd", "hop": 1})]
     assert s.tx == {"send": 0, "fwd": 1, "local": 0}
     assert s.data(2.5, held(seq=8000, hop=0), D, AspanFields(), "send") == C
-    assert s.tx == {"send": 1, "fwd": 1, "local": 0}
+    s.data(2.6, held(seq=9000, hop=1), D, AspanFields(), "fwd")
+    assert s.tx == {"send": 1, "fwd": 2, "local": 0}
 
 
 def test_data_without_a_route_is_not_sent_counted_or_given_to_the_agent():
@@ -86,7 +89,10 @@ def test_data_without_a_route_is_not_sent_counted_or_given_to_the_agent():
 def test_explain_notes_why_a_segment_was_cached_and_nothing_when_it_was_not():
     s, _, _ = step(policy="adaptive")
     s.explain = True
-    s.data(1.0, held(), D, AspanFields(pkt_effort=1.0, pkt_qos=0.9), "fwd")    # 1.0 x 0.8 < 0.9: cached
+    h = held()
+    s.data(1.0, h, D, AspanFields(pkt_effort=1.0, pkt_qos=0.9), "fwd")    # 1.0 x 0.8 < 0.9: cached
+    assert s.agent.data_calls[-1][-1] is h and s.agent.on_ack(KEY, 0, 1.1).forward    # the Held is cached
+    assert s.agent.on_ack(KEY, 0, 1.2).retransmit == [h]
     assert s.note == ("cached here (A-SPAN): pkt_effort 1.000000 x p(next hop) 0.800000 = 0.800000 "
                       "< pkt_qos 0.900000")
     s.data(1.0, held(seq=1000, hop=0), D, AspanFields(pkt_effort=1.0, pkt_qos=0.9), "send")  # not at the sender
@@ -99,15 +105,17 @@ def test_an_unsnooped_relay_is_a_fwd_transmission_without_a_hop_index():
     s, _, log = step()
     s.relayed_unsnooped(3.0, FLOW, 42, 500)
     assert log.of("tx") == [(3.0, {"flow": FLOW, "seq": 42, "len": 500, "kind": "fwd", "hop": None})]
-    assert s.tx["fwd"] == 1
+    s.relayed_unsnooped(3.1, FLOW, 542, 500)
+    assert s.tx["fwd"] == 2
 
 
 def test_local_retransmissions_go_toward_the_flows_destination_or_are_dropped_as_no_route():
     s, _, log = step(routes={D: C})
     routed, stranded = held(seq=1000, hop=2), Held("x", (A, 1, "10.9.9.9", 2), "f", 5, 300, 1)
-    assert s.local(4.0, [routed, stranded]) == [(routed, C)]
+    assert s.local(4.0, [stranded, routed]) == [(routed, C)]          # a stranded copy stops no other
     assert log.of("tx") == [(4.0, {"flow": FLOW, "seq": 1000, "len": 1000, "kind": "local", "hop": 2})]
     assert s.tx["local"] == 1 and s.drops["no_route"] == 1
+    assert s.local(4.1, [routed, routed]) == [(routed, C), (routed, C)] and s.tx["local"] == 3
     assert log.of("drop") == [(4.0, {"reason": "no_route", "ptype": "tcp", "flow": "f", "seq": 5, "len": 300})]
 
 
@@ -115,6 +123,7 @@ def test_the_agents_timers_are_resent_through_local():
     s, agent, log = step()
     agent.due = [held(seq=3000, hop=1)]
     assert s.timer(6.0) == [(agent.due[0], C)] and s.tx["local"] == 1
+    assert log.of("tx")[-1][0] == 6.0
     assert s.next_timer() is None
 
 
@@ -150,6 +159,8 @@ def test_a_link_with_its_own_loss_model_uses_it_and_the_others_use_the_nodes():
     assert s.lost_from(5.0, 100, A) is True
     assert s.lost_from(5.0, 100, C) is False and s.lost_from(5.0, 100, None) is False
     assert s.lost_from(20.0, 100, A) is False
+    s.set_link_loss({A: BitError(1.0, random.Random(1))})           # loses every packet of size > 0
+    assert s.lost_from(1.0, 100, A) is True and s.lost_from(1.0, 0, A) is False
 
 
 def test_every_drop_is_counted_its_reason_kept_and_its_line_rate_limited():
@@ -166,6 +177,10 @@ def test_every_drop_is_counted_its_reason_kept_and_its_line_rate_limited():
     assert log.of("drop")[-1] == (11.0, {"reason": "malformed", "count": 5, "since": 10.0})
     s.flush_drops(12.0, final=True)
     assert len(log.of("drop")) == DROP_LINES_PER_S + 2 and log.flushed[-1] == (12.0, True)
+    for k in range(DROP_LINES_PER_S + 2):                 # a second's worth at 20.0, flushed within it
+        s.drop(20.0 + k / 1000, "queue")
+    s.flush_drops(20.5, final=True)
+    assert log.of("drop")[-1] == (20.5, {"reason": "queue", "count": 2, "since": 20.0})
 
 
 def test_drop_lines_count_per_kind_and_second_and_write_the_count_when_the_next_second_starts():
@@ -189,13 +204,17 @@ def test_drop_lines_count_per_kind_and_second_and_write_the_count_when_the_next_
 def test_a_drop_count_line_is_written_once_and_its_since_rounded():
     lines = []
     d = DropLines(lambda now, kind, count, since: lines.append((now, kind, count, since)))
-    t0 = 1.0000004
+    t0 = 1.2500004
     for _ in range(DROP_LINES_PER_S + 3):
         d.one_line(t0, "x")
-    d.flush(5.0, final=True)
-    d.flush(6.0, final=True)
-    assert lines == [(5.0, "x", 3, 1.0)]
+    d.flush(5.0)                                          # final by default
+    d.flush(6.0)
+    assert lines == [(5.0, "x", 3, 1.25)]
     assert isinstance(lines[0][2], int)
+    d.one_line(t0 + 0.5, "x")                             # its second goes on, counting from zero
+    d.one_line(t0 + 0.6, "x")
+    d.flush(7.0)
+    assert lines[-1] == (7.0, "x", 2, 1.25)
 
 
 @pytest.mark.parametrize("reason", ["loss", "queue", "malformed", "no_route", "suppressed", "ttl", "stranger",
