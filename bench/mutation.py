@@ -91,7 +91,17 @@ _FIRST_PROBE = ("read only once a probe is heard (_highest >= 0), and the first 
                 "sets it")
 _TABLE_LOOKUP = "the fast path of EtxTable.quality: link() returns the same estimator"
 _ETX = "etx.estimator.x"
+_STEP = "routing.step.x"
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    # routing/step.py
+    _STEP + "ǁForwardingStepǁ__init____mutmut_1": (
+        "self.address = None", "nothing reads ForwardingStep.address (each adapter keeps its own)"),
+    _STEP + "ǁForwardingStepǁ__init____mutmut_6": (
+        "self.loss = None", "nothing reads ForwardingStep.loss: the step drops through `lost`, made from it"),
+    _STEP + "ǁForwardingStepǁ__init____mutmut_37": ("self.explain = None", "read only as a truth value"),
+    _STEP + "ǁForwardingStepǁlost_from__mutmut_3": (
+        "if (frm is not None) or True else None", "link_lost has no None key: the lookup gives None, "
+        "the node's model, as the guard does"),
     # etx/estimator.py
     _ETX + "ǁProbeWindowǁreset__mutmut_7": ("self._highest = -2", "every reader tests _highest < 0 or >= 0"),
     _ETX + "ǁProbeWindowǁreset__mutmut_8": ("self._origin = None", _FIRST_PROBE),

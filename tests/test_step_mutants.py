@@ -223,3 +223,17 @@ def test_every_documented_drop_reason_has_a_counter(reason):
     s, _, _ = step()
     s.drop(1.0, reason)
     assert s.drops[reason] == 1 and sum(s.drops.values()) == 1
+
+
+def test_a_new_step_explains_nothing_has_no_drop_and_uses_the_nodes_loss_for_every_link():
+    s, _, _ = step()
+    assert (s.explain, s.note, s.last_drop) == (False, None, "")
+    s.data(1.0, held(), D, AspanFields(pkt_effort=1.0, pkt_qos=0.9), "fwd")      # cached, but no capture
+    assert s.note is None
+    assert s.lost_from(1.0, 100, A) is False                                      # no link model: NoLoss
+
+
+def test_a_drops_details_reach_its_log_line():
+    s, _, log = step()
+    s.drop(1.0, "malformed", detail="short header", size=3)
+    assert log.of("drop") == [(1.0, {"reason": "malformed", "detail": "short header", "size": 3})]
