@@ -381,3 +381,21 @@ def test_sack_recovery_sends_a_partial_segment_only_into_half_the_largest_window
     assert a.in_recovery
     a.send(bytes(2000))
     assert [(s.seq - f, len(s.payload)) for s in a.segments_to_send(2.0)] == sent
+
+
+def test_a_one_byte_tail_waits_for_the_peers_window_in_sack_recovery() -> None:
+    # NextSeg rule (2) needs the receiver's window: six segments fill a window of 6000, so the
+    # application's last byte waits, even when the pipe has room
+    a, sent = sack_recovery(6000, 6001, UP_TO)
+    assert sent == [[], [], [(0, 1000)], [], []] and a.flight_size == 6000
+
+
+def test_the_fast_retransmission_in_sack_recovery_restarts_the_retransmission_timer() -> None:
+    # the timer restarts with the fast retransmission (as 4.4BSD and Linux do), so the timeout
+    # comes one RTO after it, not after the first transmission
+    a, _ = client("sack", iss=ISS, init_cwnd=6)
+    a.send(bytes(6000))
+    a.segments_to_send(1.0)
+    three_dupacks(a, "sack", 1.5)
+    assert [s.seq for s in a.segments_to_send(1.5)][:1] == [seq_of(ISS, 0)]
+    assert a.next_timer() == pytest.approx(1.5 + a.rto)
