@@ -103,6 +103,9 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "if (frm is not None) or True else None", "link_lost has no None key: the lookup gives None, "
         "the node's model, as the guard does"),
     # etx/estimator.py
+    _ETX + "ǁProbeWindowǁ__init____mutmut_22": ("self._highest = -2", "every reader tests _highest < 0 or >= 0"),
+    _ETX + "ǁProbeWindowǁ__init____mutmut_23": ("self._origin = None", _FIRST_PROBE),
+    _ETX + "ǁProbeWindowǁ__init____mutmut_24": ("self._origin = 1", _FIRST_PROBE),
     _ETX + "ǁProbeWindowǁreset__mutmut_7": ("self._highest = -2", "every reader tests _highest < 0 or >= 0"),
     _ETX + "ǁProbeWindowǁreset__mutmut_8": ("self._origin = None", _FIRST_PROBE),
     _ETX + "ǁProbeWindowǁreset__mutmut_9": ("self._origin = 1", _FIRST_PROBE),

@@ -86,3 +86,11 @@ def test_the_ring_stays_window_flags_long_through_gaps_that_wrap_it():
         w.on_probe(seq)
         assert len(w._flags) == 10
     assert w.received == 2 and w.expected == 10
+
+
+def test_a_probe_window_uses_the_papers_window_and_checks_its_own_initial_ratio():
+    assert ProbeWindow().window == 1000
+    with pytest.raises(ValueError, match="^initial must be a number in"):
+        ProbeWindow(initial=1.5)
+    assert ProbeWindow(initial=0.0).ratio() == 0.0           # 0 is a ratio: a link presumed dead
+    assert LinkEstimator(initial=0.0).quality() == 0.0
