@@ -98,7 +98,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "self.address = None", "nothing reads ForwardingStep.address (each adapter keeps its own)"),
     _STEP + "ǁForwardingStepǁ__init____mutmut_6": (
         "self.loss = None", "nothing reads ForwardingStep.loss: the step drops through `lost`, made from it"),
-    _STEP + "ǁForwardingStepǁ__init____mutmut_37": ("self.explain = None", "read only as a truth value"),
     _STEP + "ǁForwardingStepǁlost_from__mutmut_3": (
         "if (frm is not None) or True else None", "link_lost has no None key: the lookup gives None, "
         "the node's model, as the guard does"),

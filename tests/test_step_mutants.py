@@ -207,9 +207,9 @@ def test_a_drop_count_line_is_written_once_and_its_since_rounded():
     t0 = 1.2500004
     for _ in range(DROP_LINES_PER_S + 3):
         d.one_line(t0, "x")
-    d.flush(5.0)                                          # final by default
-    d.flush(6.0)
-    assert lines == [(5.0, "x", 3, 1.25)]
+    d.flush(1.5)                                          # final by default: within the second too
+    d.flush(1.6)
+    assert lines == [(1.5, "x", 3, 1.25)]
     assert isinstance(lines[0][2], int)
     d.one_line(t0 + 0.5, "x")                             # its second goes on, counting from zero
     d.one_line(t0 + 0.6, "x")
@@ -236,4 +236,6 @@ def test_a_new_step_explains_nothing_has_no_drop_and_uses_the_nodes_loss_for_eve
 def test_a_drops_details_reach_its_log_line():
     s, _, log = step()
     s.drop(1.0, "malformed", detail="short header", size=3)
-    assert log.of("drop") == [(1.0, {"reason": "malformed", "detail": "short header", "size": 3})]
+    s.drop(1.1, "suppressed", "tcp", FLOW, None, 4000, 0)
+    assert log.of("drop") == [(1.0, {"reason": "malformed", "detail": "short header", "size": 3}),
+                              (1.1, {"reason": "suppressed", "ptype": "tcp", "flow": FLOW, "ack": 4000, "len": 0})]
