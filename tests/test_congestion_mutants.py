@@ -399,3 +399,18 @@ def test_the_fast_retransmission_in_sack_recovery_restarts_the_retransmission_ti
     three_dupacks(a, "sack", 1.5)
     assert [s.seq for s in a.segments_to_send(1.5)][:1] == [seq_of(ISS, 0)]
     assert a.next_timer() == pytest.approx(1.5 + a.rto)
+
+
+def test_a_retransmission_by_nextseg_rule_1_fills_the_pipe_like_new_data() -> None:
+    # RFC 6675 sec. 5 step (C.4): "PIPE += SMSS" for every segment sent, a retransmission too.
+    # Eight out; 0 and 2 lost; once 3-5 are SACKed, 2 is lost (IsLost) and resent: with 0's
+    # retransmission and 6-7 in flight the pipe is cwnd (4000), so nothing new goes with it
+    a, _ = client("sack", iss=ISS, init_cwnd=8)
+    a.send(bytes(30_000))
+    assert len(a.segments_to_send(1.0)) == 8
+    sent = []
+    for i, blocks in enumerate([((1, 2),), ((1, 2), (3, 4)), ((1, 2), (3, 5)), ((1, 2), (3, 6))]):
+        a.on_segment(ack_seg(a, seq_of(ISS, 0), sack=sacked(*blocks)), 1.5 + i / 10)
+        sent.append([(s.seq - ISS - 1, len(s.payload)) for s in a.segments_to_send(1.5 + i / 10)])
+    assert a.cwnd == 4000
+    assert sent == [[], [], [(0, 1000)], [(2000, 1000)]]
