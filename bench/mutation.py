@@ -1,9 +1,9 @@
 """Mutation testing of the protocol cores with mutmut (issue 30, item 3; docs/MUTATION.md).
 
-``python -m bench mutation [MODULE ...] [--list] [--survivors]`` (or ``make mutation``) runs mutmut on
-each core module named (default: all of ``MODULE_TESTS``), one module at a time, under ``nice -n 19``
-with one worker, over the unit tests that cover that module only (``MODULE_TESTS``; no root, no
-real-time tests).  It is slow and not run in CI; ``pip install -e '.[mutation]'`` installs mutmut.
+``python -m bench mutation [MODULE ...] [--report] [--survivors] [--equivalents]`` (or ``make mutation``)
+runs mutmut on each core module named (default: all of ``MODULE_TESTS``), one module at a time, under
+``nice -n 19`` with one worker, over the unit tests that cover that module only (``MODULE_TESTS``; no
+root, no real-time tests).  It is slow and not run in CI; ``pip install -e '.[mutation]'`` installs mutmut.
 
 Each module runs in a copy of the tree, ``.mutation/<module>/`` (gitignored, kept for triage:
 ``cd .mutation/<module> && mutmut show NAME``), whose pyproject.toml gets a ``[tool.mutmut]`` table
