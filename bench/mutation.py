@@ -369,7 +369,8 @@ def print_equivalents(modules: list[str]) -> None:
         prefix = module.removesuffix(".py").replace("/", ".") + "."
         for name, (line, why) in EQUIVALENT.items():
             if name.startswith(prefix):
-                print(f"| `{name}` | `{line}` | {why} |")
+                cell = line.replace("|", "\\|")   # a `|` would end the markdown cell
+                print(f"| `{name}` | `{cell}` | {why} |")
 
 
 def main(argv: list[str]) -> int:
