@@ -13,7 +13,7 @@ DEMO_RUNS ?= runs/demo-mesh
 LOOPBACK_EXPERIMENT ?= experiments/paper-lossy.yaml
 LOOPBACK_ARGS ?= --backend local --repetitions 2
 
-.PHONY: demo demo-loopback test test-fast sim-demo bench clean-venv
+.PHONY: demo demo-loopback test test-fast sim-demo bench mutation clean-venv
 
 # setuptools prints an "Editable installation" notice (not an error, not a deprecation) as a banner
 # of asterisks on every editable install; it is silenced by its message, nothing else is.
@@ -60,6 +60,15 @@ test-fast: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed
 	$(PY) -m bench
+
+# Mutation testing of the cores (docs/MUTATION.md): mutmut, one module at a time under nice -n 19, over
+# each module's unit tests. Slow (minutes per module), never in CI. MODULES="routing/step.py" for one.
+$(VENV)/.installed-mutation: $(VENV)/.installed-test
+	$(PIP_INSTALL) -e '.[test,mutation]'
+	touch $@
+
+mutation: $(VENV)/.installed-mutation
+	$(PY) -m bench mutation $(MODULES)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,408 @@
+"""Mutation testing of the protocol cores with mutmut (issue 30, item 3; docs/MUTATION.md).
+
+``python -m bench mutation [MODULE ...] [--report] [--survivors] [--equivalents]`` (or ``make mutation``)
+runs mutmut on each core module named (default: all of ``MODULE_TESTS``), one module at a time, under
+``nice -n 19`` with one worker, over the unit tests that cover that module only (``MODULE_TESTS``; no
+root, no real-time tests).  It is slow and not run in CI; ``pip install -e '.[mutation]'`` installs mutmut.
+
+Each module runs in a copy of the tree, ``.mutation/<module>/`` (gitignored, kept for triage:
+``cd .mutation/<module> && mutmut show NAME``), whose pyproject.toml gets a ``[tool.mutmut]`` table
+naming that module and its tests; the work tree itself is never written.  Per module it prints
+mutants, killed (timeouts count as killed: the tests did not pass), equivalent (``EQUIVALENT``, each
+with its reason and the mutated line it expects, so a stale entry is reported), survived (including
+mutants no selected test reaches) and the score killed / (mutants - equivalent).  It exits 1 when a
+module scores below ``TARGET`` or an equivalent entry no longer matches its mutant.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".mutation"
+TARGET = 0.90
+
+#: core module -> the unit-test files that exercise it (the selection mutmut's stats run traces)
+MODULE_TESTS: dict[str, list[str]] = {
+    "aspan/agent.py": ["tests/test_aspan_agent.py", "tests/test_engine.py", "tests/test_bounded_state.py",
+                       "tests/test_snoop_classic.py", "tests/test_snack.py", "tests/test_slack_ackall.py",
+                       "tests/test_aspan_agent_mutants.py"],
+    # (tests/test_linkstate.py, which routes by these estimates, runs whole meshes in virtual and real
+    # time: 4 to 10 s a test, for every mutant of the estimator; it is left out)
+    "etx/estimator.py": ["tests/test_etx_estimator.py", "tests/test_etx_mutants.py"],
+    "tcp_user/congestion.py": ["tests/test_tcp_rules.py", "tests/test_tcp_parts.py", "tests/test_tcp_reno.py",
+                               "tests/test_tcp_sack.py", "tests/test_tcp_harness.py", "tests/test_tcp_transfer.py",
+                               "tests/test_congestion_mutants.py"],
+    # (tests/test_header_extremes.py and tests/test_flowlog.py drive whole nodes, 2 to 10 s a test, for
+    # every mutant of the step; they are left out)
+    "routing/step.py": ["tests/test_step_conformance.py", "tests/test_drop_log.py", "tests/test_linkem.py",
+                        "tests/test_step_mutants.py"],
+    "routing/auth.py": ["tests/test_auth.py", "tests/test_wire.py", "tests/test_auth_mutants.py"],
+    "routing/medium.py": ["tests/test_medium.py", "tests/test_medium_rts.py"],
+    "routing/loss.py": ["tests/test_loss.py"],
+}
+
+#: tests left out of a module's run, and why: a memory measurement that takes half a minute under
+#: mutmut's tracing, run for every mutant of the functions it reaches (the flow bounds it measures are
+#: pinned by test_forged_flows_are_bounded_refused_and_counted and tests/test_aspan_agent_mutants.py)
+DESELECT: dict[str, list[str]] = {
+    "aspan/agent.py": ["tests/test_bounded_state.py::test_memory_of_a_hostile_flood_stays_below_the_documented_bound"],
+}
+
+#: the packages copied into mutmut's tree (everything a selected test may import)
+PACKAGES = ["aspan", "etx", "tcp_user", "routing", "experiments", "plots", "deploy", "bench"]
+
+#: mutant name -> (the mutated line as ``mutmut show`` prints it after "+", why no test can kill it)
+#: Names are mutmut's (module, class, function, number within the function): editing a function can
+#: renumber its mutants, which the check of the mutated line then reports as stale.
+_NO_SEQ_0 = ("a window treats only sequence number 0 differently, and no datagram reaches it with 0: "
+             "MeshAuth starts at first_seq >= 1, and a forged one fails its tag first")
+_LINK_CACHE = "MeshAuth._out caches link_id(address, next_hop): computing it again gives the same bytes"
+_UNWRAP_REF = ("unwrapping against the highest data instead of the last ACK differs only for a number more "
+               "than 2**30 bytes behind the ACK; the two are at most one window (<= 2**30, RFC 7323 sec. 2.3) apart")
+_MINUS_HALF = "(x - HALF) % 2**32 == (x + HALF) % 2**32: HALF is half the modulus"
+_FALSY = "update_effort reads `cached` as a truth value: None is False"
+_RTX_RESET = ("expected_dupacks is read only when rtx_seq equals the dupack's ACK, and a new ACK resets rtx_seq "
+              "with it; rtx_seq is set only under \"once\", so under \"every\" the test is always true")
+_FAST_PATH = "the known-flow fast path: _admit finds the same state, sets last_active, and sweeps only for new flows"
+_DEAD_REF = "dead code: nothing calls _FlowState.ref (on_data and on_ack inline it; ClassicFlow has its own)"
+_SAME_FLOW = ("on_ack sees only flows on_data made, and on_data sets high_end before it returns: "
+              "ref is never None there")
+_TRUTH = "read only as a truth value (`if cc.fast_rtx_pending`, `if self.in_recovery`): None is False"
+_LT_IN_RECOVERY = ("lt_extra is not read in recovery (connection._output_window), and recovery ends through "
+                   "on_new_ack or on_rto, which set it to 0")
+_HIGH_RXT_DEAD = "high_rxt is read only in recovery, and entering recovery sets it to SND.UNA first"
+_NEVER_ZERO = ("start is -1 (none found) or a data octet's offset, >= 1 (offset 0 is the SYN): "
+               "every test of it against 0 or 1 gives the same answer")
+_TINY_WINDOW = ("room 0 or 1 with 2 * room >= the largest window the peer offered needs a peer window of 2 "
+                "bytes at most, and recovery needs DupThresh + 1 segments in flight within it")
+_SAME_VALUE = "at equality it stores or picks the value it already has"
+_CC = "tcp_user.congestion.x"
+_SYN_ACKED = ("overwritten before it is read: the handshake's acknowledgement of the SYN runs on_new_ack, "
+              "which resets dupacks, lt_extra, _last_rto_una and (ack >= RecoveryPoint 0) rto_recovery")
+_FIRST_PROBE = ("read only once a probe is heard (_highest >= 0), and the first probe after a reset "
+                "sets it")
+_TABLE_LOOKUP = "the fast path of EtxTable.quality: link() returns the same estimator"
+_ETX = "etx.estimator.x"
+_STEP = "routing.step.x"
+EQUIVALENT: dict[str, tuple[str, str]] = {
+    # routing/step.py
+    _STEP + "ǁForwardingStepǁ__init____mutmut_1": (
+        "self.address = None", "nothing reads ForwardingStep.address (each adapter keeps its own)"),
+    _STEP + "ǁForwardingStepǁ__init____mutmut_6": (
+        "self.loss = None", "nothing reads ForwardingStep.loss: the step drops through `lost`, made from it"),
+    _STEP + "ǁForwardingStepǁlost_from__mutmut_3": (
+        "if (frm is not None) or True else None", "link_lost has no None key: the lookup gives None, "
+        "the node's model, as the guard does"),
+    # etx/estimator.py
+    _ETX + "ǁProbeWindowǁ__init____mutmut_22": ("self._highest = -2", "every reader tests _highest < 0 or >= 0"),
+    _ETX + "ǁProbeWindowǁ__init____mutmut_23": ("self._origin = None", _FIRST_PROBE),
+    _ETX + "ǁProbeWindowǁ__init____mutmut_24": ("self._origin = 1", _FIRST_PROBE),
+    _ETX + "ǁProbeWindowǁreset__mutmut_7": ("self._highest = -2", "every reader tests _highest < 0 or >= 0"),
+    _ETX + "ǁProbeWindowǁreset__mutmut_8": ("self._origin = None", _FIRST_PROBE),
+    _ETX + "ǁProbeWindowǁreset__mutmut_9": ("self._origin = 1", _FIRST_PROBE),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_20": (
+        "if seq - high > w:", "at a jump of exactly W the ring-range branch clears and counts all W slots, "
+        "as the jump branch does"),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_56": (
+        "flags.count(1, None, hi + 1)", "a start of None is 0 for bytearray.count"),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_83": (
+        "if seq >= high - w:", "seq == highest - W shares its slot with highest, which is set: the "
+        "in-window branch credits nothing either"),
+    _ETX + "ǁProbeWindowǁon_probe__mutmut_86": (
+        "if seq > self._origin and", "the origin's slot is set while it is in the window: nothing to credit"),
+    _ETX + "ǁEtxTableǁnext_probe__mutmut_1": (
+        "next_probe(None)", "LinkEstimator.next_probe does not read `now`"),
+    _ETX + "ǁEtxTableǁquality__mutmut_1": ("e = None", _TABLE_LOOKUP),
+    _ETX + "ǁEtxTableǁquality__mutmut_2": ("e = self._links.get(None)", _TABLE_LOOKUP),
+    _ETX + "ǁEtxTableǁquality__mutmut_4": ("if (e is None) or True else e", _TABLE_LOOKUP),
+    # tcp_user/congestion.py
+    _CC + "ǁCongestionControlǁon_sack_blocks__mutmut_1": (
+        "return 1", "only Reno uses the base's count, and Reno.is_dupack does not read it"),
+    _CC + "ǁCongestionControlǁon_rto__mutmut_29": ("self.in_recovery = None", _TRUTH),
+    _CC + "ǁCongestionControlǁon_rto__mutmut_35": ("self.fast_rtx_pending = None", _TRUTH),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_5": ("self.fast_rtx_pending = None", _TRUTH),
+    _CC + "ǁCongestionControlǁon_rto__mutmut_34": (
+        "self.lt_extra = 1", "a one-byte allowance is never used: sender SWS avoidance sends a partial "
+        "segment only when it is at least half the largest window the peer offered, and the next ACK resets it"),
+    _CC + "ǁRenoǁon_dupack__mutmut_30": ("self.lt_extra = None", _LT_IN_RECOVERY),
+    _CC + "ǁRenoǁon_dupack__mutmut_31": ("self.lt_extra = 1", _LT_IN_RECOVERY),
+    _CC + "ǁSackRecoveryǁon_recovery_ack__mutmut_2": (
+        "self.exit_recovery(None)", "in RFC 6675 recovery cwnd stays ssthresh, so leaving it changes "
+        "nothing and logs no cwnd event: its time is never written"),
+    _CC + "ǁSackRecoveryǁon_rto__mutmut_1": ("una = None", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁon_rto__mutmut_3": ("self.high_rxt = None", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_7": (
+        "if una <= conn._snd_max:", "in recovery SND.UNA < SND.MAX: an ACK of everything reaches "
+        "RecoveryPoint and ends recovery before the next output"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_25": (
+        "end = una + max(n, 2)", "n < 2 only for a one-byte segment followed by SACKed data (else the "
+        "retransmission would be longer) or a FIN: HighRxt one octet further lies in SACKed data or past "
+        "HighData, which NextSeg and SetPipe do not look at"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_26": ("if end >= self.high_rxt:", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_57": ("s = a if a >= high_rxt else high_rxt", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_50": ("start = -2", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_61": ("if start <= 0:", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_62": ("if start < 1:", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_69": (
+        "if (nxt < data_end) or True else 0", "rule (2) runs only for nxt < end_seq <= data_end + 1, so "
+        "nxt >= data_end means nxt == data_end, where min(mss, 0) is 0 too"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_111": ("s = a if a >= high_rxt else high_rxt", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_133": ("if start + n >= self.high_rxt:", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_97": ("n = n if n == 0 or room > n else room", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_119": ("if start > 0 else 0", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_120": ("if start >= 1 else 0", _NEVER_ZERO),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_124": (
+        "return", "the loop is the function's last statement: leaving it is returning"),
+    _CC + "ǁCongestionControlǁexit_recovery__mutmut_1": ("self.in_recovery = None", _TRUTH),
+    _CC + "ǁCongestionControlǁlimited_transmit__mutmut_2": (
+        "self.dupacks <= self.config.dupack_threshold", "at dupacks == DupThresh outside recovery (a "
+        "guarded dupack) it sets lt_extra to 2 SMSS, what the second dupack set"),
+    _CC + "ǁSackRecoveryǁ__init____mutmut_3": ("self.high_rxt = None", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁ__init____mutmut_4": ("self.high_rxt = 1", _HIGH_RXT_DEAD),
+    _CC + "ǁSackRecoveryǁon_sack_blocks__mutmut_20": ("if s <= ack:", _SAME_VALUE),
+    _CC + "ǁSackRecoveryǁon_sack_blocks__mutmut_23": (
+        "if e < s or e > high:", "an empty block (e == s) adds nothing: Scoreboard.add returns 0 for it"),
+    _CC + "ǁSackRecoveryǁenter_recovery__mutmut_15": ("self.lt_extra = None", _LT_IN_RECOVERY),
+    _CC + "ǁSackRecoveryǁenter_recovery__mutmut_16": ("self.lt_extra = 1", _LT_IN_RECOVERY),
+    _CC + "ǁCongestionControlǁgrow__mutmut_9": ("cwnd += newly if newly <= mss else mss", _SAME_VALUE),
+    _CC + "ǁCongestionControlǁgrow__mutmut_18": (
+        "cwnd += inc if inc > 1 else 1", "at inc == 1 both add one byte"),
+    # the handshake's acknowledgement of the SYN runs on_new_ack before any data: it resets
+    # dupacks, lt_extra, _last_rto_una and (ack >= RecoveryPoint 0) rto_recovery
+    _CC + "ǁCongestionControlǁ__init____mutmut_4": ("self.dupacks = None", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_5": ("self.dupacks = 1", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_6": ("self.lt_extra = None", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_7": ("self.lt_extra = 1", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_14": ("self.rto_recovery = None", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_15": ("self.rto_recovery = True", _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_17": ('self._last_rto_una: int | None = ""', _SYN_ACKED),
+    _CC + "ǁCongestionControlǁ__init____mutmut_8": ("self.in_recovery = None", _TRUTH),
+    _CC + "ǁCongestionControlǁ__init____mutmut_12": ("self.fast_rtx_pending = None", _TRUTH),
+    _CC + "ǁCongestionControlǁ__init____mutmut_13": (
+        "self.fast_rtx_pending = True", "the first output comes after the handshake with nothing "
+        "outstanding (SND.UNA == SND.MAX): the flag is cleared without a retransmission"),
+    _CC + "ǁCongestionControlǁ__init____mutmut_11": (
+        "self.recovery_point = 1", "SND.UNA is >= 1 from the SYN's acknowledgement on: `una >= 0` and "
+        "`una >= 1` (SACK), `una < 0` and `una < 1` (Reno's guard) agree"),
+    _CC + "ǁCongestionControlǁon_new_ack__mutmut_4": (
+        "self.lt_extra = 1", "a one-byte allowance is never used: sender SWS avoidance sends a partial "
+        "segment only when it is at least half the largest window the peer offered"),
+    _CC + "ǁCongestionControlǁon_new_ack__mutmut_5": ('self._last_rto_una = ""', '"" differs from every SND.UNA, as None does'),
+    _CC + "ǁCongestionControlǁon_new_ack__mutmut_8": ("self.rto_recovery = None", _TRUTH),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_86": ("(room >= 0 and 2 * room", _TINY_WINDOW),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_87": ("(room > 1 and 2 * room", _TINY_WINDOW),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_96": (
+        "n = n if n == 1 or room >= n else room", "with n == 1 the branch is reached only with room >= 1 "
+        "(room >= n, or the partial case's room > 0): both keep n"),
+    _CC + "ǁSackRecoveryǁ_send_in_recovery__mutmut_75": (
+        "if nxt <= data_end else 0", "at nxt == data_end min(mss, 0) is 0, what the else gives"),
+    # aspan/agent.py
+    "aspan.agent.xǁ_FlowStateǁref__mutmut_1": ("(self.last_ack is not None) and False", _DEAD_REF),
+    "aspan.agent.xǁ_FlowStateǁref__mutmut_2": ("(self.last_ack is not None) or True", _DEAD_REF),
+    "aspan.agent.xǁ_FlowStateǁref__mutmut_3": ("if self.last_ack is None else", _DEAD_REF),
+    "aspan.agent.xǁSnoopAgentǁ__init____mutmut_1": ("self.node = None", "nothing reads SnoopAgent.node"),
+    "aspan.agent.xǁSnoopAgentǁexpire_idle__mutmut_16": ("freed = n", "freed is read only as a truth value"),
+    "aspan.agent.xǁSnoopAgentǁexpire_idle__mutmut_17": ("freed -= n", "freed is read only as a truth value"),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_1": ("st = None", _FAST_PATH),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_2": ("st = self._flows.get(None)", _FAST_PATH),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_12": ("cached=None", _FALSY),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_44": ("cached=None", _FALSY),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_21": ("(last is not None) and False", _UNWRAP_REF),
+    "aspan.agent.xǁSnoopAgentǁon_ack__mutmut_7": ("(last is not None) and False", _UNWRAP_REF),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_31": ("(seq - ref - HALF)", _MINUS_HALF),
+    "aspan.agent.xǁSnoopAgentǁon_ack__mutmut_17": ("(ack - ref - HALF)", _MINUS_HALF),
+    "aspan.agent.xǁSnoopAgentǁon_data__mutmut_37": ("end >= high", "at end == high it stores the value it holds"),
+    "aspan.agent.xǁSnoopAgentǁon_ack__mutmut_11": ("(ref is None) and False", _SAME_FLOW),
+    "aspan.agent.xǁSnoopAgentǁ_new_ack__mutmut_2": ('st.rtx_seq = ""', "\"\" differs from every ACK, as None does"),
+    "aspan.agent.xǁSnoopAgentǁ_new_ack__mutmut_3": ("st.expected_dupacks = None", _RTX_RESET),
+    "aspan.agent.xǁSnoopAgentǁ_new_ack__mutmut_4": ("st.expected_dupacks = 1", _RTX_RESET),
+    "aspan.agent.xǁSnoopAgentǁ_dupack__mutmut_27": ('"every" and st.rtx_seq != uack', _RTX_RESET),
+    "aspan.agent.xǁSnoopAgentǁ_dupack__mutmut_29": ('"XXeveryXX"', _RTX_RESET),
+    "aspan.agent.xǁSnoopAgentǁ_dupack__mutmut_30": ('"EVERY"', _RTX_RESET),
+    "aspan.agent.xǁSnoopAgentǁ_dupack__mutmut_42": (
+        "max(1, ((st.high_end", "expected_dupacks -1 or 0 alike: the next dupack resends (<= 0)"),
+    # routing/auth.py
+    "routing.auth.xǁReplayWindowǁ__init____mutmut_3": ("self.top = 1", _NO_SEQ_0),
+    "routing.auth.xǁReplayWindowǁ__init____mutmut_5": ("self.bits = 1", _NO_SEQ_0),
+    "routing.auth.xǁReplayWindowǁaccept__mutmut_15": (
+        "if shift <= self.size else 1",
+        "at shift == size the shifted bitmap masked to size bits is 1, which the else branch gives"),
+    "routing.auth.xǁMeshAuthǁverify__mutmut_3": (
+        "if (sender is not None) or True else None",
+        "the neighbour table has no None key: the lookup gives None, a stranger, as the guard does"),
+    "routing.auth.xǁMeshAuthǁ_link_to__mutmut_1": ("link = None", _LINK_CACHE),
+    "routing.auth.xǁMeshAuthǁ_link_to__mutmut_2": ("link = self._out.get(None)", _LINK_CACHE),
+}
+
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+
+
+@dataclass
+class ModuleScore:
+    module: str
+    statuses: dict[str, str] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
+
+    @property
+    def mutants(self) -> int:
+        return len(self.statuses)
+
+    @property
+    def killed(self) -> int:
+        return sum(s in KILLED for s in self.statuses.values())
+
+    @property
+    def equivalent(self) -> int:
+        return sum(s == "equivalent" for s in self.statuses.values())
+
+    @property
+    def survivors(self) -> list[str]:
+        return sorted(n for n, s in self.statuses.items() if s not in KILLED and s != "equivalent")
+
+    @property
+    def score(self) -> float:
+        live = self.mutants - self.equivalent
+        return self.killed / live if live else 1.0
+
+    def row(self) -> str:
+        return (f"| `{self.module}` | {self.mutants} | {self.killed} | {self.equivalent} | {len(self.survivors)} "
+                f"| {100 * self.score:.1f} % |")
+
+
+def slug(module: str) -> str:
+    return module.replace("/", "_").removesuffix(".py")
+
+
+def mutmut_table(module: str) -> str:
+    """The ``[tool.mutmut]`` table of one module's run."""
+    def toml_list(xs: list[str]) -> str:
+        return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
+    tests = [t for t in MODULE_TESTS[module] if (ROOT / t).exists()]
+    deselect = [a for t in DESELECT.get(module, []) for a in ("--deselect", t)]
+    return ("\n[tool.mutmut]\n"
+            f"source_paths = {toml_list(PACKAGES)}\n"
+            f"only_mutate = {toml_list([module])}\n"
+            f"pytest_add_cli_args = {toml_list(['-p', 'no:cacheprovider', '-m', 'not root and not slow', '-q', *deselect])}\n"
+            f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
+            # a mutant's CPU limit: 2 x 5 x (its tests' clean time + 2 s); an endless loop is a timeout
+            "timeout_multiplier = 5.0\n"
+            "timeout_constant = 2.0\n"
+            "use_git_change_detection = false\n")
+
+
+def prepare(module: str) -> Path:
+    """A fresh copy of the tree for ``module``'s run, with its mutmut table."""
+    work = WORK / slug(module)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for pkg in PACKAGES + ["tests"]:
+        shutil.copytree(ROOT / pkg, work / pkg, ignore=ignore)
+    (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + mutmut_table(module))
+    return work
+
+
+def mutmut() -> str:
+    exe = Path(sys.executable).with_name("mutmut")
+    if not exe.exists():
+        raise SystemExit("mutmut is not installed in this venv: pip install -e '.[mutation]'")
+    return str(exe)
+
+
+def run_module(module: str) -> None:
+    work = prepare(module)
+    cmd = ["nice", "-n", "19", mutmut(), "run", "--max-children", "1"]
+    print(f"== {module}: {' '.join(cmd)} (in {work.relative_to(ROOT)})", flush=True)
+    t0 = time.monotonic()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    log = work / "mutmut-run.log"
+    with log.open("w") as out:
+        r = subprocess.run(cmd, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    print(f"   mutmut exit {r.returncode} after {time.monotonic() - t0:.0f} s (log: {log})")
+    if r.returncode != 0:
+        print(log.read_text(errors="replace")[-3000:])
+        raise SystemExit(f"mutmut failed on {module}")
+
+
+def mutant_line(work: Path, name: str) -> str:
+    """The '+' line of one mutant's diff."""
+    r = subprocess.run([mutmut(), "show", name], cwd=work, capture_output=True, text=True)
+    plus = [ln[1:].strip() for ln in r.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return " / ".join(plus)
+
+
+def score(module: str) -> ModuleScore:
+    """The statuses of ``module``'s last run, with the equivalent mutants marked."""
+    from mutmut.stats import status_by_exit_code
+    work = WORK / slug(module)
+    meta = work / "mutants" / (module + ".meta")
+    if not meta.exists():
+        raise SystemExit(f"{meta}: no mutmut results for {module}; run without --report first")
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    out = ModuleScore(module)
+    for name, code in codes.items():
+        status = status_by_exit_code[code]
+        if name in EQUIVALENT:
+            expected = EQUIVALENT[name][0]
+            if status in KILLED or expected not in mutant_line(work, name):
+                out.stale.append(name)
+            else:
+                status = "equivalent"
+        out.statuses[name] = status
+    return out
+
+
+def print_equivalents(modules: list[str]) -> None:
+    """The EQUIVALENT entries of ``modules`` as a markdown table (docs/MUTATION.md)."""
+    print("| mutant | mutated line | why no test can kill it |")
+    print("|---|---|---|")
+    for module in modules:
+        prefix = module.removesuffix(".py").replace("/", ".") + "."
+        for name, (line, why) in EQUIVALENT.items():
+            if name.startswith(prefix):
+                cell = line.replace("|", "\\|")   # a `|` would end the markdown cell
+                print(f"| `{name}` | `{cell}` | {why} |")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench mutation", description=__doc__.split("\n\n")[0])
+    ap.add_argument("modules", nargs="*", help=f"core modules (default all): {', '.join(MODULE_TESTS)}")
+    ap.add_argument("--report", action="store_true", help="score the last runs again without running mutmut")
+    ap.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
+    ap.add_argument("--equivalents", action="store_true",
+                    help="print the equivalent mutants of the modules, with their reasons, as markdown")
+    args = ap.parse_args(argv)
+    modules = args.modules or list(MODULE_TESTS)
+    unknown = [m for m in modules if m not in MODULE_TESTS]
+    if unknown:
+        raise SystemExit(f"not a core module of the mutation run: {', '.join(unknown)}; expected {', '.join(MODULE_TESTS)}")
+    if args.equivalents:
+        print_equivalents(modules)
+        return 0
+    results = []
+    for module in modules:
+        if not args.report:
+            run_module(module)
+        results.append(score(module))
+        if args.survivors:
+            work = WORK / slug(module)
+            for name in results[-1].survivors:
+                print(subprocess.run([mutmut(), "show", name], cwd=work, capture_output=True, text=True).stdout)
+    print("| module | mutants | killed | equivalent | survived | score |")
+    print("|---|---|---|---|---|---|")
+    failed = False
+    for res in results:
+        print(res.row())
+        for name in res.stale:
+            print(f"   stale equivalent entry (killed now, or its mutant changed): {name}")
+        failed |= res.score < TARGET or bool(res.stale)
+    return 1 if failed else 0
