@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,8 +93,10 @@ def wheelhouse(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("vpi")
-    fakebin = base / "fakebin"         # first in the Pis' PATH; empty unless a test puts the fake iw there
-    fakebin.mkdir()
+    # first in the Pis' PATH, empty unless a test puts the fake iw there; outside pytest's root-only temp
+    # directory and open to all, so the Pis' user can run the fake and it can keep its state beside itself
+    fakebin = Path(tempfile.mkdtemp(prefix="aspan-vpi-fakebin-"))
+    fakebin.chmod(0o1777)
     lab = VirtualPiLab(base / "lab", extra_path=str(fakebin))
     lab.fakebin = fakebin
     try:
@@ -103,6 +106,7 @@ def lab(tmp_path_factory):
         yield lab
     finally:
         lab.stop()                               # userdel --remove: its home, with four venvs (~1.3 GB)
+        shutil.rmtree(fakebin, ignore_errors=True)
     assert lab.leftovers() == []
     assert [k for k in lab.killed if "sshd" not in k] == [], "processes the tests left running in the Pis"
 
@@ -501,6 +505,8 @@ def fake_radio(installed):
     iw = lab.fakebin / "iw"
     iw.write_bytes((ROOT / "tests" / "data" / "fake_iw").read_bytes())
     iw.chmod(0o755)
+    (lab.fakebin / "calls.log").touch()
+    (lab.fakebin / "calls.log").chmod(0o666)         # the Pis' user's calls (station dump) and root's (the radio)
     macs = {}
     for n, pi in lab.pis.items():
         out = sh("ip", "-n", pi.ns, "-o", "link", "show", lab.iface).stdout
@@ -518,7 +524,8 @@ def fake_radio(installed):
 
 def test_a_run_sets_the_radio_records_each_drivers_view_and_puts_the_radio_back(fake_radio, tmp_path, clean):
     lab = fake_radio
-    doc = yaml.safe_load(small_exp(tmp_path).read_text())
+    doc = yaml.safe_load(small_exp(tmp_path, segments=3000).read_text())
+    doc["etx"]["log_interval_s"] = 0.25           # trace intervals while the flow runs, a dump every 4th
     doc["pi"] = {"rts_threshold": 500, "txpower_dbm": 10}
     doc["variants"] = doc["variants"][:1]
     exp = tmp_path / "radio.yaml"
