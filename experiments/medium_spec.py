@@ -14,7 +14,9 @@ from typing import Any
 from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
-from routing.medium import NAV_MODELS, PRESETS, Medium, Phy, Topology, timing_problems
+from routing.medium import (AIRTIMES, HT_STANDARDS, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology,
+                            basic_rate_set, default_airtime, fixed_rate, timing_problems)
+from routing.rates import RateError
 
 MEDIUM_MODELS = ("none", "dcf")
 
@@ -60,9 +62,17 @@ def _nullable(f: Field) -> Field:
 
 _SETTINGS: dict[str, Any] = {
     "model": F(STR, "none", member_of(MEDIUM_MODELS), "none: each backend's own links | dcf: a shared 802.11 DCF medium"),
-    "standard": F(STR, "b", member_of(PRESETS), "timing preset: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot)"),
-    "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
-    "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
+    "standard": F(STR, "b", member_of(PRESETS), "PHY: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot) | a (OFDM, "
+                  "5 GHz) | n (HT20 MCS 0-7, long GI, 2.4 GHz) | n-sgi (HT20, short GI; minstrel: long and short)"),
+    "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate_control fixed: PHY rate of data frames (default: the "
+                      "preset's, b 11, g and a 54); airtime txtime: one of the standard's rates; n: use mcs"),
+    "mcs": _opt(INT, in_range(0, 7), "rate_control fixed, standard n or n-sgi: the HT MCS of data frames (default 7)"),
+    "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, the others 24); airtime "
+                            "txtime: the highest rate of the basic rate set (the PHY's mandatory rates up to it)"),
+    "rate_control": F(STR, "fixed", member_of(RATE_CONTROLS), "fixed: every frame at rate_mbps / mcs | minstrel: "
+                      "a Minstrel-HT-like controller per link chooses each frame's retry chain (routing.minstrel)"),
+    "airtime": _opt(STR, member_of(AIRTIMES), "simple: preamble + bits / rate (b and g only) | txtime: the standard's "
+                    "PPDU durations (routing.rates); default simple for b and g at a fixed rate, else txtime"),
     "slot_us": _opt(NUM, None, "aSlotTime, at least 1 us (default: b 20, g 9)"),
     "sifs_us": _opt(NUM, None, "aSIFSTime, at least 1 us (default 10); DIFS = SIFS + 2 slots"),
     "preamble_us": _opt(NUM, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
@@ -115,6 +125,8 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
         return
     nodes = cfg["topology"]["nodes"]
     for key, why in timing_problems(timing(m)):   # reported beside the others: the topology does not need them
+        errs.append(error(src, f"medium.{key}", why))
+    for key, why in rate_problems(m):
         errs.append(error(src, f"medium.{key}", why))
     if m["rts_threshold"] is not None and m["nav"] == "exchange":
         errs.append(error(src, "medium.nav", "RTS/CTS (medium.rts_threshold) protects a frame through the NAV that the "
@@ -198,6 +210,45 @@ def _refuse_shared_positions(src: str, cfg: dict[str, Any], error: type[ConfigEr
             seen[key] = n
 
 
+def airtime(m: dict[str, Any]) -> str:
+    """The airtime model the medium will have: the setting, or :func:`routing.medium.default_airtime`."""
+    return m["airtime"] or default_airtime(m["standard"], m["rate_control"])
+
+
+def rate_problems(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """(setting, why) for each rate setting that does not fit the standard, the airtime or the rate control."""
+    std, air = m["standard"], airtime(m)
+    if air == "simple":
+        if std not in ("b", "g"):
+            return [("airtime", f"simple (preamble + bits / rate) is the b and g model only; standard {std} has "
+                                "the standard's PPDU durations: leave airtime out or set txtime")]
+        if m["rate_control"] != "fixed":
+            return [("airtime", f"rate_control {m['rate_control']} chooses among the standard's rates, whose "
+                                "durations are airtime txtime: leave airtime out or set txtime")]
+        if m["mcs"] is not None:
+            return [("mcs", f"only with standard n or n-sgi (HT); standard {std} names its rate by rate_mbps")]
+        return []
+    out = []
+    if m["preamble_us"] is not None:
+        out.append(("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header "
+                                   "(routing.rates); leave preamble_us out"))
+    if m["rate_control"] != "fixed":
+        for key in ("rate_mbps", "mcs"):
+            if m[key] is not None:
+                out.append((key, f"fixes the rate of every frame; rate_control {m['rate_control']} chooses it "
+                                 "per frame: leave it out, or set rate_control fixed"))
+    else:
+        try:
+            fixed_rate(std, m["rate_mbps"], m["mcs"])
+        except RateError as e:
+            out.append(("mcs" if m["mcs"] is not None and std not in HT_STANDARDS else "rate_mbps", str(e)))
+    try:
+        basic_rate_set(std, m["basic_rate_mbps"])
+    except RateError as e:
+        out.append(("basic_rate_mbps", str(e)))
+    return out
+
+
 def timing(m: dict[str, Any]) -> dict[str, float]:
     """The timing settings as the medium will have them: the preset's, each overridden where set."""
     p = dict(PRESETS[m["standard"]])
@@ -246,9 +297,13 @@ def phy(cfg: dict[str, Any]) -> Phy:
     """The PHY and MAC settings of ``cfg``'s medium (every backend's medium is built from it)."""
     m = cfg["medium"]
     return Phy.preset(m["standard"], rts_threshold=m["rts_threshold"], nav=m["nav"],
-                      long_retry_limit=m["long_retry_limit"], **{k: m[k] for k in PRESETS[m["standard"]]})
+                      long_retry_limit=m["long_retry_limit"], airtime=airtime(m), mcs=m["mcs"],
+                      **{k: m[k] for k in PRESETS[m["standard"]]})
 
 
 def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
-    """The DCF medium of one repetition; its backoff draws come from their own seeded generator."""
-    return Medium(phy(cfg), topology(cfg), cfg["medium"]["queue_packets"], random.Random(seed * 7919 + 11))
+    """The DCF medium of one repetition; its backoff draws come from their own seeded generator, its rate
+    controllers (one per link) and error draws from the repetition's seed."""
+    m = cfg["medium"]
+    return Medium(phy(cfg), topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11),
+                  rate_control=m["rate_control"], seed=seed)
