@@ -334,9 +334,10 @@ def test_minstrel_on_the_sim_on_graphs(tmp_path: Path, links: list[list[str]], f
     assert len(df) == len(flows) and (df["status"] == "ok").all() and df["integrity_ok"].all()
     mac = mac_events(d / "default" / "rep0")
     senders = {f["sender"] for f in flows}
-    for n in senders:   # the data senders' links climbed to MCS 7; probes at 6 Mb/s
-        counts = mac[n]["rate_attempts"]
-        assert max(counts, key=counts.get) == "ht-mcs7" and "erp-6" in counts, counts
+    for n in senders:   # Minstrel climbed from MCS 0 (no statistics before the data) through sampling to MCS 7
+        counts, acks = mac[n]["rate_attempts"], mac[n]["rate_acks"]
+        assert "erp-6" in counts and "erp-6" not in acks, counts   # ETX probes: group-addressed, at 6 Mb/s
+        assert {"ht-mcs0", "ht-mcs7"} <= set(acks) and len(acks) >= 4, (counts, acks)
     assert all(set(m["rate_attempts"]) <= {r.name for r in rate_set("n")} | {"erp-6"} for m in mac.values())
 
 
@@ -354,3 +355,6 @@ def test_minstrel_at_ht_rates_in_the_local_medium_process(tmp_path: Path) -> Non
     names = {r.name for r in rate_set("n")} | {"erp-6"}
     assert all(m["rate_attempts"] and set(m["rate_attempts"]) <= names for m in mac.values()), mac
     assert sum(m["rate_attempts"].get("ht-mcs7", 0) for m in mac.values()) > 0
+    frames = [e for e in map(json.loads, (rep / "medium.log").read_text().splitlines()) if e["ev"] == "frame"]
+    assert frames and {e["rate"] for e in frames} <= names and any(e["rate"] == "erp-6" for e in frames)
+    assert Counter(e["rate"] for e in frames if e["rate"] != "erp-6").most_common(1)[0][0] == "ht-mcs7"
