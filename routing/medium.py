@@ -4,7 +4,7 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 
 * airtime (:meth:`Phy.data_ns`, :meth:`Phy.ack_ns`, :meth:`Phy.exchange_ns`): PLCP preamble + header,
   then the MPDU (MAC header + FCS + LLC/SNAP + the packet) at the PHY rate; SIFS; the ACK frame
-  (14 octets, 9.3.1.3) at the basic rate;
+  (14 octets, 9.3.1.3) at the basic rate (``airtime == "txtime"``: per frame and rate, below);
 * DIFS = aSIFSTime + 2 x aSlotTime (10.3.2.3.5);
 * backoff (10.3.3, :meth:`Medium._draw_backoff`): a random number of slots in [0, CW]; CW starts at
   aCWmin and becomes 2 x (CW + 1) - 1 after each failed attempt, at most aCWmax; back to aCWmin after
@@ -39,10 +39,30 @@ hold above gives way to the standard's virtual carrier sense:
 * retries (:meth:`Medium._done`, 10.3.4.4): RTSs without CTS against dot11ShortRetryLimit (reason
   ``rts_retry``), data frames without ACK after a CTS against dot11LongRetryLimit (``mac_retry``).
 
+Rates (issue 24, item 3; ``Phy.airtime == "txtime"``, IEEE Std 802.11-2020 via routing.rates):
+
+* airtime: each data attempt takes the PPDU duration of its MPDU at its rate (:func:`routing.rates.txtime_ns`:
+  DSSS/HR-DSSS 15-16, OFDM 17, ERP-OFDM 18, HT mixed format 19.4.3); its Ack, and an RTS and CTS before
+  it, the duration of 14 / 20 octets at the control response rate of that rate (10.6.6.5); the
+  Duration fields (NAV) and the exchange hold from the same calls; EIFS's AckTxTime at the lowest basic
+  rate (10.3.2.3.7); group-addressed frames at the lowest basic rate (mac80211's rate_control_send_low);
+* rate control (:meth:`Medium.controller`): one controller per (station, receiver), ``fixed``
+  (routing.minstrel.FixedRate) or ``minstrel`` (routing.minstrel.Minstrel, seeded from the medium's seed
+  and the link's names); at a frame's first attempt it gives the retry chain [(rate, tries), ...], cut
+  to the retry limit that applies (dot11ShortRetryLimit, or dot11LongRetryLimit with RTS/CTS; 10.3.4.4);
+  data attempt k goes at the rate of the stage k falls in; the frame is dropped (``mac_retry``) when the
+  chain is spent; when it ends, ``report()`` once per stage it used (:meth:`Medium._report_rates`); RTSs
+  without a CTS are not reported (they go at a basic rate);
+* reception: :meth:`Medium.frame_error` is the probability that a data frame no other transmission
+  corrupted is lost at its rate: 0 for reception by range (every rate succeeds alike, so Minstrel climbs
+  to the top rate); the hook an error model per rate fills;
+* stats: data attempts and acknowledged ones per rate (``StationStats.rate_attempts``, ``rate_acks``).
+
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
-propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
-the issue defines it); no capture; a NAV set by an RTS is not reset when no data follows.  Times are
+propagation delay is zero; with ``airtime == "simple"`` (b and g at a fixed rate, the default) OFDM
+symbol padding and the signal extension are not modelled (airtime = preamble + bits / rate, as issue 11
+defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture; a NAV set by an RTS is not reset when no data follows.  Times are
 integer nanoseconds, so the arithmetic is exact and runs repeat.
 """
 from __future__ import annotations

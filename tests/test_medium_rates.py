@@ -213,13 +213,19 @@ def test_the_retry_chain_falls_back_and_the_per_rate_counts_show_it() -> None:
 
 def test_the_chain_is_cut_at_the_retry_limit_that_applies() -> None:
     """Without RTS/CTS the tries of a chain add up to at most dot11ShortRetryLimit, with it to at most
-    dot11LongRetryLimit; a frame is dropped (mac_retry) when its chain is spent."""
+    dot11LongRetryLimit; a frame is dropped (mac_retry) when its chain is spent, even below the limit."""
     for rts, limit in ((None, 3), (0, 2)):
         m = medium("n", rate_control="minstrel", seed=2, retry_limit=3, long_retry_limit=2, rts_threshold=rts,
                    loss=lambda now, r: 1.0)
         out = saturate(m, frames=30)
         assert all(isinstance(o, Dropped) and o.reason == "mac_retry" for o in out)
         assert all(sum(t for _, t in o.frame.chain) <= limit and o.frame.data_attempts == limit for o in out)
+    # a chain shorter than the retry limit (before statistics Minstrel's four stages of 2 tries at the
+    # lowest rate, and maybe a sample try before them: 8 or 9 < 20)
+    m = medium("n", rate_control="minstrel", seed=2, retry_limit=20, loss=lambda now, r: 1.0)
+    out = saturate(m, frames=5)
+    assert all(isinstance(o, Dropped) and o.reason == "mac_retry" for o in out)
+    assert all(o.frame.data_attempts == sum(t for _, t in o.frame.chain) in (8, 9) for o in out)
     fixed = medium("n", loss=lambda now, r: 1.0, retry_limit=5)
     out = saturate(fixed, frames=5)
     assert [o.frame.chain for o in out] == [[(ht20_rate(7), 5)]] * 5 and isinstance(fixed.controller("A", "B"), FixedRate)
@@ -355,6 +361,8 @@ def test_minstrel_at_ht_rates_in_the_local_medium_process(tmp_path: Path) -> Non
     names = {r.name for r in rate_set("n")} | {"erp-6"}
     assert all(m["rate_attempts"] and set(m["rate_attempts"]) <= names for m in mac.values()), mac
     assert sum(m["rate_attempts"].get("ht-mcs7", 0) for m in mac.values()) > 0
+    used = {r for m in mac.values() for r in m["rate_acks"]}
+    assert {"ht-mcs0", "ht-mcs7"} <= used and len(used) >= 4, used   # Minstrel's climb from MCS 0, not one rate
     frames = [e for e in map(json.loads, (rep / "medium.log").read_text().splitlines()) if e["ev"] == "frame"]
     assert frames and {e["rate"] for e in frames} <= names and any(e["rate"] == "erp-6" for e in frames)
     assert Counter(e["rate"] for e in frames if e["rate"] != "erp-6").most_common(1)[0][0] == "ht-mcs7"
