@@ -14,9 +14,9 @@ from typing import Any
 from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
-from routing.medium import (AIRTIMES, HT_STANDARDS, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology,
-                            basic_rate_set, default_airtime, fixed_rate, timing_problems)
-from routing.rates import RateError
+from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology, default_airtime,
+                            timing_problems)
+from routing.medium import rate_problems as medium_rate_problems
 
 MEDIUM_MODELS = ("none", "dcf")
 
@@ -217,36 +217,8 @@ def airtime(m: dict[str, Any]) -> str:
 
 def rate_problems(m: dict[str, Any]) -> list[tuple[str, str]]:
     """(setting, why) for each rate setting that does not fit the standard, the airtime or the rate control."""
-    std, air = m["standard"], airtime(m)
-    if air == "simple":
-        if std not in ("b", "g"):
-            return [("airtime", f"simple (preamble + bits / rate) is the b and g model only; standard {std} has "
-                                "the standard's PPDU durations: leave airtime out or set txtime")]
-        if m["rate_control"] != "fixed":
-            return [("airtime", f"rate_control {m['rate_control']} chooses among the standard's rates, whose "
-                                "durations are airtime txtime: leave airtime out or set txtime")]
-        if m["mcs"] is not None:
-            return [("mcs", f"only with standard n or n-sgi (HT); standard {std} names its rate by rate_mbps")]
-        return []
-    out = []
-    if m["preamble_us"] is not None:
-        out.append(("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header "
-                                   "(routing.rates); leave preamble_us out"))
-    if m["rate_control"] != "fixed":
-        for key in ("rate_mbps", "mcs"):
-            if m[key] is not None:
-                out.append((key, f"fixes the rate of every frame; rate_control {m['rate_control']} chooses it "
-                                 "per frame: leave it out, or set rate_control fixed"))
-    else:
-        try:
-            fixed_rate(std, m["rate_mbps"], m["mcs"])
-        except RateError as e:
-            out.append(("mcs" if m["mcs"] is not None and std not in HT_STANDARDS else "rate_mbps", str(e)))
-    try:
-        basic_rate_set(std, m["basic_rate_mbps"])
-    except RateError as e:
-        out.append(("basic_rate_mbps", str(e)))
-    return out
+    return medium_rate_problems(m["standard"], airtime(m), m["rate_control"], m["rate_mbps"], m["mcs"],
+                                m["basic_rate_mbps"], m["preamble_us"])
 
 
 def timing(m: dict[str, Any]) -> dict[str, float]:

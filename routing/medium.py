@@ -62,8 +62,9 @@ Simplifications, stated: a station draws a backoff before every frame (no immedi
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
 propagation delay is zero; with ``airtime == "simple"`` (b and g at a fixed rate, the default) OFDM
 symbol padding and the signal extension are not modelled (airtime = preamble + bits / rate, as issue 11
-defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture; a NAV set by an RTS is not reset when no data follows.  Times are
-integer nanoseconds, so the arithmetic is exact and runs repeat.
+defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture; a NAV set by
+an RTS is not reset when no data follows.  Times are integer nanoseconds, so the arithmetic is exact
+and runs repeat.
 """
 from __future__ import annotations
 
@@ -77,12 +78,13 @@ from functools import lru_cache
 from typing import Any, Iterable, Protocol
 
 from routing.minstrel import Chain, FixedRate, Minstrel, fit_retry_limit
-from routing.rates import (HT, MANDATORY_KBPS, Rate, RateError, Timing, control_response_rate, dsss_rate,
+from routing.rates import (MANDATORY_KBPS, Rate, RateError, Timing, control_response_rate, dsss_rate,
                            ht20_rate, ofdm_rate, rate_set, txtime_ns)
 
 __all__ = ["PRESETS", "Phy", "Topology", "Frame", "Delivered", "Dropped", "StationStats", "Medium", "MediumError",
            "MAC_OVERHEAD_BYTES", "ACK_BYTES", "RTS_BYTES", "CTS_BYTES", "LONG_RETRY_LIMIT", "NAV_MODELS",
-           "timing_problems"]
+           "timing_problems", "AIRTIMES", "RATE_CONTROLS", "HT_STANDARDS", "default_airtime", "fixed_rate",
+           "basic_rate_set", "rate_problems", "RateController", "chain_stages", "chain_rate"]
 
 US = 1000  # ns per microsecond
 
@@ -130,10 +132,10 @@ def fixed_rate(standard: str, rate_mbps: float | None = None, mcs: int | None = 
     Default: the standard's top rate (11, 54, 54, MCS 7)."""
     if standard in HT_STANDARDS:
         if rate_mbps is not None:
-            raise RateError(f"rate_mbps: standard {standard} names its rate by medium.mcs (0..7), not in Mb/s")
+            raise RateError(f"standard {standard} names its rate by mcs (0..7), not in Mb/s")
         return ht20_rate(DEFAULT_MCS if mcs is None else mcs, short_gi=standard == "n-sgi")
     if mcs is not None:
-        raise RateError(f"mcs: only with standard n or n-sgi (HT); standard {standard} names its rate by rate_mbps")
+        raise RateError(f"only with standard n or n-sgi (HT); standard {standard} names its rate by rate_mbps")
     mbps = PRESETS[standard]["rate_mbps"] if rate_mbps is None else rate_mbps
     if standard == "b":
         return dsss_rate(mbps)
@@ -154,6 +156,41 @@ def basic_rate_set(standard: str, basic_rate_mbps: float | None = None) -> tuple
         raise RateError(f"basic_rate_mbps {mbps:g}: with standard {standard} expected a mandatory rate: "
                         + ", ".join(f"{r.kbps / 1000:g}" for r in mandatory))
     return tuple(r for r in mandatory if r.kbps <= round(mbps * 1000))
+
+
+def rate_problems(standard: str, airtime: str, rate_control: str = "fixed", rate_mbps: float | None = None,
+                  mcs: int | None = None, basic_rate_mbps: float | None = None,
+                  preamble_us: float | None = None) -> list[tuple[str, str]]:
+    """(setting, why) for each rate setting (``medium.*``) that does not fit the standard, the airtime
+    model or the rate control; [] when the medium can be built."""
+    if airtime == "simple":
+        if standard not in ("b", "g"):
+            return [("airtime", f"simple (preamble + bits / rate) is the b and g model only; standard {standard} "
+                                "has the standard's PPDU durations: leave airtime out or set txtime")]
+        if rate_control != "fixed":
+            return [("airtime", f"rate_control {rate_control} chooses among the standard's rates, whose "
+                                "durations are airtime txtime: leave airtime out or set txtime")]
+        if mcs is not None:
+            return [("mcs", f"only with standard n or n-sgi (HT); standard {standard} names its rate by rate_mbps")]
+        return []
+    out = []
+    if preamble_us is not None:
+        out.append(("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header "
+                                   "(routing.rates); leave preamble_us out"))
+    if rate_control != "fixed":
+        out += [(key, f"fixes the rate of every frame; rate_control {rate_control} chooses it per frame: "
+                      "leave it out, or set rate_control fixed")
+                for key, v in (("rate_mbps", rate_mbps), ("mcs", mcs)) if v is not None]
+    else:
+        try:
+            fixed_rate(standard, rate_mbps, mcs)
+        except RateError as e:
+            out.append(("mcs" if mcs is not None and standard not in HT_STANDARDS else "rate_mbps", str(e)))
+    try:
+        basic_rate_set(standard, basic_rate_mbps)
+    except RateError as e:
+        out.append(("basic_rate_mbps", str(e)))
+    return out
 
 
 @lru_cache(maxsize=4096)   # bounded: packet lengths x rates of one run
@@ -235,26 +272,16 @@ class Phy:
         airtime = airtime or default_airtime(standard, "fixed")
         if airtime not in AIRTIMES:
             raise MediumError(f"airtime: expected one of {', '.join(AIRTIMES)}, got {airtime!r}")
-        if airtime == "simple" and standard not in ("b", "g"):
-            raise MediumError(f"airtime: simple (preamble + bits / rate) is the b and g model only; standard "
-                              f"{standard} has the standard's PPDU durations (airtime txtime)")
-        if airtime == "simple" and mcs is not None:
-            raise MediumError("mcs: only with standard n or n-sgi")
-        if airtime == "txtime" and over.get("preamble_us") is not None:
-            raise MediumError("preamble_us: with airtime txtime the PHY clause gives each PPDU's preamble "
-                              "(routing.rates); leave preamble_us out")
         p = dict(PRESETS[standard])
         p.update({k: v for k, v in over.items() if v is not None})
-        problems = timing_problems(p)
+        problems = rate_problems(standard, airtime, "fixed", over.get("rate_mbps"), mcs, over.get("basic_rate_mbps"),
+                                 over.get("preamble_us")) + timing_problems(p)
         if problems:
             raise MediumError("; ".join(f"{k}: {why}" for k, why in problems))
         rates: dict[str, Any] = {}
         if airtime == "txtime":
-            try:
-                rate = fixed_rate(standard, over.get("rate_mbps"), mcs)
-                basic = basic_rate_set(standard, over.get("basic_rate_mbps"))
-            except RateError as e:
-                raise MediumError(str(e)) from None
+            rate = fixed_rate(standard, over.get("rate_mbps"), mcs)
+            basic = basic_rate_set(standard, over.get("basic_rate_mbps"))
             rates = {"standard": standard, "rate": rate, "rates": rate_set(standard), "basic_rates": basic}
             p["rate_mbps"] = rate.bps / 1e6
         return cls(slot_ns=round(p["slot_us"] * US), sifs_ns=round(p["sifs_us"] * US),

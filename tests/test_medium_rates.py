@@ -228,7 +228,8 @@ def test_the_chain_is_cut_at_the_retry_limit_that_applies() -> None:
     assert all(o.frame.data_attempts == sum(t for _, t in o.frame.chain) in (8, 9) for o in out)
     fixed = medium("n", loss=lambda now, r: 1.0, retry_limit=5)
     out = saturate(fixed, frames=5)
-    assert [o.frame.chain for o in out] == [[(ht20_rate(7), 5)]] * 5 and isinstance(fixed.controller("A", "B"), FixedRate)
+    assert [o.frame.chain for o in out] == [[(ht20_rate(7), 5)]] * 5
+    assert isinstance(fixed.controller("A", "B"), FixedRate)
     assert fixed.stations["A"].stats.rate_attempts == {"ht-mcs7": 25} and fixed.stations["A"].stats.mac_drops == 5
 
 
@@ -260,7 +261,7 @@ def test_the_rate_settings_are_checked_and_named() -> None:
     assert "expected one of fixed, minstrel" in errors({"rate_control": "arf"})["medium.rate_control"]
     assert "b and g model only" in errors({"standard": "n", "airtime": "simple"})["medium.airtime"]
     assert "airtime txtime" in errors({"rate_control": "minstrel", "airtime": "simple"})["medium.airtime"]
-    assert "medium.mcs" in errors({"standard": "n", "rate_mbps": 65})["medium.rate_mbps"]
+    assert "names its rate by mcs" in errors({"standard": "n", "rate_mbps": 65})["medium.rate_mbps"]
     assert "only with standard n" in errors({"standard": "g", "airtime": "txtime", "mcs": 3})["medium.mcs"]
     assert "expected one of 6, 9" in errors({"standard": "g", "airtime": "txtime", "rate_mbps": 50})["medium.rate_mbps"]
     assert "expected a value <= 7" in errors({"standard": "n", "mcs": 8})["medium.mcs"]
@@ -328,7 +329,8 @@ GRID = [[f"N{r}{c}", f"N{r}{c + 1}"] for r in range(3) for c in range(2)] + \
 
 @pytest.mark.parametrize("links,flows", [
     (DIAMOND, [{"sender": "A", "receiver": "D", "segments": 300}]),
-    (GRID, [{"sender": "N01", "receiver": "N21", "segments": 200}, {"sender": "N10", "receiver": "N12", "segments": 200}]),
+    (GRID, [{"sender": "N01", "receiver": "N21", "segments": 200},
+            {"sender": "N10", "receiver": "N12", "segments": 200}]),
 ], ids=["diamond", "crossing-flows"])
 def test_minstrel_on_the_sim_on_graphs(tmp_path: Path, links: list[list[str]], flows: list[dict[str, Any]]) -> None:
     doc = {"name": "r", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 1.0}, "topology": {"links": links},
