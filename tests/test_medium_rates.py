@@ -24,6 +24,7 @@ from routing.medium import Delivered, Dropped, Frame, Medium, MediumError, Phy, 
 from routing.minstrel import FixedRate, Minstrel
 from routing.rates import (MAC_OVERHEAD_BYTES, TIMINGS, Rate, access_ns, control_response_rate, dsss_rate,
                            ht20_rate, ofdm_rate, rate_set, txtime_ns)
+from test_netns_backend import events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
 
 MS = 1_000_000
 PACKET = 1500
@@ -368,3 +369,25 @@ def test_minstrel_at_ht_rates_in_the_local_medium_process(tmp_path: Path) -> Non
     frames = [e for e in map(json.loads, (rep / "medium.log").read_text().splitlines()) if e["ev"] == "frame"]
     assert frames and {e["rate"] for e in frames} <= names and any(e["rate"] == "erp-6" for e in frames)
     assert Counter(e["rate"] for e in frames if e["rate"] != "erp-6").most_common(1)[0][0] == "ht-mcs7"
+
+
+def test_minstrel_at_ht_rates_in_the_netns_medium_daemon(netns: Path) -> None:
+    """As root: the netns medium daemon builds the same medium (kernel TCP on top): standard n with Minstrel
+    reaches it.  The fixture skips without root and checks that no namespace or rule is left."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    exp = write_exp(netns, segments=300, loss=0, max_s=120, settle=1.0,
+                    medium={"model": "dcf", "standard": "n", "rate_control": "minstrel"})
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--backend", "netns",
+                        "--out", str(netns / "runs"), "--no-plot"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = run_dir(netns / "runs") / "sack" / "rep0"
+    mac = {e["station"]: e for e in events(rep, "medium") if e["ev"] == "mac"}
+    assert set(mac) == set("ABCD")
+    used = {r for m in mac.values() for r in m["rate_acks"]}
+    assert {"ht-mcs0", "ht-mcs7"} <= used and used <= {r.name for r in rate_set("n")}, used
+    frames = [e for e in events(rep, "medium") if e["ev"] == "frame"]
+    assert frames and {e["rate"] for e in frames} <= {r.name for r in rate_set("n")} | {"erp-6"}
