@@ -74,7 +74,7 @@ import random
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterable, Protocol
 
 from routing.minstrel import Chain, FixedRate, Minstrel, fit_retry_limit
@@ -402,7 +402,11 @@ class Phy:
     def rate_name(self, rate: Rate | None) -> str:
         """How stats and logs name a rate: routing.rates' name (``erp-54``, ``ht-mcs7``); simple airtime:
         the medium's one rate in Mb/s (``11Mbps``)."""
-        return rate.name if rate is not None else f"{self.rate_bps / 1e6:g}Mbps"
+        return rate.name if rate is not None else self._simple_rate_name
+
+    @cached_property
+    def _simple_rate_name(self) -> str:
+        return f"{self.rate_bps / 1e6:g}Mbps"
 
 
 @dataclass(frozen=True)
