@@ -8,7 +8,7 @@
 The TCP window sweep (Fu et al., INFOCOM 2003) runs on the sim backend:
 experiments/medium-tcp-window.yaml.
 
-Run: .venv/bin/python -m bench medium_validate [--seconds 4] [--seeds 3]
+Run: .venv/bin/python -m bench medium_validate [--seconds 4] [--seeds 3] [--standard b|g] [--rts 0]
 """
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ PACKET_BYTES = 1028   # 1000 bytes of payload in UDP/IPv4
 
 
 def saturated_chain(hops: int, seconds: float = 4.0, seed: int = 1, standard: str = "b",
-                    spacing_m: float = 200.0, queue_packets: int = 50) -> dict[str, float]:
+                    spacing_m: float = 200.0, queue_packets: int = 50, rts: int | None = None) -> dict[str, float]:
     """Payload Mbit/s delivered at the end of a chain of ``hops`` hops whose source always has a frame
     queued; each node forwards what it receives to the next.  The first fifth is warm-up."""
     names = [f"n{i}" for i in range(hops + 1)]
     topo = Topology.from_positions({n: (i * spacing_m, 0.0) for i, n in enumerate(names)}, 250.0, 550.0)
-    m = Medium(Phy.preset(standard), topo, queue_packets, random.Random(seed))
+    m = Medium(Phy.preset(standard, rts_threshold=rts), topo, queue_packets, random.Random(seed))
     nxt = {a: b for a, b in zip(names, names[1:])}
     src, sink = names[0], names[-1]
     end, warm = round(seconds * 1e9), round(seconds * 1e9 / 5)
@@ -82,16 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--standard", default="b")
+    ap.add_argument("--rts", type=int, default=None, metavar="BYTES",
+                    help="RTS/CTS before frames longer than this (0: every unicast frame; default: off)")
     args = ap.parse_args(argv)
     seeds = range(1, args.seeds + 1)
     print(f"saturated chain, 802.11{args.standard}, 200 m spacing, 250 m range, 550 m carrier sense, "
-          f"{args.seconds} s x {args.seeds} seeds")
+          f"{args.seconds} s x {args.seeds} seeds, RTS/CTS {'off' if args.rts is None else f'above {args.rts} bytes'}")
     print("| hops | Mbit/s (mean of seeds) | / 1 hop | Li et al. | link-layer drops | queue drops |")
     print("|---:|---:|---:|---|---:|---:|")
     one = None
     li = {1: "B", 2: "B/2", 3: "B/3"}
     for h in (1, 2, 3, 4, 5, 6, 8):
-        runs = [saturated_chain(h, args.seconds, s, args.standard) for s in seeds]
+        runs = [saturated_chain(h, args.seconds, s, args.standard, rts=args.rts) for s in seeds]
         mbps = statistics.mean(r["mbps"] for r in runs)
         one = one or mbps
         print(f"| {h} | {mbps:.3f} | {mbps / one:.3f} | {li.get(h, '<= B/4 (ideal), ~B/7 (802.11)')} | "

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from deploy import macfilter
+from deploy import radio as radio_mod
 from deploy.hosts import HostError, Remote
 from deploy.nodes import ALIVE_FN, _stop_snippet
 
@@ -54,6 +55,7 @@ class HostPlan:
     rules: list[tuple[str, str, str]]                # (table, built-in chain, rule)
     pidfiles: list[str] = field(default_factory=list)   # the run's root processes, stopped by the restore
     offloads_off: tuple[str, ...] = ("tso", "gso", "gro")
+    radio: radio_mod.RadioPlan | None = None          # bitrate, RTS threshold, transmit power (deploy.radio)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Snapshot:
     ip_routes: str                                   # ip -4 route, sorted
     leftovers: list[str]
     mac: str | None = None                           # the mesh interface's MAC address (deploy.macfilter)
+    radio: radio_mod.RadioState | None = None        # what iw said of the radio (only when the plan sets it)
 
     @property
     def iptables_cmd(self) -> str:
@@ -115,6 +118,8 @@ def snapshot_command(plan: HostPlan, install_dir: str) -> str:
         _section("offload", f"ethtool -k {q(plan.iface)} 2>&1 || true"),
         _section("mac", macfilter.mac_command(plan.iface)),
     ]
+    if plan.radio is not None and not plan.radio.empty:
+        parts.append(_section("radio", radio_mod.state_command(plan.iface)))
     for dst, _ in plan.routes:
         parts.append(_section(f"route {dst}", f"ip -4 route show exact {q(dst + '/32')}"))
     parts += [
@@ -163,8 +168,14 @@ def parse_snapshot(out: str, plan: HostPlan, install_dir: str) -> Snapshot:
     if sec.get("restore") == ["present"]:
         leftovers.append(restore_path(install_dir))
     mac = macfilter.parse_mac(sec["mac"], plan.iface) if "mac" in sec else None
+    radio = None
+    if plan.radio is not None and not plan.radio.empty:
+        radio = radio_mod.parse_state(sec.get("radio", []), sec.get("phy", []))
+        cannot = radio_mod.problems(plan.radio, radio)
+        if cannot:      # refused before anything changes: what the radio cannot do, and why
+            raise HostError("; ".join(cannot))
     return Snapshot(flavour, sysctls, offloads, routes, normalize_iptables(save),
-                    "\n".join(sorted(ln for ln in sec.get("routes", []) if ln.strip())), leftovers, mac)
+                    "\n".join(sorted(ln for ln in sec.get("routes", []) if ln.strip())), leftovers, mac, radio)
 
 
 def apply_script(plan: HostPlan, snap: Snapshot) -> str:
@@ -188,6 +199,8 @@ def apply_script(plan: HostPlan, snap: Snapshot) -> str:
         lines.append(f"{ipt} -t {table} -N {ours}")
         lines += [f"{ipt} -t {table} -A {ours} {r}" for r in rules]
         lines.append(f"{ipt} -t {table} -I {chain} 1 -j {ours}")
+    if plan.radio is not None and snap.radio is not None:
+        lines += radio_mod.apply_lines(plan.radio, snap.radio)
     return "\n".join(lines) + "\n"
 
 
@@ -218,6 +231,8 @@ def restore_script(plan: HostPlan, snap: Snapshot, install_dir: str) -> str:
         lines.append(f"try ethtool -K {q(plan.iface)} " + " ".join(on))
     if snap.sysctls:
         lines.append("try sysctl -q -w " + " ".join(q(f"{k}={v}") for k, v in snap.sysctls.items()))
+    if plan.radio is not None and snap.radio is not None:
+        lines += radio_mod.restore_lines(plan.radio, snap.radio)
     lines.append(f"[ $fail = 0 ] && rm -f {q(restore_path(install_dir))}")
     lines.append("exit $fail")
     return "\n".join(lines) + "\n"
@@ -257,6 +272,8 @@ def compare(before: Snapshot, after: Snapshot) -> list[str]:
     changed = {k: (v, after.sysctls.get(k)) for k, v in before.sysctls.items() if after.sysctls.get(k) != v}
     if changed:
         diffs.append("sysctls differ: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items()))
+    if before.radio is not None and after.radio is not None and before.radio.rts != after.radio.rts:
+        diffs.append(f"the RTS threshold differs: {before.radio.rts} -> {after.radio.rts}")
     off = {k: (v, after.offloads.get(k)) for k, v in before.offloads.items() if after.offloads.get(k) != v}
     if off:
         diffs.append("offloads differ: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in off.items()))

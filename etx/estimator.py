@@ -40,7 +40,7 @@ than ``W`` clears the ring in one go).
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 __all__ = ["BEFORE_FULL_MODES", "QUALITY_MODES", "ProbeWindow", "LinkEstimator", "EtxTable"]
 
@@ -208,6 +208,7 @@ class LinkEstimator:
         self._forward: float | None = None    # last ratio the neighbour reported for us
         self._next_seq = 0
         self.last_heard: float | None = None  # `now` of the last probe heard from the neighbour
+        self.heard = 0                        # probes heard from the neighbour, ever (the trace's counter)
 
     def on_probe(self, seq: int, reported_ratio: float, now: float) -> None:
         """A probe from this neighbour was heard; ``reported_ratio`` is -1.0 if unknown.
@@ -218,6 +219,7 @@ class LinkEstimator:
         if reported_ratio != reported_ratio or reported_ratio > 1.0:
             raise ValueError(f"reported_ratio must be in [0, 1] or -1 (unknown), got {reported_ratio!r}")
         self.probes.on_probe(seq)
+        self.heard += 1
         self.last_heard = now
         if reported_ratio >= 0.0:
             self._forward = float(reported_ratio)
@@ -299,6 +301,15 @@ class EtxTable:
         return (self.link(neighbour) if e is None else e).quality()   # link(): the KeyError that names the neighbours
 
     def snapshot(self) -> dict[str, dict[str, float]]:
-        """{neighbour: {"forward", "reverse", "quality"}} for the ``etx`` log event."""
+        """{neighbour: {"forward", "reverse", "quality"}}."""
         return {n: {"forward": e.forward(), "reverse": e.reverse(), "quality": e.quality()}
+                for n, e in self._links.items()}
+
+    def log_fields(self) -> dict[str, dict[str, Any]]:
+        """{neighbour: the fields of its ``etx`` log event}: the estimates (6 decimals), and the counters a
+        link trace is made of (experiments/trace.py): ``heard``, the neighbour's probes heard here so far, and
+        ``seq``, the highest sequence number among them (null before the first): between two events the
+        link from the neighbour to this node delivered Δheard of Δseq probes."""
+        return {n: {"forward": round(e.forward(), 6), "reverse": round(e.reverse(), 6),
+                    "quality": round(e.quality(), 6), "heard": e.heard, "seq": e.probes.highest}
                 for n, e in self._links.items()}

@@ -156,9 +156,39 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--config", required=True, help="node configuration written by the runner")
     n.set_defaults(func=_cmd_node)
 
+    t = sub.add_parser("trace", help="link traces: what each directed link delivered, per interval (issue 25)")
+    tsub = t.add_subparsers(dest="trace_command", required=True, metavar="TRACE_COMMAND")
+    te = tsub.add_parser("extract", help="one table per run: per directed link and interval, the probes sent "
+                         "and heard, delivery and ETX (docs/LOGS.md, \"Link traces\")")
+    te.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<name>/<stamp>)")
+    te.add_argument("-o", "--out", default=None, metavar="FILE",
+                    help="trace.parquet or trace.csv (default: RUN_DIR/trace.parquet)")
+    te.add_argument("--variant", default=None, help="only this variant")
+    te.add_argument("--repetition", type=int, default=None, help="only this repetition")
+    te.set_defaults(func=_cmd_trace_extract)
+
     from experiments.deploy_cli import add_deploy_parser
     add_deploy_parser(sub)
     return p
+
+
+def _cmd_trace_extract(args: argparse.Namespace) -> int:
+    """``aspan trace extract``: exit 1 when the run recorded no link (nothing to write), 2 on a bad argument."""
+    from experiments.trace import extract, write
+    from plots.logs import check_run_dir
+    run_dir = check_run_dir(Path(args.run_dir))
+    out = Path(args.out) if args.out else run_dir / "trace.parquet"
+    if out.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"--out {out}: expected a .parquet or .csv file name")
+    df = extract(run_dir, args.variant, args.repetition)
+    if df.empty:
+        print(f"aspan: error: {run_dir}: no etx events with probe counters (runs before issue 25 have none)",
+              file=sys.stderr)
+        return 1
+    write(df, out)
+    print(f"{out}: {len(df)} intervals of {df['link'].nunique()} directed links, "
+          f"{df.groupby(['variant', 'repetition']).ngroups} repetition(s)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,11 +14,28 @@ from typing import Any
 from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
+from routing.error_model import ErrorModelError, mode_for_rate
 from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology, default_airtime,
-                            timing_problems)
+                            error_mode, timing_problems)
 from routing.medium import rate_problems as medium_rate_problems
+from routing.propagation import CHANNEL1_HZ, KTB_20MHZ_DBM, friis_loss_db, thermal_noise_dbm
+from routing.reception import SinrReception, hears_and_senses, signals_dbm
 
 MEDIUM_MODELS = ("none", "dcf")
+RECEPTIONS = ("range", "sinr")
+
+# reception sinr's settings and what null means for each (docs/MEDIUM.md, "Reception by signal and interference")
+SINR_DEFAULTS: dict[str, Any] = {
+    "tx_power_dbm": 16.0206,                                     # ns-3 WifiPhy TxPowerStart/End: 40 mW
+    "reference_loss_db": round(friis_loss_db(1.0, CHANNEL1_HZ), 2),   # free space at 1 m, 2412 MHz: 40.1 dB
+    "path_loss_exponent": 3.0,                                   # ns-3 LogDistancePropagationLossModel
+    "shadowing_sigma_db": 0.0,
+    "shadowing_seed": 1,
+    "noise_floor_dbm": round(thermal_noise_dbm(20e6, 7.0), 2),  # k T B over 20 MHz + ns-3's 7 dB noise figure
+    "rx_sensitivity_dbm": -82.0,   # 802.11-2016 17.3.10.6's 6 Mbit/s minimum; ns-3's preamble detection's MinimumRssi
+    "cs_threshold_dbm": -82.0,                                   # IEEE 802.11-2016 17.3.10.6
+    "signal_dbm": {},
+}
 
 # Why a backend cannot run ``model: dcf`` (refused before the run starts, never ignored).  The sim
 # drives the medium in virtual time, local through a medium process (experiments/backends/medium_process.py),
@@ -99,6 +116,24 @@ _SETTINGS: dict[str, Any] = {
     "cs_range_m": F(NUM, 550.0, in_range(0, lo_open=True), "carrier-sense and interference range (>= range_m)"),
     "hears": F((dict,), {}, None, "explicit graph instead of positions: node -> [nodes whose frames it decodes]"),
     "senses": F((dict,), {}, None, "with hears: node -> [further nodes it senses and is interfered by]"),
+    "reception": F(STR, "range", one_of(*RECEPTIONS), "range: decoded within range_m, lost to any overlapping "
+                   "transmission within cs_range_m | sinr: by signal, noise and interference (the settings below)"),
+    "tx_power_dbm": _opt(NUM, None, "sinr: transmit power, -30 to 30 dBm (default 16.02: 40 mW, ns-3's)"),
+    "reference_loss_db": _opt(NUM, None, "sinr: path loss at 1 m in dB, > 0 (default 40.1: free space at 1 m, 2412 MHz)"),
+    "path_loss_exponent": _opt(NUM, None, "sinr: log-distance exponent n, 1 to 8 (default 3, ns-3's; free space 2)"),
+    "shadowing_sigma_db": _opt(NUM, None, "sinr: log-normal shadowing per link (both ways alike), its standard "
+                               "deviation in dB, 0 to 20 (default 0: none)"),
+    "shadowing_seed": _opt(INT, in_range(0), "sinr: the seed of the shadowing draws (default 1; not the run's "
+                           "seed: every repetition keeps the same links)"),
+    "noise_floor_dbm": _opt(NUM, None, "sinr: noise floor, at least k T B over 20 MHz (-100.97 dBm) (default "
+                            "-93.97: k T B + 7 dB noise figure, ns-3's)"),
+    "rx_sensitivity_dbm": _opt(NUM, None, "sinr: preamble detection: weaker frames are never decoded (default -82, "
+                               "the standard's minimum and ns-3's; real radios: about -90 to -95 at 1 Mbit/s)"),
+    "cs_threshold_dbm": _opt(NUM, None, "sinr: carrier sense by energy: busy while a frame at least this strong is "
+                             "on the air, besides every frame the station decodes (default -82, IEEE 802.11-2016 "
+                             "17.3.10.6)"),
+    "signal_dbm": _opt((dict,), None, "sinr: measured signals, receiver -> {sender: dBm}, each replacing the "
+                       "path loss and shadowing of that direction"),
 }
 #: Every setting but the model takes null for its default (a variant clears the base file's positions
 #: with ``positions: null``).
@@ -124,6 +159,12 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
         _refuse_settings_without_medium(src, m, error, errs)
         return
     nodes = cfg["topology"]["nodes"]
+    sinr_errs = len(errs)   # a wrong sinr setting stops the topology checks below (they compute the signals)
+    if m["reception"] == "sinr":
+        _check_sinr(src, cfg, error, errs)
+    sinr_ok = len(errs) == sinr_errs
+    if m["reception"] != "sinr":
+        _refuse_sinr_settings(src, m, error, errs)
     for key, why in timing_problems(timing(m)):   # reported beside the others: the topology does not need them
         errs.append(error(src, f"medium.{key}", why))
     for key, why in rate_problems(m):
@@ -163,7 +204,11 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     if len(errs) > n_errs:
         return
     _refuse_shared_positions(src, cfg, error, errs)
-    if len(errs) > n_errs:
+    if m["reception"] == "sinr" and positions(cfg) is None:
+        errs.append(error(src, "medium.reception", "reception sinr computes the signal from distances: give "
+                          "medium.positions (or placement random); with listed links and no positions the links "
+                          "are who hears whom (the range model)"))
+    if len(errs) > n_errs or not sinr_ok:
         return
     topo = topology(cfg)
     links = cfg["topology"]["links"]
@@ -179,6 +224,80 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 errs.append(error(src, f"{where}.{y}", f"{what} {x} and {y}: {y} does not hear {x} "
                                   f"(out of communication range)"))
                 break
+
+
+def _refuse_sinr_settings(src: str, m: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """A setting of reception sinr with reception range would be ignored: refused, naming it."""
+    for key in SINR_DEFAULTS:
+        if m[key] is not None:
+            errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.reception is {m['reception']!r}: "
+                              "the setting is reception sinr's (it would be ignored); set medium.reception sinr, "
+                              "or remove it"))
+
+
+# The physical bounds of reception sinr's numbers: (low, high, why), low and high included.
+_SINR_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "tx_power_dbm": (-30.0, 30.0, "a radio's transmit power (the 2.4 GHz band allows at most 1 W conducted, "
+                     "30 dBm: FCC 47 CFR 15.247)"),
+    "reference_loss_db": (1e-9, math.inf, "a passive channel attenuates: the loss at 1 m is > 0 dB (free space at "
+                          "2.4 GHz: 40 dB)"),
+    "path_loss_exponent": (1.0, 8.0, "a measured exponent (free space 2; 1.6-1.8 along corridors, 4-6 through "
+                           "obstructed buildings: Rappaport, Wireless Communications, Table 4.2)"),
+    "shadowing_sigma_db": (0.0, 20.0, "a log-normal shadowing's standard deviation (measured 4-12 dB)"),
+    "noise_floor_dbm": (KTB_20MHZ_DBM, 0.0, "a receiver's noise floor: no receiver is quieter than the thermal "
+                        f"noise k T B over 20 MHz, {KTB_20MHZ_DBM:.2f} dBm"),
+    "rx_sensitivity_dbm": (-150.0, 0.0, "a receiver sensitivity in dBm"),
+    "cs_threshold_dbm": (-150.0, 0.0, "a carrier-sense threshold in dBm"),
+}
+
+
+def _check_sinr(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """reception sinr: its settings filled in (null: SINR_DEFAULTS), each within physics; the range model's
+    settings refused (the signal decides who hears whom); a rate the error model knows; positions to
+    measure distances from."""
+    m = cfg["medium"]
+    nodes = cfg["topology"]["nodes"]
+    for key, default in SINR_DEFAULTS.items():
+        if m[key] is None:
+            m[key] = copy.deepcopy(default)
+    for key, (lo, hi, why) in _SINR_BOUNDS.items():
+        v = m[key]
+        if not (_finite(v) and lo <= v <= hi):
+            span = f"more than {lo:g}" if hi == math.inf else f"{lo:g} to {hi:g}"
+            errs.append(error(src, f"medium.{key}", f"expected {span} ({why}), got {v!r}"))
+    for key in ("range_m", "cs_range_m", "hears", "senses"):
+        if m[key] != MEDIUM_SCHEMA[key].default:
+            errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.reception is 'sinr': the signal "
+                              "decides who decodes and who senses whom (rx_sensitivity_dbm, cs_threshold_dbm); "
+                              "remove it"))
+    # airtime txtime: each frame's rate picks its error model mode (routing.medium.error_mode: every rate
+    # of every standard has one); the simple airtime's one rate must be one of the error model's
+    for key in ("rate_mbps", "basic_rate_mbps") if airtime(m) == "simple" else ():
+        try:
+            mode_for_rate(m["standard"], timing(m)[key])
+        except ErrorModelError as e:
+            errs.append(error(src, f"medium.{key}", f"reception sinr needs a rate the error model knows: {e}"))
+    given = m["signal_dbm"]
+    if not isinstance(given, dict):
+        errs.append(error(src, "medium.signal_dbm", f"expected receiver -> {{sender: dBm}}, got {given!r}"))
+        return
+    power = m["tx_power_dbm"]
+    for rx, row in given.items():
+        if rx not in nodes:
+            errs.append(error(src, f"medium.signal_dbm.{rx}", f"unknown node; expected one of {', '.join(nodes)}"))
+            continue
+        if not isinstance(row, dict):
+            errs.append(error(src, f"medium.signal_dbm.{rx}", f"expected {{sender: dBm}}, got {row!r}"))
+            continue
+        for tx, dbm in row.items():
+            where = f"medium.signal_dbm.{rx}.{tx}"
+            if tx not in nodes or tx == rx:
+                errs.append(error(src, where, f"expected a sender other than {rx} ({', '.join(nodes)}), got {tx!r}"))
+            elif not _finite(dbm):
+                errs.append(error(src, where, f"expected a signal in dBm, got {dbm!r}"))
+            elif _finite(power) and dbm > power:
+                errs.append(error(src, where, f"{dbm:g} dBm exceeds the transmit power {power:g} dBm (a passive "
+                                  "channel cannot deliver more than was sent)"))
 
 
 def _refuse_settings_without_medium(src: str, m: dict[str, Any], error: type[ConfigError],
@@ -250,11 +369,23 @@ def positions(cfg: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
     return {n: tuple(m["positions"].get(n, drawn[n])) for n in nodes}  # type: ignore[misc]
 
 
+def signals(cfg: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """reception sinr: the signal of every sender at every receiver, dBm (routing.reception.signals_dbm)."""
+    m = cfg["medium"]
+    pos = positions(cfg)
+    assert pos is not None, "reception sinr without positions is refused by check_medium"
+    return signals_dbm(pos, m["tx_power_dbm"], m["reference_loss_db"], m["path_loss_exponent"],
+                       m["shadowing_sigma_db"], m["shadowing_seed"], m["signal_dbm"])
+
+
 def topology(cfg: dict[str, Any]) -> Topology:
-    """Who hears whom: from ``medium.hears``, from positions and the ranges, or (listed links, no
-    positions) the links themselves, each node sensing only its neighbours."""
+    """Who hears whom: with reception sinr from the signals (sensitivity and carrier-sense threshold); else
+    from ``medium.hears``, from positions and the ranges, or (listed links, no positions) the links
+    themselves, each node sensing only its neighbours."""
     m = cfg["medium"]
     nodes = cfg["topology"]["nodes"]
+    if m["reception"] == "sinr":
+        return Topology(*hears_and_senses(signals(cfg), m["rx_sensitivity_dbm"], m["cs_threshold_dbm"]))
     if m["hears"]:
         hears = {n: m["hears"].get(n, []) for n in nodes}
         return Topology.from_graph(hears, {n: m["senses"].get(n, []) for n in nodes})
@@ -274,8 +405,20 @@ def phy(cfg: dict[str, Any]) -> Phy:
 
 
 def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
-    """The DCF medium of one repetition; its backoff draws come from their own seeded generator, its rate
-    controllers (one per link) and error draws from the repetition's seed."""
+    """The DCF medium of one repetition; its backoff draws come from their own seeded generator, with
+    reception sinr its reception draws from another, its rate controllers (one per link) and frame_error
+    draws from the repetition's seed."""
     m = cfg["medium"]
-    return Medium(phy(cfg), topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11),
+    radio = None
+    p = phy(cfg)
+    if m["reception"] == "sinr":
+        if p.txtime:   # the modes of the medium's fixed rate and top basic rate; each frame's rate picks its own
+            data_mode, control_mode = error_mode(p.rate), error_mode(p.basic_rates[-1])  # type: ignore[arg-type]
+        else:
+            t = timing(m)
+            data_mode = mode_for_rate(m["standard"], t["rate_mbps"])
+            control_mode = mode_for_rate(m["standard"], t["basic_rate_mbps"])
+        radio = SinrReception.from_dbm(signals(cfg), m["noise_floor_dbm"], data_mode, control_mode,
+                                       random.Random(f"reception:{seed}"))
+    return Medium(p, topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11), radio,
                   rate_control=m["rate_control"], seed=seed)

@@ -25,6 +25,7 @@ from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in
 from routing.loss import MODELS as LOSS_MODELS
 from routing.graph import METRICS
 from experiments.topology_spec import check_graph, check_nodes_links
+from deploy.radio import LEGACY_RATES
 from tcp_user.config import VARIANTS
 
 ROUTING_DAEMONS = ("builtin", "babeld")
@@ -51,6 +52,16 @@ def loss_spec() -> dict[str, Field]:
     spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
                      "where the node hears nothing")
     return spec
+
+
+def _or_none(check: Any) -> Any:
+    """A check that lets null through (a setting left to the hardware)."""
+    return lambda v: None if v is None else check(v)
+
+
+def _legacy_rate(v: Any) -> str | None:
+    return None if v in LEGACY_RATES else \
+        f"expected one of the 802.11a/b/g rates {', '.join(f'{r:g}' for r in sorted(LEGACY_RATES))} (Mb/s), got {v!r}"
 
 
 def _auth_mode(v: Any) -> str | None:
@@ -169,6 +180,14 @@ SCHEMA: dict[str, Any] = {
                         "udp: the user-space overlay (aspan node); kernel: kernel TCP through the NFQUEUE "
                         "node daemons of the netns backend (the netns section's handlers, traffic, congestion, "
                         "option, mtu, cwnd_poll_ms and queue_maxlen apply)"),
+        # the radio of every Pi for the run (deploy/radio.py; checked against what iw says it can do, set back after)
+        "bitrate_mbps": F((int, float, type(None)), None, _or_none(_legacy_rate),
+                          "a fixed legacy (802.11a/b/g) bitrate, iw dev ... set bitrates (null: the driver's choice)"),
+        "mcs": F((int, type(None)), None, _or_none(in_range(0, 7)), "a fixed HT20 MCS, one stream (null: the driver's choice)"),
+        "rts_threshold": F((int, type(None)), None, _or_none(in_range(0, 65535)),
+                           "RTS/CTS before frames longer than this many bytes, iw phy ... set rts (null: as it is)"),
+        "txpower_dbm": F((int, float, type(None)), None, _or_none(in_range(-10, 30)),
+                         "fixed transmit power, iw dev ... set txpower fixed (null: as it is)"),
     },
     "flows": F((list,), [{"sender": "A", "receiver": "D"}], None, "bulk transfers"),
     "limits": {
@@ -223,7 +242,19 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
                 and 0 <= iv[0] < iv[1]):
             errs.append(ExperimentError(src, f"{path}.down[{i}]",
                                         f"expected [start_s, end_s] with 0 <= start < end, got {iv!r}"))
-    times = LOSS_MODELS[full["model"]].times if model_ok else ()
+    kind = LOSS_MODELS[full["model"]] if model_ok else None
+    if kind is not None and "file" in kind.settings:
+        if not isinstance(full.get("file"), str):
+            errs.append(ExperimentError(src, f"{path}.file", f"model {full['model']!r} needs a file"))
+        else:   # relative to the experiment file's directory; absolute, so the nodes read it wherever they run
+            full["file"] = str((Path(src).parent / Path(full["file"]).expanduser()).resolve())
+    if kind is not None and kind.check is not None and not any(e.path.startswith(f"{path}.") for e in found):
+        if all(isinstance(full.get(k), str) for k in ("file", "link")) or "file" not in kind.settings:
+            for key, why in kind.check(full):
+                errs.append(ExperimentError(src, f"{path}.{key}", why))
+        elif not isinstance(full.get("link"), str):
+            errs.append(ExperimentError(src, f"{path}.link", f"model {full['model']!r} needs a link"))
+    times = kind.times if kind is not None else ()
     if len(times) == 2 and all(isinstance(full.get(k), (int, float)) for k in times) \
             and not full[times[0]] < full[times[1]]:
         errs.append(ExperimentError(src, f"{path}.{times[1]}", f"must be after {times[0]} ({full[times[0]]}), "
@@ -292,6 +323,9 @@ def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         errs.append(ExperimentError(src, "etx.settle_s", f"static ETX routes are computed when settling ends, from "
                                     f"the link state flooded until then: settle for at least two advertisements "
                                     f"(2 x routing.advertise_s = {2 * r['advertise_s']} s), got {etx['settle_s']}"))
+    if cfg["pi"]["bitrate_mbps"] is not None and cfg["pi"]["mcs"] is not None:
+        errs.append(ExperimentError(src, "pi.mcs", "give a fixed legacy bitrate (pi.bitrate_mbps) or an HT MCS, "
+                                    "not both: iw sets one bitrate mask"))
     if r["daemon"] == "babeld":
         _check_babeld(src, cfg, errs)
     if not r["dead_s"] > max(etx["interval_s"], etx["warmup_interval_s"]):

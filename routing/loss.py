@@ -28,7 +28,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from routing.fieldspec import BOOL, NUM, Field, in_range
+from routing import trace_loss
+from routing.fieldspec import BOOL, NUM, STR, Field, in_range
 
 __all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "BitError",
            "Composite", "build_loss_model", "drop_packet", "packet_dropper", "node_rng", "MODELS", "ModelKind"]
@@ -355,6 +356,8 @@ class ModelKind:
     doc: str = ""
     #: settings that are times relative to the flow start, as ``down`` is (the backends move them to their clock)
     times: tuple[str, ...] = ()
+    #: problems the schema reports before anything starts, as (setting, reason), beyond each setting's own check
+    check: Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None = None
 
 
 # The registry of loss models: the schema and build_loss_model take their names and keys from
@@ -381,6 +384,18 @@ MODELS: dict[str, ModelKind] = {
         "end_s": Field(NUM, 30.0, None, "when it reaches rate_to (relative to the flow start)")},
         "independent losses at a rate moving linearly in time: a link that degrades slowly (issue 23)",
         times=("start_s", "end_s")),
+    "trace": ModelKind(trace_loss.build, {
+        "file": Field(STR, None, None, "a link trace (aspan trace extract RUN -o FILE: .parquet or .csv), relative "
+                                       "to the experiment file's directory"),
+        "link": Field(STR, None, None, "the recorded directed link to replay, \"A>B\""),
+        "run": Field(STR, None, None, "<variant>/rep<k> of the trace, when it holds more than one"),
+        "at_s": Field(NUM, 0.0, None, "when the trace's offset_s is played (relative to the flow start)"),
+        "offset_s": Field(NUM, 0.0, None, "the trace time played at at_s (its t_s counts from the recorded flow start)"),
+        "loop": Field(BOOL, False, None, "start the trace again after its last interval (else hold the last)"),
+        "smooth_s": Field(NUM, 0.0, in_range(0), "take each interval's delivery over this window around it (the "
+                                                 "probes' sampling noise out; 0: as recorded)")},
+        "a recorded link's delivery per interval, replayed (routing/trace_loss.py; issue 25)",
+        times=("at_s",), check=trace_loss.check),
 }
 
 

@@ -17,7 +17,12 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 * reception (:meth:`Medium._overlap`): a frame is lost at its receiver when another transmission
   from a node in the receiver's interference (= carrier-sense) range overlaps it, or the receiver
   itself transmits (half duplex).  When the sender could not sense the interferer it is a hidden
-  terminal; otherwise both picked the same slot.  No capture;
+  terminal; otherwise both picked the same slot.  No capture.  With a ``radio``
+  (routing.reception.SinrReception, ``medium.reception: sinr``) instead (:meth:`Medium._receive`,
+  :meth:`Medium._decodes`): each frame's fate at a receiver is drawn at its end from the error model's
+  success probability for its SINR, chunk by chunk, with interference from every overlapping
+  transmission summed in mW; the stronger of overlapping frames can be captured; ``Topology`` then
+  comes from the signals (decode above the receiver sensitivity, sense above the energy threshold);
 * retries (10.3.4.4, dot11ShortRetryLimit): a unicast frame without its ACK is sent again; after
   ``retry_limit`` attempts in all the link layer drops it (reason ``mac_retry``);
 * duplicate detection (10.3.2.14): a frame delivered once is not delivered again when only its ACK
@@ -62,9 +67,9 @@ Simplifications, stated: a station draws a backoff before every frame (no immedi
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
 propagation delay is zero; with ``airtime == "simple"`` (b and g at a fixed rate, the default) OFDM
 symbol padding and the signal extension are not modelled (airtime = preamble + bits / rate, as issue 11
-defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture; a NAV set by
-an RTS is not reset when no data follows.  Times are integer nanoseconds, so the arithmetic is exact
-and runs repeat.
+defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture with range
+reception; a NAV set by an RTS is not reset when no data follows.  Times are integer nanoseconds, so the
+arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
 
@@ -77,14 +82,16 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Iterable, Protocol
 
+from routing.error_model import MODES, Mode
 from routing.minstrel import Chain, FixedRate, Minstrel, fit_retry_limit
-from routing.rates import (MANDATORY_KBPS, Rate, RateError, Timing, control_response_rate, dsss_rate,
-                           ht20_rate, ofdm_rate, rate_set, txtime_ns)
+from routing.rates import (DSSS, HR_DSSS, HT, MANDATORY_KBPS, Rate, RateError, Timing, control_response_rate,
+                           dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns)
+from routing.reception import SinrReception
 
 __all__ = ["PRESETS", "Phy", "Topology", "Frame", "Delivered", "Dropped", "StationStats", "Medium", "MediumError",
            "MAC_OVERHEAD_BYTES", "ACK_BYTES", "RTS_BYTES", "CTS_BYTES", "LONG_RETRY_LIMIT", "NAV_MODELS",
            "timing_problems", "AIRTIMES", "RATE_CONTROLS", "HT_STANDARDS", "default_airtime", "fixed_rate",
-           "basic_rate_set", "rate_problems", "RateController", "chain_stages", "chain_rate"]
+           "basic_rate_set", "rate_problems", "RateController", "chain_stages", "chain_rate", "error_mode"]
 
 US = 1000  # ns per microsecond
 
@@ -191,6 +198,22 @@ def rate_problems(standard: str, airtime: str, rate_control: str = "fixed", rate
     except RateError as e:
         out.append(("basic_rate_mbps", str(e)))
     return out
+
+
+def error_mode(rate: Rate) -> Mode:
+    """The mode of routing.error_model for ``rate``: the same modulation and coding (DSSS, CCK, OFDM and
+    ERP-OFDM alike, HT MCS k).  An HT short-GI rate takes its long-GI mode: the same symbols, whose error
+    rate per bit the GI does not change; the model counts the bits of a chunk at the long-GI rate, 10 %
+    fewer than short GI sends, so it slightly over-states a short-GI frame's success."""
+    if rate.modulation == DSSS:
+        name = f"dsss-{rate.kbps // 1000}"
+    elif rate.modulation == HR_DSSS:
+        name = f"cck-{rate.kbps / 1000:g}"
+    elif rate.modulation == HT:
+        name = f"ht-mcs{rate.mcs}"
+    else:
+        name = f"ofdm-{rate.kbps // 1000}"
+    return MODES[name]
 
 
 @lru_cache(maxsize=4096)   # bounded: packet lengths x rates of one run
@@ -506,7 +529,8 @@ class StationStats:
     rts: int = 0             # RTS frames sent (rts_threshold)
     rts_failed: int = 0      # ... answered by no CTS that this station decoded
     rts_drops: int = 0       # frames dropped after dot11ShortRetryLimit RTSs without CTS (reason rts_retry)
-    errors: int = 0          # attempts whose data frame the error model lost (Medium.frame_error), not collisions
+    faded: int = 0           # reception sinr: collisions with no overlapping transmission (noise and path loss alone)
+    errors: int = 0          # attempts whose data frame Medium.frame_error lost (not collisions, not faded)
     rate_attempts: dict[str, int] = field(default_factory=dict)   # data attempts per rate (Phy.rate_name)
     rate_acks: dict[str, int] = field(default_factory=dict)       # ... of which acknowledged
 
@@ -522,9 +546,13 @@ class _Tx:
     frame: Frame
     corrupted: bool = False
     hidden: bool = False
+    faded: bool = False     # reception sinr: corrupted with nothing else on the air (noise and path loss)
     kind: str = "data"      # data | ack | rts | cts
     nav_ns: int = 0         # its Duration field: the NAV it sets at the stations that decode it (nav "duration")
     garbled: set[str] = field(default_factory=set)   # nav "duration": the stations where it cannot be decoded
+    # reception sinr: (sender, start, end) of the transmissions that were on the air with it (not the _Tx
+    # themselves: a chain of references would keep every frame of a busy medium alive)
+    overlaps: list[tuple[str, int, int]] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -559,7 +587,7 @@ class Medium:
     receiver) its own controller, seeded from ``seed`` and the link's names (:meth:`controller`)."""
 
     def __init__(self, phy: Phy, topology: Topology, queue_packets: int, rng: random.Random,
-                 rate_control: str = "fixed", seed: int = 0) -> None:
+                 radio: SinrReception | None = None, rate_control: str = "fixed", seed: int = 0) -> None:
         if rate_control not in RATE_CONTROLS:
             raise MediumError(f"rate_control: expected one of {', '.join(RATE_CONTROLS)}, got {rate_control!r}")
         if rate_control != "fixed" and not phy.txtime:
@@ -575,6 +603,9 @@ class Medium:
         self.topo = topology
         self.queue_packets = queue_packets
         self.rng = rng
+        # reception sinr (routing.reception): a frame's fate at each receiver by its SINR; None: range
+        # (within hears, lost to any overlapping transmission sensed at the receiver)
+        self.radio = radio
         self.stations = {n: _Station(n, cw=phy.cw_min) for n in topology.hears}
         # who senses a sender (the graph may be asymmetric): n senses src when src is in senses[n].
         # Sorted tuples: the order of freezes and resumes decides equal-time events, and a set's order
@@ -707,6 +738,8 @@ class Medium:
 
     def _on_data_end(self, t: int, tx: _Tx) -> None:
         self._air.remove(tx)
+        if self.radio is not None:
+            self._receive(tx)
         if self._nav:
             self._heard(tx, t)
             self._unbusy(tx.src, t)
@@ -730,6 +763,7 @@ class Medium:
             else:
                 sender.stats.collisions += 1
                 sender.stats.hidden += int(tx.hidden)
+                sender.stats.faded += int(tx.faded)
             self._at(t + self.phy.sifs_ns + self.phy.ack_ns(frame.rate), "ack_timeout", sender)
 
     def _on_ack_start(self, t: int, data: _Tx) -> None:
@@ -739,6 +773,8 @@ class Medium:
 
     def _on_ack_end(self, t: int, ack: _Tx) -> None:
         self._air.remove(ack)
+        if self.radio is not None:
+            self._receive(ack)
         if self._nav:
             self._heard(ack, t)
             self._responded(ack, t)
@@ -759,6 +795,8 @@ class Medium:
         """The addressee answers an RTS it decoded with a CTS after SIFS, unless its NAV says the medium
         is busy (10.3.2.7); otherwise the sender gives up after CTSTimeout."""
         self._air.remove(rts)
+        if self.radio is not None:
+            self._receive(rts)
         self._heard(rts, t)
         self._unbusy(rts.src, t)
         if not rts.corrupted and self.stations[rts.dst].nav_until <= t:
@@ -776,6 +814,8 @@ class Medium:
     def _on_cts_end(self, t: int, cts: _Tx) -> None:
         """A CTS the sender decoded: its SRC is reset and the data frame follows after SIFS (10.3.4.4)."""
         self._air.remove(cts)
+        if self.radio is not None:
+            self._receive(cts)
         self._heard(cts, t)
         self._responded(cts, t)
         self._unbusy(cts.src, t)
@@ -803,7 +843,12 @@ class Medium:
         DIFS; each that sensed it without decoding it waits EIFS instead of DIFS (10.3.2.3.7)."""
         hears = self.topo.hears
         for s in self._sensing[tx.src]:
-            decoded = tx.src in hears[s.name] and s.name not in tx.garbled
+            if self.radio is None:
+                decoded = tx.src in hears[s.name] and s.name not in tx.garbled
+            elif s.name == tx.dst:
+                decoded = not tx.corrupted
+            else:
+                decoded = self._decodes(tx, s.name)
             s.eifs = not decoded
             if decoded and s.name != tx.dst and tx.nav_ns > 0:
                 self._set_nav(s, now + tx.nav_ns, now)
@@ -911,13 +956,20 @@ class Medium:
     def _radiate(self, tx: _Tx, now: int, hold: int | None = None) -> None:
         """``tx`` goes on the air: it and the frames already there may corrupt each other; the nodes that
         sense its sender are busy for ``hold`` ns (the exchange, for data: NAV), else while it radiates."""
-        for other in self._air:
-            self._overlap(other, tx)
-            self._overlap(tx, other)
-            if self._nav:
-                self._garble(other, tx)
-                self._garble(tx, other)
+        if self.radio is not None:   # reception sinr: each reception is judged at the frame's end (_receive)
+            tx.overlaps = [(o.src, o.start, o.end) for o in self._air]
+            for other in self._air:
+                other.overlaps.append((tx.src, tx.start, tx.end))  # type: ignore[union-attr]
+        else:
+            for other in self._air:
+                self._overlap(other, tx)
+                self._overlap(tx, other)
+                if self._nav:
+                    self._garble(other, tx)
+                    self._garble(tx, other)
         self._air.append(tx)
+        # carrier sense: busy at each station that senses the sender (range: within cs_range_m; sinr: it
+        # decodes the sender, or the signal there is at least cs_threshold_dbm: IEEE 802.11-2016 17.3.10.6)
         for s in self._sensing[tx.src]:
             self._busy(s, now)
         if self._nav and tx.kind in ("ack", "cts"):
@@ -936,6 +988,37 @@ class Medium:
         """nav "duration": ``victim`` cannot be decoded wherever ``interferer`` is sensed, nor at its sender."""
         victim.garbled.add(interferer.src)
         victim.garbled.update(self._sensed_by[interferer.src])
+
+    def _receive(self, tx: _Tx) -> None:
+        """reception sinr, at the end of ``tx``: its addressee receives it with the probability the error model
+        gives for its SINR over its length (routing.reception); else it is corrupted, *hidden* if an
+        overlapping sender could not be sensed by its sender, *faded* if nothing overlapped it."""
+        others = [src for src, _, _ in tx.overlaps or () if src != tx.src]
+        if tx.corrupted or not self._decodes(tx, tx.dst):   # corrupted already: the addressee cannot hear the sender
+            tx.corrupted = True
+            tx.faded = not others
+            tx.hidden = any(o not in self.topo.senses[tx.src] for o in others)
+
+    def _decodes(self, tx: _Tx, rx: str) -> bool:
+        """reception sinr: one draw of whether ``rx`` decodes ``tx`` (routing.reception.SinrReception); never
+        when ``rx`` cannot detect its sender (under the receiver sensitivity)."""
+        radio = self.radio
+        assert radio is not None
+        if tx.src not in self.topo.hears[rx]:
+            return False
+        mode = self._mode(tx)
+        p = radio.success_probability(tx.src, rx, tx.start, tx.end, self.phy.preamble_ns, mode, tx.overlaps or ())
+        return radio.draw(p)
+
+    def _mode(self, tx: _Tx) -> Mode:
+        """reception sinr: the error model's mode of ``tx``: airtime simple, the radio's data or control mode;
+        txtime, that of the frame's rate (data) or of its control response rate (RTS, CTS, Ack)."""
+        radio = self.radio
+        assert radio is not None
+        rate = tx.frame.rate
+        if rate is None:
+            return radio.data_mode if tx.kind == "data" else radio.control_mode
+        return error_mode(rate if tx.kind == "data" else self.phy.response_rate(rate))
 
     def _overlap(self, victim: _Tx, interferer: _Tx) -> None:
         """Reception of ``victim`` fails when ``interferer`` radiates in its receiver's interference range,

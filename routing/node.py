@@ -199,9 +199,8 @@ class NodeCore:
 
     def _log_etx(self, now: float) -> None:
         self._push(now + self.probes.log_interval_s, "etx_log", "")
-        for nbr, vals in self.etx.snapshot().items():
-            self._emit(now, "etx", nbr=nbr, forward=round(vals["forward"], 6),
-                       reverse=round(vals["reverse"], 6), quality=round(vals["quality"], 6))
+        for nbr, fields in self.etx.log_fields().items():
+            self._emit(now, "etx", nbr=nbr, **fields)
 
     # ---- link-state routing (routing.linkstate) ------------------------------
     def _advertise(self, now: float) -> Out:

@@ -192,7 +192,6 @@ class UdpProber:
 
     def _log_etx(self, now: float) -> None:
         with self._lock:
-            snap: dict[str, dict[str, Any]] = self.etx.snapshot()
-        for nbr, vals in snap.items():
-            self._emit(now, "etx", nbr=nbr, forward=round(vals["forward"], 6),
-                       reverse=round(vals["reverse"], 6), quality=round(vals["quality"], 6))
+            snap: dict[str, dict[str, Any]] = self.etx.log_fields()
+        for nbr, fields in snap.items():
+            self._emit(now, "etx", nbr=nbr, **fields)

@@ -92,7 +92,10 @@ def wheelhouse(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     base = tmp_path_factory.mktemp("vpi")
-    lab = VirtualPiLab(base / "lab")
+    fakebin = base / "fakebin"         # first in the Pis' PATH; empty unless a test puts the fake iw there
+    fakebin.mkdir()
+    lab = VirtualPiLab(base / "lab", extra_path=str(fakebin))
+    lab.fakebin = fakebin
     try:
         lab.start()
         lab.inv = lab.inventory(base / "inv.yaml", connect_timeout_s=3)
@@ -487,6 +490,75 @@ def test_a_host_lost_mid_run_then_stop_and_gather_recover_it(installed, tmp_path
     assert g.returncode == 0, g.stdout + g.stderr
     lines = (rep / "C.log").read_text().splitlines()
     assert json.loads(lines[0])["ev"] == "node_start" and json.loads(lines[-1])["ev"] == "node_stop"
+
+
+# ---- the radio and the drivers' view (issue 24 item 5, issue 25 item 1) ---------------------------
+@pytest.fixture
+def fake_radio(installed):
+    """The fake iw (tests/data/fake_iw) first in every Pi's PATH for one test, with a recorded station dump
+    listing the four Pis' mesh MAC addresses (one file: every Pi sees the same dump)."""
+    lab = installed
+    iw = lab.fakebin / "iw"
+    iw.write_bytes((ROOT / "tests" / "data" / "fake_iw").read_bytes())
+    iw.chmod(0o755)
+    macs = {}
+    for n, pi in lab.pis.items():
+        out = sh("ip", "-n", pi.ns, "-o", "link", "show", lab.iface).stdout
+        macs[n] = out.split("link/ether ")[1].split()[0]
+    dump = "".join(f"Station {m} (on {lab.iface})\n\ttx retries:\t{7 * i}\n\ttx failed:\t0\n"
+                   f"\tsignal:  \t{-50 - i} dBm\n\ttx bitrate:\t54.0 MBit/s\n" for i, m in enumerate(macs.values()))
+    (lab.fakebin / f"{lab.iface}.station_dump").write_text(dump)
+    lab.macs = macs
+    try:
+        yield lab
+    finally:
+        for f in lab.fakebin.iterdir():
+            f.unlink()
+
+
+def test_a_run_sets_the_radio_records_each_drivers_view_and_puts_the_radio_back(fake_radio, tmp_path, clean):
+    lab = fake_radio
+    doc = yaml.safe_load(small_exp(tmp_path).read_text())
+    doc["pi"] = {"rts_threshold": 500, "txpower_dbm": 10}
+    doc["variants"] = doc["variants"][:1]
+    exp = tmp_path / "radio.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    calls = (lab.fakebin / "calls.log").read_text().splitlines()
+    assert calls.count("phy phy0 set rts 500") == 4 and calls.count("phy phy0 set rts off") == 4
+    assert calls.count(f"dev {lab.iface} set txpower fixed 1000") == 4
+    assert calls.count(f"dev {lab.iface} set txpower auto") == 4
+    assert calls.index("phy phy0 set rts off") > max(i for i, c in enumerate(calls) if c == "phy phy0 set rts 500")
+    run = only_run(tmp_path / "out", "small")
+    rep = next(run.glob("*/rep0"))
+    for n in "ABCD":
+        ev = [json.loads(line) for line in (rep / f"{n}.log").read_text().splitlines()]
+        st = [e for e in ev if e["ev"] == "station"]
+        assert {e["mac"] for e in st} == set(lab.macs.values()), n
+        assert ev[-1]["ev"] == "node_stop" and ev[-1]["station_dump"]["dumps"] >= 1
+    t = aspan("trace", "extract", str(run), "-o", str(tmp_path / "t.csv"))
+    assert t.returncode == 0, t.stdout + t.stderr
+    tr = pd.read_csv(tmp_path / "t.csv")
+    ab = tr[tr["link"] == "A>B"]
+    assert (ab["signal_dbm"].dropna() == -50).all() and len(ab["signal_dbm"].dropna()) >= 1   # B hears A (1st MAC)
+    assert (ab["tx_bitrate_mbps"].dropna() == 54.0).all()
+
+
+def test_a_radio_that_cannot_take_a_fixed_rate_is_refused_before_anything_changes(fake_radio, tmp_path, clean):
+    lab = fake_radio
+    (lab.fakebin / "fullmac").touch()                 # now a FullMAC radio: no set_tx_bitrate_mask
+    doc = yaml.safe_load(small_exp(tmp_path).read_text())
+    doc["pi"] = {"bitrate_mbps": 54}
+    doc["variants"] = doc["variants"][:1]
+    exp = tmp_path / "fixed.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    r = aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "out"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    meta = json.loads(next(only_run(tmp_path / "out", "small").glob("*/rep0/meta.json")).read_text())
+    assert meta["status"] == "failed" and "set_tx_bitrate_mask" in meta["error"]
+    calls = (lab.fakebin / "calls.log").read_text()
+    assert "set bitrates" not in calls and "set rts" not in calls        # nothing was set anywhere
 
 
 # ---- mesh (IBSS) on an interface without WiFi -----------------------------------------------

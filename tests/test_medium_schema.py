@@ -94,9 +94,11 @@ BAD = {"name": "bad", "backend": "sim", "flows": FLOWS,
                                              "cw_max": None, "positions": None}}]}
 
 
-def test_validate_and_run_refuse_the_same_lines(tmp_path: Path) -> None:
+def refused_lines(tmp_path: Path, doc: dict[str, Any]) -> tuple[Path, list[str]]:
+    """``doc`` written as bad.yaml: ``aspan validate`` and ``aspan run`` both exit 2 with the same lines, and
+    nothing starts; the file and the lines."""
     p = tmp_path / "bad.yaml"
-    p.write_text(yaml.safe_dump(BAD))
+    p.write_text(yaml.safe_dump(doc))
     out = tmp_path / "runs"
     lines = {}
     for cmd in (["validate", str(p)], ["run", str(p), "--out", str(out), "--no-plot"]):
@@ -104,7 +106,13 @@ def test_validate_and_run_refuse_the_same_lines(tmp_path: Path) -> None:
         assert r.returncode == 2, r.stderr
         lines[cmd[0]] = r.stderr.splitlines()
     assert lines["validate"] == lines["run"]
-    assert lines["run"] == [
+    assert not out.exists()   # nothing started
+    return p, lines["run"]
+
+
+def test_validate_and_run_refuse_the_same_lines(tmp_path: Path) -> None:
+    p, lines = refused_lines(tmp_path, BAD)
+    assert lines == [
         f"aspan: error: {p}: medium.slot_us: expected at least 1 us (no 802.11 PHY has less: DMG's aSlotTime is 5 us, "
         "aSIFSTime 3 us), got 0.0001",
         f"aspan: error: {p}: medium.cw_min: aCWmin 64 exceeds aCWmax 32 (10.3.3: the window grows from aCWmin to aCWmax)",
@@ -112,4 +120,3 @@ def test_validate_and_run_refuse_the_same_lines(tmp_path: Path) -> None:
         f"aspan: error: {p}: variants[v].medium.rate_mbps: set to 2 but medium.model is 'none' (no medium: the setting "
         "would be ignored); set medium.model dcf, or remove it (a variant turning off a base file's medium sets it to null)",
     ]
-    assert not out.exists()   # nothing started

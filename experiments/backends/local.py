@@ -27,6 +27,7 @@ from experiments.stopping import stop_reason
 from routing.eventlog import write_failure
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
+MEDIUM_START_S = 60.0  # how long the medium process may take to bind its sockets (a loaded machine: seconds)
 STOP_GRACE_S = 5.0
 
 
@@ -101,10 +102,10 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     addrs = cfg["topology"]["addresses"]
     port = free_port()
     udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}
-    t0 = time.time() + START_MARGIN_S
     settle = cfg["etx"]["settle_s"]
     max_dur = cfg["limits"]["max_duration_s"]
-    deadline = t0 + settle + max_dur + 30.0
+    t0 = time.time() + START_MARGIN_S
+    deadline = t0 + MEDIUM_START_S + settle + max_dur + 30.0    # the medium's: it may take MEDIUM_START_S to start
     endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
     meta["udp"] = {n: list(a) for n, a in udp.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -118,7 +119,10 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         via_medium = None   # medium.model dcf: every datagram crosses the medium process (medium_process.py)
         if cfg["medium"]["model"] != "none":
             procs["medium"], via_medium = medium_process.start(cfg, seed, rep_dir, udp, free_port("127.0.2.1"),
-                                                               deadline, t0)
+                                                               deadline, time.time() + MEDIUM_START_S)
+            # the nodes' clock starts once the medium is up: a slow start on a loaded machine costs no settling
+            t0 = time.time() + START_MARGIN_S
+        deadline = t0 + settle + max_dur + 30.0
         neighbours: dict[str, list[str]] = {n: [] for n in names}
         for a, b in directed_links(cfg):
             neighbours[a].append(b)
@@ -156,6 +160,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         meta["status"] = "failed"
         meta["error"] = str(e)
         disk_error = e.disk_error
+    except medium_process.MediumFailed as e:       # the medium process died or never started: nothing ran
+        meta["status"] = "failed"
+        meta["error"] = str(e)
     except OSError as e:
         if not is_disk_error(e):
             raise

@@ -131,6 +131,10 @@ class MediumProcess:
             s.close()
 
 
+class MediumFailed(RuntimeError):
+    """The medium process of a local repetition did not start (the repetition fails with this message)."""
+
+
 def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[str, int]], port: int,
           deadline: float, start_by: float) -> tuple["subprocess.Popen[bytes]", dict[str, dict[str, list[Any]]]]:
     """Start the medium process of a local repetition; wait until its sockets are bound (by ``start_by``).
@@ -151,15 +155,20 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
     with open(rep_dir / "medium.stderr", "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "experiments.backends.medium_process", "--config", str(cpath)],
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    started = time.time()
     while not ready.exists():
         if proc.poll() is not None or time.time() > start_by:
-            if proc.poll() is None:
+            exited = proc.poll() is not None
+            if not exited:
                 proc.terminate()
                 proc.wait()
             failed = write_failure(proc.returncode, rep_dir / "medium.log")
             if failed is not None:
                 raise failed         # the disk is full or failing (experiments.records)
-            raise RuntimeError(f"the medium process did not start: {(rep_dir / 'medium.stderr').read_text()[-500:]}")
+            why = (rep_dir / "medium.stderr").read_text(errors="replace")[-500:].strip() or "no error output"
+            raise MediumFailed(f"the medium process exited with code {proc.returncode} before it was ready: {why}"
+                               if exited else f"the medium process was not ready after {max(0.0, start_by - started):.0f} s "
+                               f"(the machine too loaded?): {why}")
         time.sleep(0.02)
     peers: dict[str, dict[str, list[Any]]] = {n: {} for n in names}
     for p in plan:

@@ -21,6 +21,7 @@ from experiments.records import write_whole
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog, fail_process
 from routing.flowlog import exact_totals
+from routing.station import recorder_from_config
 from routing.udp import UdpNode
 
 
@@ -80,9 +81,14 @@ def run_node(conf: dict[str, Any]) -> int:
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
                        auth=node_auth(conf, key, core))
         node.install_signal_handlers()
+        stations = recorder_from_config(conf.get("station_dump"), log.emit)
         if conf.get("watch_parent", True):  # the pi backend starts nodes detached (watch_parent: false)
             threading.Thread(target=_watch_parent, args=(node, os.getppid()), daemon=True).start()
-        node.run()
+        try:
+            node.run()
+        finally:
+            if stations is not None:
+                stations.stop()
         core.engine.step.flush_drops(time.time(), final=True)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         flow = node.flow_cpu()
@@ -93,7 +99,8 @@ def run_node(conf: dict[str, Any]) -> int:
                  socket_drops=node.kernel_drops, cpu_flow_s=None if flow is None else round(flow[0], 3),
                  rx_flow_datagrams=None if flow is None else flow[1],
                  sleeps_flow=None if flow is None else flow[2],
-                 **({"capture": tap.writer.stats()} if tap is not None else {}), **core.routing_stats())
+                 **({"capture": tap.writer.stats()} if tap is not None else {}), **core.routing_stats(),
+                 **({"station_dump": dict(stations.stats)} if stations is not None else {}))
         log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
         exit_code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)

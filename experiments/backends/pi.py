@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from deploy import kernel, nodes
+from deploy import kernel, nodes, radio
+from routing.station import STATION_DUMP_S
 from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
 from deploy.inventory import Inventory, load_inventory_file
 from experiments.backends.pi_common import (POLL_TRIES, RunFailed, _group, _preflight, arm_hosts, check_hosts, dry_arm,
@@ -66,7 +67,8 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
                 "t0": t0 + offsets.get(n, 0.0), "deadline": deadline + offsets.get(n, 0.0),
                 "log": f"{rdirs[n]}/{n}.log", "done_file": f"{rdirs[n]}/{n}.done",
                 "bind": udp[n], "peers": {addrs[m]: udp[m] for m in names if m != n},
-                "watch_parent": False, **({"auth_key_file": f"{rdirs[n]}/{n}.key"} if auth else {})}
+                "watch_parent": False, **({"auth_key_file": f"{rdirs[n]}/{n}.key"} if auth else {}),
+                "station_dump": {"iface": hosts[n].iface, "interval_s": STATION_DUMP_S}}
             for n in names}
 
 
@@ -93,7 +95,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     rnode = {r.name: r.host.node for r in remotes}
     started: list[Remote] = []      # hosts where a node was started (or may have been)
     # the MAC filter only: no sysctl, route, offload or root process of the overlay's
-    plans = {n: kernel.HostPlan(hosts[n].iface, hosts[n].mesh_address, {}, [], 0, [], offloads_off=())
+    plans = {n: kernel.HostPlan(hosts[n].iface, hosts[n].mesh_address, {}, [], 0, [], offloads_off=(),
+                                radio=radio.plan(cfg["pi"], hosts[n].iface, inventory.freq))
              for n in names}
     snaps: dict[str, kernel.Snapshot] = {}
     armed: list[Remote] = []        # hosts whose restore script may exist

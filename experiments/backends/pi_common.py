@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Callable
 
-from deploy import clock, kernel, macfilter, nodes
+from deploy import clock, kernel, macfilter, nodes, radio
 from deploy.hosts import GroupException, HostError, Remote, by_name, describe_error, failure_lines, on_hosts
 from deploy.inventory import Inventory, InventoryError
 from experiments.schema import ExperimentError
@@ -131,7 +131,10 @@ def dry_arm(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: Mes
         plan = copy.copy(plans[n])
         plan.rules = macfilter.drop_rules(graph, n, r.host.iface, macs) + plan.rules
         snap = kernel.Snapshot("<flavour>", {k: "<before>" for k in plan.sysctls},
-                               {f: "<before>" for f in plan.offloads_off}, {}, "", "", [])
+                               {f: "<before>" for f in plan.offloads_off}, {}, "", "", [],
+                               radio=radio.RadioState(phy="<phy>", rts="<before>") if plan.radio else None)
+        if plan.radio is not None and not plan.radio.empty:
+            r.say(f"radio: {radio.describe(plan.radio)} (checked against iw phy info when the run starts)")
         r.say(f"mac filter: drop what {r.host.iface} hears from "
               + (", ".join(macfilter.non_neighbours(graph, n)) or "no node (every node is a neighbour)"))
         for line in kernel.apply_script(plan, snap).splitlines():

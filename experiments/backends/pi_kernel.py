@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from deploy import kernel, macfilter, nodes
+from deploy import kernel, macfilter, nodes, radio
+from routing.station import STATION_DUMP_S
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, on_hosts,
                           open_remotes)
 from deploy.inventory import Inventory
@@ -75,7 +76,8 @@ def check_variants(exp: Any, inv: Inventory) -> None:
 
 
 def host_plans(plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str],
-               procs: dict[str, list[str]]) -> dict[str, kernel.HostPlan]:
+               procs: dict[str, list[str]], pi: dict[str, Any] | None = None) -> dict[str, kernel.HostPlan]:
+    """Each host's kernel plan; ``pi``: the experiment's pi section (its radio settings, deploy.radio)."""
     hosts = inv.by_node()
     out = {}
     for n in plan.nodes:
@@ -86,7 +88,8 @@ def host_plans(plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str],
         routes = [(dst, None if dst == via else via) for dst, via, _ in plan.routes[n]]
         out[n] = kernel.HostPlan(h.iface, h.mesh_address, sysctls, routes, plan.advmss,
                                  meshmod.rule_specs(plan, n, h.iface, forward_in=h.iface),
-                                 [f"{rdirs[n]}/{p}.pid" for p in procs.get(n, [])])
+                                 [f"{rdirs[n]}/{p}.pid" for p in procs.get(n, [])],
+                                 radio=radio.plan(pi or {}, h.iface, inv.freq))
     return out
 
 
@@ -124,7 +127,8 @@ def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, 
             "queue": meshmod.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
             "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
             "queue_bound": queue_bound(plan, n),
-            "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss}}
+            "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss},
+            "station_dump": {"iface": iface, "interval_s": STATION_DUMP_S}}
 
 
 # ---- commands on a host ---------------------------------------------------------------
@@ -258,7 +262,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     apps = app_configs(cfg, seed, rdirs)
     for n in names:
         run.procs[n] = [name for name, _ in apps.get(n, [])] + [f"{n}.node"]
-    hplans = host_plans(plan, inventory, rdirs, run.procs)
+    hplans = host_plans(plan, inventory, rdirs, run.procs, cfg["pi"])
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                          sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
     try:
@@ -504,7 +508,7 @@ def _dry_run(cfg: dict[str, Any], plan: meshmod.MeshPlan, inv: Inventory, rdirs:
     hosts = inv.by_node()
     apps = app_configs(cfg, seed, rdirs)
     procs = {n: [name for name, _ in apps.get(n, [])] + [f"{n}.node"] for n in plan.nodes}
-    hp = host_plans(plan, inv, rdirs, procs)
+    hp = host_plans(plan, inv, rdirs, procs, cfg["pi"])
     graph = experiment_graph(cfg)
     for n in plan.nodes:
         h = hosts[n]

@@ -34,6 +34,7 @@ from routing.linkem import LinkParams
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
 from routing.routes import RouteTable
+from routing.station import StationRecorder, recorder_from_config
 from routing.udp_probe import UdpProber
 
 
@@ -87,6 +88,7 @@ def run_node(conf: dict[str, Any]) -> int:
     tap: KernelTap | None = None
     shaper: LinkShaper | None = None
     watch: BabelWatch | None = None
+    stations: StationRecorder | None = None
     code = 0
     try:
         if conf.get("realtime"):
@@ -154,6 +156,7 @@ def run_node(conf: dict[str, Any]) -> int:
         prober.start()
         if watch is not None:
             watch.start()
+        stations = recorder_from_config(conf.get("station_dump"), log.emit)   # the Pis' kernel plane only
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         ready = Path(conf["ready_file"])
         ready.with_suffix(".tmp").write_text(str(os.getpid()))
@@ -186,6 +189,9 @@ def run_node(conf: dict[str, Any]) -> int:
         if watch is not None:
             watch.stop()
             extra["routing"] = dict(watch.stats, daemon="babeld")
+        if stations is not None:
+            stations.stop()
+            extra["station_dump"] = dict(stations.stats)
         if driver is not None:
             extra["queue"] = dict(driver.stats)
         if shaper is not None:
@@ -207,6 +213,8 @@ def run_node(conf: dict[str, Any]) -> int:
             prober.stop()
         if watch is not None:
             watch.stop()
+        if stations is not None:
+            stations.stop()
         try:
             if shaper is not None:
                 shaper.close()     # accepts what is still held, unbinds the queue

@@ -1,0 +1,126 @@
+"""Link traces (issue 25): what every directed link delivered, per interval, recorded by any run.
+
+Every node logs an ``etx`` event per neighbour every ``etx.log_interval_s`` (1 s by default), on every
+backend, with two counters (etx.estimator.EtxTable.log_fields): ``heard``, the neighbour's probes heard
+so far, and ``seq``, the highest probe sequence number among them.  Between two such events of node B
+about neighbour A, the directed link A>B carried Δheard of the Δseq probes A sent: its delivery over that
+interval, finer than the ETX window (1,000 probes), measured by the probes, as ETX sees the link.
+
+:func:`extract` turns a run directory into one table, a row per (variant, repetition, directed link,
+interval), with these columns (docs/LOGS.md, "Link traces"):
+
+``variant, repetition, link`` ("A>B": what B heard from A), ``t_s`` (the interval's start, seconds after
+the flows started; negative while settling), ``dt_s``, ``sent`` (Δseq), ``heard`` (Δheard, at most
+``sent``), ``delivery`` (heard / sent; empty when A sent nothing in the interval), ``etx`` (B's estimate
+of the link's ETX at the interval's end, 1 / (forward x reverse); empty when infinite); on the Pis also
+what the drivers said (routing/station.py): ``signal_dbm`` (B hearing A), ``tx_bitrate_mbps``,
+``tx_retries``, ``tx_failed`` and ``expected_mbps`` (A sending to B).
+
+Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
+RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/trace_loss.py) replays
+a link of it.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from plots.logs import aligned_times, iter_reps, load_rep
+from plots.routing import flows_start
+
+COLUMNS = ["variant", "repetition", "link", "t_s", "dt_s", "sent", "heard", "delivery", "etx",
+           "signal_dbm", "tx_bitrate_mbps", "tx_retries", "tx_failed", "expected_mbps"]
+STATION_COLUMNS = COLUMNS[9:]
+
+
+def rep_trace(rep_dir: Path, variant: str, repetition: int) -> pd.DataFrame:
+    """The trace rows of one repetition (module docstring)."""
+    rep = load_rep(rep_dir)
+    ev = rep.events
+    if ev.empty or "ev" not in ev or "heard" not in ev:
+        return pd.DataFrame(columns=COLUMNS)
+    etx = ev[(ev["ev"] == "etx") & ev["heard"].notna()].copy()
+    if etx.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    etx["ta"] = aligned_times(etx, rep.meta)
+    t0 = flows_start(rep)
+    t0 = float(etx["ta"].min()) if t0 is None else t0
+    name_of = {str(a): str(n) for n, a in (rep.meta.get("nodes") or {}).items()}
+    rows: list[dict[str, Any]] = []
+    for (node, nbr), g in etx.sort_values("ta").groupby(["node", "nbr"], sort=True):
+        prev = None
+        for t, heard, seq, fwd, rev in zip(g["ta"], g["heard"], g["seq"], g["forward"], g["reverse"]):
+            cur = (float(t), int(heard), None if pd.isna(seq) else int(seq))
+            if prev is not None:
+                sent = 0 if cur[2] is None else cur[2] - (-1 if prev[2] is None else prev[2])
+                got = cur[1] - prev[1]
+                if sent >= 0 and 0 <= got:
+                    got = min(got, sent)      # late probes credited now belong to earlier intervals
+                    d = fwd * rev
+                    rows.append({"variant": variant, "repetition": repetition,
+                                 "link": f"{name_of.get(str(nbr), nbr)}>{name_of.get(str(node), node)}",
+                                 "t_s": round(prev[0] - t0, 6), "dt_s": round(cur[0] - prev[0], 6),
+                                 "sent": sent, "heard": got, "delivery": got / sent if sent else math.nan,
+                                 "etx": 1.0 / d if d > 0 else math.nan})
+            prev = cur
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    _add_station_columns(df, ev, rep.meta, t0)
+    return df
+
+
+def _add_station_columns(df: pd.DataFrame, ev: pd.DataFrame, meta: dict[str, Any], t0: float) -> None:
+    """The Pis' driver view (``station`` events, routing/station.py) beside each row of link A>B: the signal B
+    heard A at (B's dump, the last sample of the interval), and A's sending to B (A's dump): its bitrate, its
+    retries and failures during the interval, the driver's expected throughput.  Empty without the events
+    (every backend but pi) or without the MAC addresses meta.json's ``mac_filter`` records."""
+    st = ev[ev["ev"] == "station"] if "mac" in ev else ev.iloc[0:0]
+    macs = {str(n): str(m).lower() for n, m in ((meta.get("mac_filter") or {}).get("macs") or {}).items()}
+    if st.empty or not macs or df.empty:
+        return
+    st = st.assign(ta=aligned_times(st, meta) - t0).sort_values("ta")
+    by = {k: g for k, g in st.groupby(["node", "mac"])}
+
+    def sample(node: str, of: str, t: float, dt: float) -> tuple[pd.Series | None, pd.Series | None]:
+        g = by.get((node, macs.get(of, "")))
+        if g is None:
+            return None, None
+        inside = g[(g["ta"] > t) & (g["ta"] <= t + dt)]
+        before = g[g["ta"] <= t]
+        return (inside.iloc[-1] if not inside.empty else None), (before.iloc[-1] if not before.empty else None)
+
+    for i, (link, t, dt) in enumerate(zip(df["link"], df["t_s"], df["dt_s"])):
+        a, b = str(link).split(">")
+        heard, _ = sample(b, a, t, dt)
+        sent, base = sample(a, b, t, dt)
+        if heard is not None and pd.notna(heard.get("signal_dbm")):
+            df.at[i, "signal_dbm"] = heard["signal_dbm"]
+        if sent is not None:
+            for col in ("tx_bitrate_mbps", "expected_mbps"):
+                if pd.notna(sent.get(col)):
+                    df.at[i, col] = sent[col]
+            for col in ("tx_retries", "tx_failed"):
+                if base is not None and pd.notna(sent.get(col)) and pd.notna(base.get(col)):
+                    df.at[i, col] = sent[col] - base[col]
+
+
+def extract(run_dir: Path, variant: str | None = None, repetition: int | None = None) -> pd.DataFrame:
+    """The trace of every repetition of ``run_dir`` (or of one variant / repetition)."""
+    parts = [rep_trace(d, v, k) for v, k, d in iter_reps(run_dir)
+             if (variant is None or v == variant) and (repetition is None or k == repetition)]
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(parts, ignore_index=True)
+
+
+def write(df: pd.DataFrame, path: Path) -> None:
+    """``.parquet`` or ``.csv`` by the file's suffix (ValueError otherwise)."""
+    if path.suffix == ".parquet":
+        df.to_parquet(path, index=False)
+    elif path.suffix == ".csv":
+        df.to_csv(path, index=False)
+    else:
+        raise ValueError(f"{path}: expected a .parquet or .csv file name")
