@@ -2,10 +2,18 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-DEMO_EXPERIMENT ?= experiments/paper-lossy.yaml
-DEMO_ARGS ?= --backend local --repetitions 2
+# make demo: the paper's comparison (Figs. 5-6) on a mesh: the sim backend with the shared 802.11
+# DCF medium (experiments/demo-mesh.yaml; 45-50 s of CPU, 3.6-4.3 minutes on the shared 2 cores
+# at load average 13-17), then its numbers, what they mean and what to open (plots/demo.py).
+DEMO_EXPERIMENT ?= experiments/demo-mesh.yaml
+DEMO_ARGS ?=
+DEMO_RUNS ?= runs/demo-mesh
+# make demo-loopback: the same paper's experiment as real processes on loopback UDP without a
+# medium; its goodput is the speed of the node processes on this CPU, not of a mesh.
+LOOPBACK_EXPERIMENT ?= experiments/paper-lossy.yaml
+LOOPBACK_ARGS ?= --backend local --repetitions 2
 
-.PHONY: demo test test-fast sim-demo bench clean-venv
+.PHONY: demo demo-loopback test test-fast sim-demo bench clean-venv
 
 # setuptools prints an "Editable installation" notice (not an error, not a deprecation) as a banner
 # of asterisks on every editable install; it is silenced by its message, nothing else is.
@@ -23,15 +31,19 @@ $(VENV)/.installed: $(PY) pyproject.toml
 # Python headers and a C compiler are installed (.ci/run installs them). Elsewhere the netns tests
 # skip and say why, unless ASPAN_REQUIRE_ROOT_TESTS=1 makes them fail.
 $(VENV)/.installed-test: $(PY) pyproject.toml
-	$(PIP_INSTALL) -e '.[test]'
+	$(PIP_INSTALL) -e '.[test,cluster]'
 	$(PIP_INSTALL) -e '.[kernel]' || echo "make: netfilterqueue was not built (needs libnetfilter-queue-dev, python3-dev, a C compiler): the netns backend tests will skip"
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/aspan run $(DEMO_EXPERIMENT) $(DEMO_ARGS)
+	$(PY) -m plots.demo $(DEMO_RUNS)
+
+demo-loopback: $(VENV)/.installed
+	$(VENV)/bin/aspan run $(LOOPBACK_EXPERIMENT) $(LOOPBACK_ARGS)
 
 sim-demo: $(VENV)/.installed
-	$(VENV)/bin/aspan run $(DEMO_EXPERIMENT) --backend sim
+	$(VENV)/bin/aspan run $(LOOPBACK_EXPERIMENT) --backend sim
 
 # Measured on the 2-core machine shared with other jobs (load average 4-15), 2026-11-26: the suite
 # without the root tests (pytest -m "not root") 12 minutes; test-fast (the quick subset for a change that

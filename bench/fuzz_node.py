@@ -1,15 +1,17 @@
 """Flood a real node process with hostile datagrams on loopback and check its accounting (issue 13, item 6).
 
 One ``aspan node`` process (node B of the chain A-B-C-D, the local backend's config, no flows; its
-neighbours' addresses lead nowhere) hears ``--count`` datagrams from one socket as fast as it
-can send them: random bytes, truncated, bit-flipped and field-absurd encodings (tests/test_fuzz_node's
-kinds, drawn with a seeded RNG).  Reports the send and processing rates, the accounting
+neighbours' addresses lead nowhere) hears ``--count`` datagrams from one socket bound to its neighbour
+A's UDP address (no node A runs: the flood is what a hostile neighbour sends; a node drops anything
+from an address that is not a neighbour's as ``stranger`` before it is parsed, issue 27 item 3, which
+``--stranger`` floods instead) as fast as it can send them: random bytes, truncated, bit-flipped and
+field-absurd encodings (tests/test_fuzz_node's kinds, drawn with a seeded RNG).  Reports the send and processing rates, the accounting
 ``sent = received by the node + dropped by the kernel (socket buffer full)``, the node's drops by
 reason, its log size, and its RSS before and after.  Loopback only.
 With ``--forged`` the datagrams are instead well-formed data segments of a flow no experiment
 configured (A's address to D's, 1000-byte payloads), which B forwards and snoops: the flood of issue 27,
 item 2, whose log volume is bounded (docs/LOGS.md, "Traffic no configured flow explains").
-Run: .venv/bin/python -m bench fuzz_node [--count N] [--mac] [--forged]
+Run: .venv/bin/python -m bench fuzz_node [--count N] [--mac] [--forged] [--stranger]
 """
 from __future__ import annotations
 
@@ -43,12 +45,14 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-def rx_queue(port: int) -> int | None:
-    """Bytes waiting in the receive queue of the UDP socket on ``port`` (/proc/net/udp)."""
-    want = ":%04X" % port
+def rx_queue(bind: tuple[str, int]) -> int | None:
+    """Bytes waiting in the receive queue of the UDP socket bound to ``bind`` (/proc/net/udp; the flood's
+    own socket, on neighbour A's address, has the same port)."""
+    ip, port = bind
+    want = "%08X:%04X" % (int.from_bytes(socket.inet_aton(ip), "little"), port)
     for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
         cols = line.split()
-        if cols[1].endswith(want):
+        if cols[1] == want:
             return int(cols[4].split(":")[1], 16)
     return None
 
@@ -97,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mac", action="store_true", help="the node runs the authenticated overlay")
     ap.add_argument("--forged", action="store_true",
                     help="well-formed data segments of a flow no experiment configured, instead of junk")
+    ap.add_argument("--stranger", action="store_true",
+                    help="send from an address that is not a neighbour's (every datagram a stranger's)")
     args = ap.parse_args(argv)
     exp = load_experiment({"name": "fuzz", "etx": {"settle_s": 0}, "flows": [{"segments": 1}],
                            "snoop": {"policy": "every"}}, "fuzz.yaml")
@@ -126,13 +132,13 @@ def main(argv: list[str] | None = None) -> int:
             rss0 = rss_kib(node.pid)
             pool = (forged_pool if args.forged else junk_pool)(random.Random(args.seed))
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind((loopback_address(20), 0))
+            s.bind((loopback_address(20), 0) if args.stranger else udp["A"])   # a stranger, or neighbour A
             target = udp["B"]
             t0 = time.perf_counter()
             for i in range(args.count):
                 s.sendto(pool[i % len(pool)], target)
             t_sent = time.perf_counter() - t0
-            while (rx_queue(port) or 0) > 0:   # until the node has read everything the kernel kept
+            while (rx_queue(target) or 0) > 0:   # until the node has read everything the kernel kept
                 time.sleep(0.01)
             t_done = time.perf_counter() - t0
             s.close()
@@ -156,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{t_done:.1f} s); RSS {rss0 / 1024:.1f} MiB before, "
           f"{rss1 / 1024:.1f} MiB after; exit code {node.returncode}")
     fates_ok = True
+    if args.stranger:                    # nothing from a stranger is parsed (issue 27, item 3)
+        fates_ok = drops == {"stranger": rx}
+        print(f"every datagram read dropped as stranger: {'yes' if fates_ok else 'NO'}")
     if args.forged and "tx" in stop:     # every datagram the node read: forwarded or dropped (node_stop, exact)
         fates = stop["tx"]["fwd"] + sum(drops.values())
         fates_ok = fates == rx

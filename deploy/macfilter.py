@@ -6,6 +6,11 @@ is not a graph neighbour, in raw PREROUTING on the mesh interface::
 
     -i wlan0 -m mac --mac-source <that host's mesh MAC> -j DROP
 
+then one rule that drops what none of its neighbours sent (an allow list: a device in the cell that is
+not in the inventory is kept out too)::
+
+    -i wlan0 -m mac ! --mac-source <neighbour 1> -m mac ! --mac-source <neighbour 2> ... -j DROP
+
 raw PREROUTING is the earliest hook, before conntrack and the routing decision, so one rule covers
 what the host would receive (INPUT) and what it would relay (FORWARD); it comes before the loss
 model's statistic rule, so the loss counters count neighbour traffic only.  ARP is not IPv4 and
@@ -68,14 +73,33 @@ def check_distinct(macs: Mapping[str, str]) -> list[str]:
 
 
 def drop_rules(graph: MeshGraph, n: str, iface: str, macs: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """Node ``n``'s rules as (table, built-in chain, rule), one per non-neighbour."""
+    """Node ``n``'s rules as (table, built-in chain, rule): one per non-neighbour (its counter says how much
+    came from whom), then the allow list: whatever no neighbour sent, a device outside the inventory's
+    included, is dropped (:func:`stranger_rule`)."""
     return [("raw", "PREROUTING", f"-i {iface} -m mac --mac-source {macs[m]} -j DROP")
-            for m in non_neighbours(graph, n)]
+            for m in non_neighbours(graph, n)] + [("raw", "PREROUTING", stranger_rule(graph, n, iface, macs))]
+
+
+def stranger_rule(graph: MeshGraph, n: str, iface: str, macs: Mapping[str, str]) -> str:
+    """Drop what comes from no neighbour's MAC address: one rule, a negated ``mac`` match per neighbour
+    (all must hold).  A device that spoofs a neighbour's address still gets through: the MAC filter is not
+    authentication (``auth.mac`` is)."""
+    return f"-i {iface} " + " ".join(f"-m mac ! --mac-source {macs[m]}" for m in graph.neighbours(n)) + " -j DROP"
 
 
 def counters_command(iptables: str) -> str:
     """Lists our raw chain with exact counters (run as root); empty when the host has no such chain."""
     return f"{iptables} -t raw -L ASPAN-PREROUTING -v -x -n 2>/dev/null; true"
+
+
+def parse_stranger_drops(listing: str) -> int:
+    """Packets the allow list dropped: from no neighbour of the graph (:func:`stranger_rule`)."""
+    total = 0
+    for line in listing.splitlines():
+        parts = line.split()
+        if "MAC !" in line and len(parts) > 2 and parts[2] == "DROP" and parts[0].isdigit():
+            total += int(parts[0])
+    return total
 
 
 def parse_drops(listing: str, macs: Mapping[str, str]) -> dict[str, int]:

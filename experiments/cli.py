@@ -9,10 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from experiments.schema import Experiment
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -38,14 +34,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from experiments.runner import print_run_outputs, run_experiment, run_statuses
+    from experiments.runner import apply_overrides, print_run_outputs, run_experiment, run_statuses
     from experiments.schema import ExperimentError, load_file
     from experiments.stopping import exit_status
     exp = load_file(args.experiment)
-    if args.repetitions is not None:
-        exp.base["repetitions"] = args.repetitions
-    if args.variants:
-        exp.variants = select_variants(exp, args.variants)
+    apply_overrides(exp, args.repetitions, args.variants)
     backend = args.backend or ("pi" if args.inventory else None)
     if args.inventory and backend != "pi":
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
@@ -54,25 +47,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from experiments.deploy_cli import pi_backend_options
         options = pi_backend_options(args.inventory, exp)
     run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
-                             jobs=args.jobs, plot=not args.no_plot, backend_options=options)
+                             jobs=args.jobs, plot=not args.no_plot, backend_options=options, command=args.argv,
+                             scheduler=args.scheduler)
     if options is not None:
         from experiments.deploy_cli import report_failures
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
-
-
-def select_variants(exp: "Experiment", patterns: str) -> list:
-    """The variants whose names match one of the comma-separated shell patterns, in the file's order."""
-    from fnmatch import fnmatchcase
-
-    from experiments.schema import ExperimentError
-    pats = [p.strip() for p in patterns.split(",") if p.strip()]
-    chosen = [v for v in exp.variants if any(fnmatchcase(v.name, p) for p in pats)]
-    if not chosen:
-        raise ExperimentError(exp.source, "variants", f"--variants {patterns!r} matches none of "
-                              + ", ".join(v.name for v in exp.variants))
-    return chosen
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
@@ -108,11 +89,8 @@ Start with: aspan run experiments/paper-lossy.yaml (README.md, "Running experime
 
 def _version() -> str:
     """The installed distribution's version (pyproject.toml), else 'unknown' (a source tree not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        return version("aspan-testbed")
-    except PackageNotFoundError:
-        return "unknown (not installed: pip install -e .)"
+    from experiments.provenance import project_version
+    return project_version() or "unknown (not installed: pip install -e .)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
     r.add_argument("--variants", default=None, metavar="PATTERNS",
                    help="run only the variants matching these comma-separated shell patterns, e.g. 'disc-*,lossy-reno'")
+    r.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
+                   help="run the repetitions on this Dask scheduler's workers (sim and local backends; needs "
+                        "pip install -e '.[cluster]'; README, 'Running on a Dask cluster')")
     r.add_argument("--inventory", default=None, metavar="INV.yaml",
                    help="pi backend: the hosts (implies --backend pi); see aspan deploy")
     r.set_defaults(func=_cmd_run)
@@ -197,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.stopping import EXIT_INTERRUPTED, EXIT_NOT_OK, EXIT_USAGE, stop_reason
     from routing.fieldspec import ConfigError
     args = build_parser().parse_args(argv)
+    args.argv = ["aspan", *(sys.argv[1:] if argv is None else argv)]   # the run's provenance.json
     try:
         return args.func(args)
     except ConfigError as e:   # an experiment or inventory file, or an option: names file and field

@@ -289,13 +289,14 @@ def _cmd_gather(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.schema import load_file
+    from experiments.runner import apply_overrides, check_run
     exp = load_file(args.experiment)
-    if args.repetitions is not None:
-        exp.base["repetitions"] = args.repetitions
+    apply_overrides(exp, args.repetitions, None)
     if args.hosts:
         print("aspan deploy run: --hosts does not apply (the experiment's nodes pick the hosts)", file=sys.stderr)
         return 2
     options = pi_backend_options(args.inventory, exp, dry_run=args.dry_run)
+    check_run(exp, "pi", None, options)   # what the run refuses, the dry run refuses (run_experiment calls it too)
     if args.verbose or args.dry_run:
         options["echo"] = sys.stdout
     if args.dry_run:
@@ -303,7 +304,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.runner import print_run_outputs, run_experiment, run_statuses
     from experiments.stopping import exit_status
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
-                             plot=not args.no_plot, backend_options=options)
+                             plot=not args.no_plot, backend_options=options, command=args.argv)
     report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import sys
+from fnmatch import fnmatchcase
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -16,11 +17,17 @@ from experiments.backends import BACKENDS, RepRunner
 from experiments.backends.loopback import refuse_local
 from experiments.build import (measured_routes, refuse_link_loss, refuse_route_hops, refuse_routing_daemon, route_record,
                                route_tables)
+from experiments.cluster import CLUSTER_REFUSED
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
+from experiments.provenance import process_provenance, run_provenance
 from experiments.records import Reserve, drop_reserve, hold_reserve, is_disk_error, write_whole
-from experiments.schema import Experiment, ExperimentError, Variant
+from experiments.schema import SCHEMA, Experiment, ExperimentError, Variant
 from experiments.stopping import sigterm_as_interrupt, stops_deferred
+from routing.fieldspec import INT, Field, check_value, in_range
+
+JOBS = Field(INT, None, in_range(1), "repetitions run at once (--jobs)")
+Task = tuple[str, Variant, int, str, "dict[str, Any] | None"]   # (backend, variant, repetition, rep dir, options)
 
 
 def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRunner:
@@ -73,6 +80,49 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
                                   f"{v.config['netns']['handlers']!r} no handler sees the packets")
 
 
+def apply_overrides(exp: Experiment, repetitions: int | None, variants: str | None) -> None:
+    """``--repetitions`` and ``--variants`` over the file's, checked as the file's fields are (the schema's
+    ``repetitions`` field): a bad one is an ExperimentError naming the option, before anything starts."""
+    if repetitions is not None:
+        exp.base["repetitions"] = check_value("--repetitions", "repetitions", SCHEMA["repetitions"],
+                                              repetitions, ExperimentError)
+    if variants is not None:
+        exp.variants = select_variants(exp, variants)
+
+
+def select_variants(exp: Experiment, patterns: str) -> list:
+    """The variants whose names match one of the comma-separated shell patterns, in the file's order."""
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = [v for v in exp.variants if any(fnmatchcase(v.name, p) for p in pats)]
+    if not chosen:
+        raise ExperimentError(exp.source, "variants", f"--variants {patterns!r} matches none of "
+                              + ", ".join(v.name for v in exp.variants))
+    return chosen
+
+
+def check_run(exp: Experiment, backend: str, jobs: int | None = None,
+              backend_options: dict[str, Any] | None = None, scheduler: str | None = None) -> None:
+    """Everything ``aspan run`` refuses before anything starts, raised as an ExperimentError naming the
+    field: an unavailable backend or a bad inventory, what the backend cannot emulate
+    (:func:`check_backend_support`, which ``aspan validate`` calls alone: it has no run options), and a
+    ``--jobs`` the backend cannot take, a backend no cluster runs (``--scheduler``; what the cluster's
+    workers cannot do is asked of them when connected: experiments.cluster.check_cluster).
+    ``run_experiment`` and ``aspan deploy run --dry-run`` call it, so a dry run refuses exactly what the
+    run would."""
+    backend_runner(backend, backend_options)
+    check_backend_support(exp, backend)
+    if scheduler is not None:
+        if backend in CLUSTER_REFUSED:
+            raise ExperimentError("--scheduler", "scheduler", f"backend {backend}: {CLUSTER_REFUSED[backend]}")
+        if jobs is not None:
+            raise ExperimentError("--jobs", "jobs", "with --scheduler the cluster's workers run the repetitions; "
+                                  "--jobs sets this host's pool")
+    if jobs is not None:
+        check_value("--jobs", "jobs", JOBS, jobs, ExperimentError)
+        if BACKENDS[backend].exclusive and jobs > 1:
+            raise ExperimentError("--jobs", "jobs", BACKENDS[backend].exclusive)
+
+
 def new_run_dir(out: Path, name: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = out / name / stamp
@@ -88,56 +138,93 @@ def _rep_dir(run_dir: Path, v: Variant, rep: int) -> Path:
     return run_dir / v.name / f"rep{rep}"
 
 
-def _one(args: tuple[str, Variant, int, str, dict[str, Any] | None]) -> dict[str, Any]:
+def _one(args: Task) -> dict[str, Any]:
+    """One repetition, in the process that runs it (this one, a pool's worker or a Dask worker)."""
     backend, variant, rep, rep_dir, options = args
-    meta = backend_runner(backend, options)(variant, rep, Path(rep_dir))
+    try:
+        meta = backend_runner(backend, options)(variant, rep, Path(rep_dir))
+    finally:   # however it ended, its meta.json says which host, Python and packages ran it
+        _add_provenance(Path(rep_dir))
+    meta["provenance"] = process_provenance()
     if variant.config["logs"]["compact"]:          # the repetition has ended: its logs are complete
         from plots.compact import compact_rep
         compact_rep(Path(rep_dir))
     return meta
 
 
+def _add_provenance(rep_dir: Path) -> None:
+    """``provenance`` (experiments.provenance.process_provenance) into the repetition's meta.json, if the
+    backend wrote one (a repetition that failed before its directory was made has none)."""
+    path = rep_dir / "meta.json"
+    if not path.is_file():
+        return
+    meta = json.loads(path.read_text())
+    meta["provenance"] = process_provenance()
+    write_whole(path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
 def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None = None,
                    jobs: int | None = None, plot: bool = True,
                    progress: Callable[[str], None] | None = None,
-                   backend_options: dict[str, Any] | None = None) -> Path:
-    """Run every (variant, repetition); returns the run directory."""
+                   backend_options: dict[str, Any] | None = None, command: list[str] | None = None,
+                   scheduler: str | None = None) -> Path:
+    """Run every (variant, repetition); returns the run directory.  ``command``: the command line that
+    asked for the run, for RUN_DIR/provenance.json (default: this process's).  ``scheduler``: the address
+    of a Dask scheduler whose workers run the repetitions (experiments.cluster), instead of this host."""
     backend = backend or exp.base["backend"]
-    backend_runner(backend, backend_options)  # fail early on an unavailable backend or a bad inventory
-    check_backend_support(exp, backend)
-    entry = BACKENDS[backend]
-    if entry.exclusive and jobs is not None and jobs > 1:
-        raise ExperimentError("--jobs", "jobs", entry.exclusive)
-    out = Path(out or exp.base["out"])
-    run_dir = new_run_dir(out, exp.name)
-    # room for the records of the run's ending on a full disk (experiments.records); on a disk full already,
-    # WriteError: `aspan run` says which file and why, exit status 1
-    reserve = hold_reserve(run_dir)
+    check_run(exp, backend, jobs, backend_options, scheduler)
+    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    client = None
+    if scheduler is not None:
+        from experiments.cluster import check_cluster, connect
+        client = connect(scheduler)
     try:
-        return _run_in(exp, backend, entry, run_dir, jobs, plot, progress, backend_options, reserve)
+        if client is not None:
+            for note in check_cluster(client, backend):   # refuses what its workers cannot run
+                say(f"note: {note}")
+            executor = f"Dask scheduler {scheduler}, {len(client.scheduler_info()['workers'])} worker(s)"
+        else:
+            if jobs is None:
+                jobs = min(os.cpu_count() or 1, 2) if BACKENDS[backend].parallel else 1
+            executor = f"this host, up to {jobs} repetition(s) at a time"
+        out = Path(out or exp.base["out"])
+        run_dir = new_run_dir(out, exp.name)
+        # room for the records of the run's ending on a full disk (experiments.records); on a disk full already,
+        # WriteError: `aspan run` says which file and why, exit status 1
+        reserve = hold_reserve(run_dir)
+        try:
+            prov = run_provenance(command if command is not None else sys.argv, backend, executor)
+            write_whole(run_dir / "provenance.json", json.dumps(prov, indent=1) + "\n")
+
+            def execute(tasks: list[Task]) -> None:
+                if client is None:
+                    _run_tasks(tasks, jobs or 1, say, reserve)
+                else:
+                    from experiments.cluster import run_tasks
+                    run_tasks(client, tasks, _one, lambda i, task, meta: say(_line(i, len(tasks), task[1], task[2], meta)),
+                              lambda: _check_disk(reserve))
+            return _run_in(exp, backend, run_dir, plot, say, execute, backend_options)
+        finally:
+            drop_reserve()
     finally:
-        drop_reserve()
+        if client is not None:
+            client.close()
 
 
-def _run_in(exp: Experiment, backend: str, entry: Any, run_dir: Path, jobs: int | None, plot: bool,
-            progress: Callable[[str], None] | None, backend_options: dict[str, Any] | None,
-            reserve: Reserve) -> Path:
+def _run_in(exp: Experiment, backend: str, run_dir: Path, plot: bool, say: Callable[[str], None],
+            execute: Callable[[list[Task]], None], backend_options: dict[str, Any] | None) -> Path:
     resolved = exp.resolved()
     resolved["backend"] = backend
     write_whole(run_dir / "experiment.yaml", yaml.safe_dump(resolved, sort_keys=False))
     write_routes(run_dir, exp)
-    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     reps = exp.base["repetitions"]
-    tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options)
-             for v in exp.variants for r in range(reps)]
-    if jobs is None:
-        jobs = min(os.cpu_count() or 1, 2) if entry.parallel else 1
+    tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options) for v in exp.variants for r in range(reps)]
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
     finished = False
     disk_error: OSError | None = None
     with sigterm_as_interrupt():   # SIGTERM ends a run like Ctrl-C (issue 13, item 1)
         try:
-            _run_tasks(tasks, jobs, say, reserve)
+            execute(tasks)
             finished = True
         except OSError as e:
             if not is_disk_error(e):
@@ -189,15 +276,17 @@ def _worker_init() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]], jobs: int,
+def _check_disk(reserve: Reserve | None) -> None:
+    """Raise the reserve's error once a write found the disk full."""
+    full = reserve.used() if reserve is not None else None
+    if full is not None:
+        raise full
+
+
+def _run_tasks(tasks: list[Task], jobs: int,
                say: Callable[[str], None], reserve: Reserve | None = None) -> None:
     """Every repetition, in order; stops once a write found the disk full (the reserve's error is raised; a
     worker process raises its own, which ends the pool)."""
-    def check_disk() -> None:
-        full = reserve.used() if reserve is not None else None
-        if full is not None:
-            raise full
-
     total = len(tasks)
     if jobs > 1 and total > 1:
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
@@ -219,7 +308,7 @@ def _run_tasks(tasks: list[tuple[str, Variant, int, str, dict[str, Any] | None]]
         for i, task in enumerate(tasks, 1):
             meta = _one(task)
             say(_line(i, total, task[1], task[2], meta))
-            check_disk()
+            _check_disk(reserve)
 
 
 def run_statuses(run_dir: Path) -> list[str | None]:

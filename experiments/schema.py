@@ -7,6 +7,7 @@ naming the file, the field path and what was expected.
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,8 @@ SCHEMA: dict[str, Any] = {
     "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
         "mac": F((str, bool), "auto", _auth_mode,
                  "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
-                 "auto: on for pi (an open WiFi cell), off for local (loopback); sim and netns have no overlay data path"),
+                 "auto: on for pi (an open WiFi cell), off for local (loopback) and netns (where only the probes and "
+                 "LSAs carry it: kernel TCP has no MAC); sim has no wire"),
     },
     "pi": {   # backend pi only (README, "Running on Raspberry Pis"); the other backends ignore this section
         "data_plane": F(STR, "udp", one_of("udp", "kernel"),
@@ -194,7 +196,9 @@ SCHEMA: dict[str, Any] = {
         "max_duration_s": F(NUM, 600.0, in_range(0, lo_open=True), "a run still going after this is stopped (status incomplete)"),
     },
     "variants": F((list,), [], None, "list of {name, ...overrides}"),
-    "sweep": F((dict,), {}, None, "{field: dotted.path, values: [...]}: one variant per value (per variant)"),
+    "sweep": F((dict,), {}, None, "{field: dotted.path, values: [...]}: one variant per value (per variant); "
+                                  "or {factors: {dotted.path: [...], ...}}: one per combination of the factors' "
+                                  "values, only: [{dotted.path: value, ...}, ...] a listed subset of them"),
 }
 
 FLOW_SPEC = {
@@ -506,28 +510,118 @@ def _variant_specs(source: str, raw_variants: list[Any], errs: Errors) -> list[t
     return specs
 
 
+Expanded = list[tuple[str, dict[str, Any], Any]]
+NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def _expand_sweep(source: str, sweep: dict[str, Any], specs: list[tuple[str, dict[str, Any]]], named: bool,
-                  errs: Errors) -> list[tuple[str, dict[str, Any], Any]]:
-    """(variant name, overrides, sweep value) of every variant, the sweep expanded; none if it is wrong."""
+                  errs: Errors) -> Expanded:
+    """(variant name, overrides, sweep value) of every variant, the sweep expanded; none if it is wrong.
+
+    ``{field, values}`` sweeps one field: the variants are named ``<variant>-<value>``, or
+    ``<last part of the field>-<value>`` without named variants, and the sweep value is the value.
+    ``{factors, only}`` sweeps several (a factorial design): every combination of the factors' values, in
+    the factors' order, the last factor changing fastest, or only the combinations ``only`` lists; the
+    names join the values (``<variant>-<v1>-<v2>``, or ``<f1>-<v1>-<f2>-<v2>``) and the sweep value is
+    ``{field: value}``.  One factor is the one-field sweep, named and valued as such."""
     if not sweep:
         return [(n, o, None) for n, o in specs]
     n_errs = len(errs)
+    factorial = "factors" in sweep
+    known = ["factors", "only"] if factorial else ["field", "values"]
     for key in sweep:
-        if key not in ("field", "values"):
-            errs.append(_unknown(source, "sweep", key, ["field", "values"]))
-    field = sweep.get("field")
-    values = sweep.get("values")
-    if not isinstance(field, str) or not isinstance(_get_path(SCHEMA, field), F):
-        errs.append(ExperimentError(source, "sweep.field",
-                                    f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}"))
-    if not isinstance(values, list) or not values:
-        errs.append(ExperimentError(source, "sweep.values", "expected a non-empty list"))
+        if key not in known:
+            errs.append(_unknown(source, "sweep", key, known))
+    factors = _sweep_factors(source, sweep, errs) if factorial else _one_field(source, sweep, errs)
     if len(errs) > n_errs:
         return []
-    assert isinstance(field, str) and isinstance(values, list)
-    return [(f"{vname}-{val}" if named else f"{field.split('.')[-1]}-{val}",
-             _deep_merge(over, _set_path({}, field, val)), val)
-            for vname, over in specs for val in values]
+    combos = _combinations(source, factors, sweep.get("only"), errs)
+    if len(errs) > n_errs:
+        return []
+    fields = list(factors)
+    out: Expanded = []
+    for vname, over in specs:
+        for combo in combos:
+            words = [str(v) for v in combo] if named else [w for f, v in zip(fields, combo)
+                                                           for w in (f.split(".")[-1], str(v))]
+            name = "-".join([vname, *words] if named else words)
+            if not NAME.fullmatch(name):
+                errs.append(ExperimentError(source, "sweep", f"the variant name {name!r} its values make is not "
+                                            "letters, digits, '.', '_' or '-'"))
+                return []
+            merged = over
+            for f, v in zip(fields, combo):
+                merged = _deep_merge(merged, _set_path({}, f, v))
+            out.append((name, merged, combo[0] if len(fields) == 1 else dict(zip(fields, combo))))
+    names = [n for n, _, _ in out]
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        errs.append(ExperimentError(source, "sweep", f"variant names repeat: {', '.join(repeated)} (two factors "
+                                    "with the same last part and values, or a variant named like a sweep's)"))
+        return []
+    return out
+
+
+def _scalar_field(source: str, path: str, field: Any, errs: Errors) -> bool:
+    if isinstance(field, str) and isinstance(_get_path(SCHEMA, field), F) and field not in ("sweep", "variants"):
+        return True
+    errs.append(ExperimentError(source, path,
+                                f"expected the dotted path of a scalar field (e.g. snoop.pkt_qos), got {field!r}"))
+    return False
+
+
+def _one_field(source: str, sweep: dict[str, Any], errs: Errors) -> dict[str, list[Any]]:
+    """``{field: values}`` of a ``{field, values}`` sweep ({} with its errors in ``errs``)."""
+    field, values = sweep.get("field"), sweep.get("values")
+    ok = _scalar_field(source, "sweep.field", field, errs)
+    if not isinstance(values, list) or not values:
+        errs.append(ExperimentError(source, "sweep.values", "expected a non-empty list"))
+        ok = False
+    return {field: values} if ok else {}
+
+
+def _sweep_factors(source: str, sweep: dict[str, Any], errs: Errors) -> dict[str, list[Any]]:
+    """``sweep.factors``: a mapping of at least one scalar field to a non-empty list of distinct values."""
+    factors = sweep["factors"]
+    if not isinstance(factors, dict) or not factors:
+        errs.append(ExperimentError(source, "sweep.factors", "expected a mapping {dotted.path: [values], ...} "
+                                    "with at least one field"))
+        return {}
+    for field, values in factors.items():
+        if not _scalar_field(source, f"sweep.factors.{field}", field, errs):
+            continue
+        if not isinstance(values, list) or not values:
+            errs.append(ExperimentError(source, f"sweep.factors.{field}", "expected a non-empty list of values"))
+        elif len({repr(v) for v in values}) != len(values):
+            errs.append(ExperimentError(source, f"sweep.factors.{field}", f"values repeat: {values!r}"))
+    return factors
+
+
+def _combinations(source: str, factors: dict[str, list[Any]], only: Any, errs: Errors) -> list[tuple[Any, ...]]:
+    """Every combination of the factors' values, or those ``only`` lists (each gives every factor one of
+    its values); errors into ``errs``."""
+    if only is None:
+        return list(itertools.product(*factors.values()))
+    if not isinstance(only, list) or not only:
+        errs.append(ExperimentError(source, "sweep.only", "expected a non-empty list of combinations "
+                                    "{dotted.path: value, ...}"))
+        return []
+    out: list[tuple[Any, ...]] = []
+    for i, combo in enumerate(only):
+        where = f"sweep.only[{i}]"
+        if not isinstance(combo, dict) or set(combo) != set(factors):
+            errs.append(ExperimentError(source, where, f"expected a value for each factor ({', '.join(factors)}) "
+                                        f"and nothing else, got {combo!r}"))
+            continue
+        for field, values in factors.items():
+            if not any(type(combo[field]) is type(v) and combo[field] == v for v in values):
+                errs.append(ExperimentError(source, f"{where}.{field}", f"{combo[field]!r} is not one of the "
+                                            f"factor's values {values!r}"))
+        values_of = tuple(combo[f] for f in factors)
+        if values_of in out:
+            errs.append(ExperimentError(source, where, f"combination repeats: {combo!r}"))
+        out.append(values_of)
+    return out
 
 
 def load_file(path: str | Path) -> Experiment:

@@ -2,8 +2,9 @@
 
 Public API (imported lazily, so ``plots.logs``/``plots.summary`` do not load matplotlib):
 ``load, Run`` (plots.analysis: a run directory as one frame per event type),
-``read_node_log, load_rep, iter_reps, RepLogs`` (plots.logs), ``rep_flows, FlowInfo``
-(plots.flows), ``SUMMARY_COLUMNS, summarize_flows, summarize_rep`` (plots.summary: one row
+``read_node_log, load_rep, iter_reps, RepLogs`` (plots.logs), ``rep_flows, FlowInfo, flow_names``
+(plots.flows: a repetition's flows, and the mapping from the logged flow id
+``src:sport>dst:dport`` to the name ``A->D:6000`` every table and figure uses), ``SUMMARY_COLUMNS, summarize_flows, summarize_rep`` (plots.summary: one row
 per (variant, repetition, flow)), ``write_summary`` (plots.run_summary), ``write_report,
 write_compare_report`` (plots.report), ``plot_command`` (plots.cli).
 """
@@ -16,7 +17,7 @@ _EXPORTS = {
     "load": "plots.analysis", "Run": "plots.analysis",
     "RepLogs": "plots.logs", "read_node_log": "plots.logs", "load_rep": "plots.logs",
     "iter_reps": "plots.logs", "SUMMARY_COLUMNS": "plots.summary",
-    "rep_flows": "plots.flows", "FlowInfo": "plots.flows",
+    "rep_flows": "plots.flows", "FlowInfo": "plots.flows", "flow_names": "plots.flows",
     "summarize_flows": "plots.summary", "write_compare_report": "plots.report",
     "summarize_rep": "plots.summary", "write_summary": "plots.run_summary",
     "write_report": "plots.report", "plot_command": "plots.cli",

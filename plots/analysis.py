@@ -9,7 +9,13 @@
 
 Every frame has ``variant``, ``repetition``, ``node``, ``t`` (seconds on the reference clock:
 the node's ``t`` minus its ``meta.json`` clock offset) and the event's own fields (docs/LOGS.md,
-"Event log"); a field an event does not carry is left out.  The summary (plots.summary) and the
+"Event log"); a field an event does not carry is left out.
+
+One name per flow (issue 28): a frame's ``flow`` is the name summary.csv, the figures and the
+report use, ``sender->receiver:dport`` with node names (``A->D:6000``, from
+:func:`plots.flows.rep_flows`); the id the node logged (``10.2.1.1:5000>10.2.1.5:6000``) is kept
+as ``flow_id``.  The integer fields of docs/LOGS.md (:data:`INT_FIELDS`: ``seq``, ``len``,
+``hop``, ...) are integer columns (pandas ``Int64``, missing values ``<NA>``), not floats.  The summary (plots.summary) and the
 figures (plots.data) read the run through the same :meth:`Run.reps`, one repetition at a time.
 """
 from __future__ import annotations
@@ -20,9 +26,13 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from plots.flows import flow_names
 from plots.logs import RepLogs, aligned_times, check_run_dir, iter_reps, load_experiment, load_rep
 
 KEYS = ["variant", "repetition", "node", "t"]
+# Event fields that are integers in docs/LOGS.md ("Event log"): sequence numbers, lengths, hop
+# counts, sizes in bytes or segments.
+INT_FIELDS = ("seq", "ack", "len", "hop", "segments", "segment_size", "bytes", "cwnd", "ssthresh")
 
 
 @dataclass
@@ -48,6 +58,8 @@ class Run:
                 if ev.empty:
                     continue
                 ev = ev.assign(t=aligned_times(ev, logs.meta), variant=variant, repetition=k)
+                if "flow" in ev:
+                    ev = ev.assign(flow_id=ev["flow"], flow=flow_names(logs, ev["flow"]))
                 for name, part in ev.groupby("ev", sort=False):
                     parts.setdefault(str(name), []).append(part.dropna(axis=1, how="all"))
             self._frames = {name: _tidy(pd.concat(p, ignore_index=True)) for name, p in parts.items()}
@@ -58,9 +70,19 @@ class Run:
         return self.frames().get(ev, pd.DataFrame({k: pd.Series(dtype="object") for k in KEYS}))
 
 
+def _integers(df: pd.DataFrame) -> pd.DataFrame:
+    """The :data:`INT_FIELDS` columns as ``Int64`` (left as they are if a value is not whole)."""
+    for c in INT_FIELDS:
+        if c in df and df[c].dtype.kind == "f":
+            vals = df[c].dropna()
+            if (vals == vals.round()).all():
+                df[c] = df[c].astype("Int64")
+    return df
+
+
 def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     rest = [c for c in df.columns if c not in KEYS and c != "ev"]
-    return df[KEYS + rest]
+    return _integers(df[KEYS + rest].copy())
 
 
 def load(run_dir: str | Path) -> Run:

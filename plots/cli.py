@@ -95,7 +95,7 @@ def clear_figures(fig_dir: Path) -> None:
 
 
 def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: bool = False,
-                 labels: Sequence[str] | None = None, force: bool = False) -> int:
+                 labels: Sequence[str] | None = None, force: bool = False, by: str | None = None) -> int:
     """Summary, figures and report.md of one run (into the run dir), or of one or more runs
     into ``out`` without writing into any of them. Raises ValueError naming a path that is not
     a run directory, a missing ``out`` for several runs, an ``out`` inside an input run, or an
@@ -112,7 +112,7 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
         if len(dirs) > 1:
             raise ValueError("several run directories: give --out DIR for the comparison "
                              "(figures, report.md, summary.csv; the inputs are never written)")
-        data = load_run(dirs[0], resummarize=resummarize)
+        data = load_run(dirs[0], resummarize=resummarize, by=by)
         prefix = labels[0] if labels else ""
         if labels and len(labels) != 1:
             raise ValueError(f"--label given {len(labels)} times for 1 run directory")
@@ -132,7 +132,7 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
             raise ValueError(f"--out {out} is inside the input run {d}; choose a directory "
                              "outside every input run (inputs are never written)")
     check_out(out, force)
-    runs = [load_run(d, resummarize=resummarize, write=False) for d in dirs]
+    runs = [load_run(d, resummarize=resummarize, write=False, by=by) for d in dirs]
     names = run_labels(runs, labels) if (len(runs) > 1 or labels) else [""]
     media = run_media(runs)
     clear_figures(out / "figures")
@@ -156,6 +156,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                              "experiment name and/or backend, whichever tells them apart)")
     parser.add_argument("--force", action="store_true",
                         help="with --out: overwrite an existing, non-empty DIR (refused otherwise)")
+    parser.add_argument("--by", default=None, metavar="FIELD",
+                        help="a factorial sweep (sweep.factors): the factor on the sweep figures' x axis, one "
+                             "line per combination of the others (default: the first factor)")
     parser.add_argument("--resummarize", action="store_true",
                         help="recompute the summary from the logs even if summary.csv exists "
                              "(rewritten in the run dir only without --out)")
@@ -164,7 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def run_args(args: argparse.Namespace) -> int:
     """Run the plot command from arguments parsed with :func:`add_arguments`."""
-    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label, args.force)
+    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label, args.force, args.by)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -180,9 +180,19 @@ class RunData:
         return out
 
 
-def sweep_spec(experiment: dict[str, Any]) -> tuple[str, list[Any]] | None:
-    """``(field, values)`` of ``experiment['sweep']`` if it is a dict with both, else None."""
+def sweep_spec(experiment: dict[str, Any], by: str | None = None) -> tuple[str, list[Any]] | None:
+    """``(field, values)`` of ``experiment['sweep']`` if it is a dict with both, else None.  A factorial
+    sweep (``factors``): the factor ``by`` (default the first), the figures' x axis; ValueError naming
+    the factors if ``by`` is none of them."""
     sweep = experiment.get("sweep")
+    factors = sweep.get("factors") if isinstance(sweep, dict) else None
+    if isinstance(factors, dict) and factors:
+        if by is not None and by not in factors:
+            raise ValueError(f"--by {by}: not a factor of the run's sweep; expected one of {', '.join(factors)}")
+        fld = by if by is not None else next(iter(factors))
+        return fld, list(factors[fld]) if isinstance(factors[fld], list) else []
+    if by is not None:
+        raise ValueError(f"--by {by}: the run has no factorial sweep (sweep.factors)")
     if not isinstance(sweep, dict) or "field" not in sweep:
         return None
     values = sweep.get("values")
@@ -216,9 +226,11 @@ def sweep_value_for(meta: dict[str, Any], variant: str, experiment: dict[str, An
     """The swept value of a rep: meta ``sweep_value``, else the variant's entry in
     experiment.yaml (``field`` as a dotted path), else a sweep value written in the variant name.
     None when the rep is not part of the sweep (e.g. a baseline)."""
+    fld, values = spec
+    if isinstance(meta.get("sweep_value"), dict):   # a factorial sweep: the value of the factor drawn
+        return meta["sweep_value"].get(fld)
     if meta.get("sweep_value") is not None:
         return meta["sweep_value"]
-    fld, values = spec
     for v in experiment.get("variants") or []:
         if isinstance(v, dict) and str(v.get("name")) == variant:
             found = _lookup(v, fld)
@@ -258,18 +270,19 @@ def unrecorded_ending(variant: str, repetition: int, meta: dict[str, Any]) -> li
     return []
 
 
-def load_run(run_dir: Path, resummarize: bool = False, write: bool = True) -> RunData:
+def load_run(run_dir: Path, resummarize: bool = False, write: bool = True, by: str | None = None) -> RunData:
     """Load every rep of a run once (one RepData per flow).
 
     With ``write`` (the default), summary.csv is written when missing or ``resummarize``;
     with ``write=False`` nothing is written and missing rows are computed from the logs.
     When summary.csv exists and is kept, its rows are the ones shown (matched on variant,
     repetition and flow); a flow missing from it uses the row computed from its logs (noted).
+    ``by``: the factor of a factorial sweep the sweep figures draw on their x axis (sweep_spec).
     """
     from plots.digest_store import run_digests
     run = load(run_dir)              # the analysis API (plots.analysis): the same reading of the logs
     run_dir, experiment = run.run_dir, run.experiment
-    spec = sweep_spec(experiment)
+    spec = sweep_spec(experiment, by)
     reps: list[RepData] = []
     notes: list[str] = []
     for rep_dir, digest in run_digests(run_dir, write=write):

@@ -26,6 +26,7 @@ from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 from plots.routing import time_marks  # noqa: E402
 from plots.style import variant_ticks  # noqa: E402
+from plots.reference import figure_title  # noqa: E402
 
 __all__ = [
     "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
@@ -257,7 +258,7 @@ def cwnd_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """CDF of the sender's cwnd in segments, pooled over repetitions (paper Fig. 2b, 4b, 5b, 7b)."""
     return _cdf_figure(groups, lambda r: r.cwnd_hist,
                        "congestion window (segments)",
-                       "Congestion window size at the sender", out_dir, "cwnd_cdf")
+                       figure_title("cwnd_cdf", "Congestion window size at the sender"), out_dir, "cwnd_cdf")
 
 
 def mark_routing(ax: Axes, rep: RepData, color: Any) -> None:
@@ -333,7 +334,7 @@ def cwnd_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     one panel per variant when there are more than OVERLAY_MAX."""
     def get(rep: RepData) -> tuple[Drawn, Hist]:
         return rep.digest.cwnd_drawn, rep.cwnd_hist
-    return _series_figure(groups, get, "Congestion window at the sender over time",
+    return _series_figure(groups, get, figure_title("cwnd_time", "Congestion window at the sender over time"),
                           "congestion window (segments)", "time since flow start (s)",
                           out_dir, "cwnd_time", marks=True)
 
@@ -342,7 +343,7 @@ def losses_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """Observed losses at the sender, dupack and RTO side by side (paper Fig. 2a, 4a, 5a, 7a)."""
     return _grouped_bars(groups, {"losses_dupack": "three dupacks", "losses_rto": "RTO"},
                          "losses observed per run (count)",
-                         "Observed packet loss at the sender", out_dir, "losses")
+                         figure_title("losses", "Observed packet loss at the sender"), out_dir, "losses")
 
 
 def tx_per_pkt_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
@@ -351,7 +352,7 @@ def tx_per_pkt_cdf(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     is in the top few percent, flat against 1 in the CDF."""
     return _cdf_figure(groups, lambda r: r.tx_hist,
                        "transmissions per packet (count, all nodes)",
-                       "Number of transmissions per packet", out_dir, "tx_per_pkt_cdf",
+                       figure_title("tx_per_pkt_cdf", "Number of transmissions per packet"), out_dir, "tx_per_pkt_cdf",
                        integer_x=True, tail=True)
 
 
@@ -360,7 +361,7 @@ def tx_per_packet(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     variant (and flow) (paper Fig. 10b); long flows are reduced to the maximum per bin."""
     def get(rep: RepData) -> tuple[Drawn, Hist]:
         return rep.digest.tx_drawn, rep.tx_hist
-    return _series_figure(groups, get, "Transmissions per packet along the flow",
+    return _series_figure(groups, get, figure_title("tx_per_packet", "Transmissions per packet along the flow"),
                           "transmissions per packet (count)",
                           "packet (index in sequence order)", out_dir, "tx_per_packet",
                           step=False)
@@ -396,7 +397,7 @@ def snoop_memory(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     for ax, (col, label), color in zip(axes, MEMORY_METRICS.items(), _colors(3)):
         _bars_with_dots(ax, groups, {col: label}, [color])
         ax.set_title(label, fontsize="medium")
-    fig.suptitle("Snoop memory (bars: mean over repetitions; dots: each repetition)")
+    fig.suptitle(figure_title("snoop_memory", "Snoop memory (bars: mean over repetitions; dots: each repetition)"))
     return _save(fig, out_dir, "snoop_memory")
 
 

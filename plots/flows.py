@@ -1,7 +1,10 @@
 """The flows of one repetition and the events that belong to each (docs/LOGS.md, "Several flows").
 
 A flow is named in the logs by its data direction ``"src:sport>dst:dport"`` (mesh addresses);
-the summary and the figures name it ``sender->receiver:dport`` with node names (``A->D:6000``).
+everything a reader sees -- summary.csv, the figures, the report and the analysis API's ``flow``
+column -- names it ``sender->receiver:dport`` with node names (``A->D:6000``).  The two forms
+must both exist (the nodes log addresses, and know no names); :func:`rep_flows` and
+:func:`flow_names` are the one mapping between them (docs/LOGS.md, "Flow names").
 
 Which events belong to a flow:
 
@@ -20,7 +23,7 @@ import pandas as pd
 
 from plots.logs import RepLogs
 
-__all__ = ["FlowInfo", "rep_flows", "flow_events", "flow_label", "SENDER_EVENTS"]
+__all__ = ["FlowInfo", "rep_flows", "flow_events", "flow_label", "flow_names", "SENDER_EVENTS"]
 
 SENDER_EVENTS = ("cwnd", "loss", "rtx", "flow_start")
 # events whose ``flow`` is always the data direction (docs/LOGS.md)
@@ -73,7 +76,9 @@ def _num(value: Any) -> float | None:
 
 
 def rep_flows(rep: RepLogs) -> list[FlowInfo]:
-    """The flows of a repetition, in the order of meta.json ``flows``.
+    """The flows of a repetition, in the order of meta.json ``flows``: each one's logged id
+    (``key``, ``10.2.1.1:5000>10.2.1.5:6000``) and name (``label``, ``A->D:6000``, the
+    ``flow`` of summary.csv, the figures, the report and the analysis API).
 
     Logged ids come from ``flow_start`` events (then any other event's ``flow``, for a log cut
     before ``flow_start``); each meta flow takes the first logged id with its sender and receiver,
@@ -141,3 +146,13 @@ def flow_events(rep: RepLogs, flow: FlowInfo, flows: list[FlowInfo]) -> pd.DataF
     if sends == 1:
         mine = mine | (missing & ev["ev"].isin(SENDER_EVENTS) & (ev["node"] == flow.sender))
     return ev[mine]
+
+
+def flow_names(logs: RepLogs, ids: pd.Series) -> pd.Series:
+    """The summary's and figures' name of each logged flow id (the mapping of docs/LOGS.md,
+    "Flow names"): a flow of the repetition gets its :func:`plots.flows.rep_flows` label; any other
+    id (an ACK's direction in a ``drop`` event) ``sender->receiver:dport`` of that direction."""
+    names = {f.key: f.label for f in rep_flows(logs) if f.key}
+    addr = _addr_to_name(logs.meta)
+    return ids.map(lambda k: k if not isinstance(k, str) or ">" not in k
+                   else names.get(k) or flow_label(k, addr)[0])

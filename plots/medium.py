@@ -102,6 +102,11 @@ def _hops(cfg: dict[str, Any]) -> int | None:
         return None
 
 
+def _plain_sweep_value(value: Any) -> Any:
+    """A factorial sweep's ``{field: value}`` as the text of its values (one line per combination)."""
+    return ", ".join(map(str, value.values())) if isinstance(value, dict) else value
+
+
 @dataclass
 class MediumRuns:
     """The medium data of one run, or of several runs drawn together (variants named ``label: variant``)."""
@@ -132,12 +137,13 @@ class MediumRuns:
         s = s[s["variant"].isin(list(configs))]
         order = [name(str(v["name"])) for v in experiment.get("variants") or []
                  if isinstance(v, dict) and str(v.get("name")) in configs]
-        svals = {name(str(v.get("name"))): v.get("sweep_value") for v in experiment.get("variants") or []
-                 if isinstance(v, dict)}
+        svals = {name(str(v.get("name"))): _plain_sweep_value(v.get("sweep_value"))
+                 for v in experiment.get("variants") or [] if isinstance(v, dict)}
         sweep = experiment.get("sweep") or {}
+        field = (" x ".join(map(str, sweep["factors"])) if isinstance(sweep.get("factors"), dict)
+                 else str(sweep.get("field")) if sweep else None)
         return cls(mac, order, s[["variant", "goodput_mbps"]].copy(),
-                   {name(v): _hops(cfg) for v, cfg in configs.items()},
-                   str(sweep.get("field")) if sweep else None, svals)
+                   {name(v): _hops(cfg) for v, cfg in configs.items()}, field, svals)
 
     @classmethod
     def combine(cls, parts: list["MediumRuns"]) -> "MediumRuns":

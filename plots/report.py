@@ -2,6 +2,7 @@
 figures, summary tables, and what went wrong (failed/incomplete reps, skipped log lines)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,6 +15,7 @@ from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.html import write_html
 from plots.lateness import Lateness, lateness_section, run_lateness
 from plots.numbers import mean_std, plain
+from plots.reference import figure_title, reference_section
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
 __all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "compare_medium", "run_media", "run_figures",
@@ -51,10 +53,24 @@ def sweep_series(data: RunData, label: str = "") -> list[SweepSeries]:
     fld, values = data.sweep
     groups = data.groups(label)
     head = f"{label}: " if label else ""
+    if any(isinstance(r.meta.get("sweep_value"), dict) for r in data.reps):
+        return _factorial_series(groups, fld, values, head)
     if not data.multi_flow:
         return [SweepSeries(label or "mean over repetitions", fld, values, groups)]
     return [SweepSeries(f"{head}{flow}", fld, values, [g for g in groups if g.flow == flow])
             for flow in data.flows()]
+
+
+def _factorial_series(groups: list[Any], fld: str, values: list[Any], head: str) -> list[SweepSeries]:
+    """A factorial sweep drawn against its factor ``fld``: one series per combination of the other
+    factors' values (and per flow), labelled ``field=value, ...``."""
+    series: dict[str, list[Any]] = {}
+    for g in groups:
+        sv = g.reps[0].meta.get("sweep_value") if g.reps else None
+        others = ", ".join(f"{k}={v}" for k, v in sv.items() if k != fld) if isinstance(sv, dict) else "not swept"
+        key = head + (f"{others} {g.flow}" if g.flow else others).strip()
+        series.setdefault(key or "mean over repetitions", []).append(g)
+    return [SweepSeries(key, fld, values, gs) for key, gs in series.items()]
 
 
 def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
@@ -94,7 +110,7 @@ def applicable_figures(data: RunData) -> dict[str, str]:
             continue
         if key.startswith("snoop_") and not has_snoop:
             continue
-        captions[key] = caption
+        captions[key] = figure_title(key, caption).replace("\n", ". ")
     if data.sweep is not None:
         for metric, label in SWEEP_METRICS.items():
             if metric.startswith("cache_") and not has_snoop:
@@ -213,6 +229,7 @@ def _header(data: RunData) -> list[str]:
     if name:
         lines += [f"Experiment: {name}" + (f" (backend {data.backend})" if data.backend else ""),
                   ""]
+    lines += provenance_lines(data.run_dir)
     if data.sweep is not None:
         lines += [f"Sweep: `{data.sweep[0]}` over {', '.join(map(str, data.sweep[1]))}", ""]
     if data.multi_flow:
@@ -224,6 +241,28 @@ def _header(data: RunData) -> list[str]:
     else:
         lines += ["No repetitions found (no <variant>/rep<k>/meta.json).", ""]
     return lines
+
+
+def provenance_lines(run_dir: Path) -> list[str]:
+    """Where the run came from (RUN_DIR/provenance.json, written by the runner: experiments.provenance);
+    a line saying so for a run without it (written before issue 26) or with an unreadable one."""
+    try:
+        prov = json.loads((Path(run_dir) / "provenance.json").read_text())
+    except FileNotFoundError:
+        return ["Provenance: not recorded (no provenance.json: a run of an older version)", ""]
+    except (OSError, ValueError) as e:
+        return [f"Provenance: provenance.json unreadable ({e})", ""]
+    git = prov.get("git") or {}
+    commit = (git["commit"][:12] + (" (dirty: tracked files changed)" if git.get("dirty") else "")
+              if git.get("commit") else f"unknown ({git.get('note', 'not recorded')})")
+    packages = ", ".join(f"{k} {v}" for k, v in (prov.get("packages") or {}).items() if v)
+    return ["Provenance:", "",
+            f"- command: `{prov.get('command', '?')}` (in `{prov.get('cwd', '?')}`)",
+            f"- project: aspan-testbed {prov.get('version') or 'not installed'}, commit {commit}",
+            f"- host: {prov.get('host', '?')} ({prov.get('platform', '?')}), Python {prov.get('python', '?')}",
+            f"- backend {prov.get('backend', '?')}; repetitions ran on {prov.get('executor', '?')}; "
+            f"started {prov.get('started', '?')}",
+            f"- packages: {packages}", ""]
 
 
 def write_report(run_dir: Path, data: RunData | None = None,
@@ -246,6 +285,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
     # [] unless a variant ran on a medium (plots/medium.py)
     lines += medium_section(data.run_dir, medium, MediumRuns.of(data.run_dir, data.summary))
     lines += lateness_section([("", lateness)])
+    lines += reference_section(str(data.experiment.get("name") or ""), data.summary, plain)
     lines += _aggregate_section(data)
     lines += _scheme_section([data])
     lines += _per_rep_section([data])

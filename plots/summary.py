@@ -37,13 +37,16 @@ __all__ = [
     "read_summary",
 ]
 
+# The columns that identify a row come first (issue 28: two flows of one repetition must not
+# look like duplicate rows), then the measures in the order they were added.
+KEY_COLUMNS: tuple[str, ...] = ("variant", "flow", "repetition", "seed")
 SUMMARY_COLUMNS: list[str] = [
-    "variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps",
+    *KEY_COLUMNS, "segments", "duration_s", "goodput_mbps",
     "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99",
     "tx_per_pkt_max", "cache_max_segments", "snoop_hits", "local_retransmissions",
     "backend", "integrity_ok", "drops_loss", "drops_queue", "drops_malformed", "status",
     "cache_insertions", "premature_retransmissions", "cwnd_mean",
-    "flow", "n_flows", "cache_mean_segments",
+    "n_flows", "cache_mean_segments",
     "route_changes", "reroute_s", "recovery_s",
 ]
 # Columns that describe the whole repetition (every node, every flow): the ``cache`` and
@@ -303,8 +306,16 @@ def summarize_flows(rep: RepLogs) -> list[dict[str, Any]]:
     rows = []
     for flow in flows:
         row = {**shared, **_flow_row(rep, flow, flows)}
-        rows.append({c: row[c] for c in SUMMARY_COLUMNS})
+        rows.append({**{c: row[c] for c in SUMMARY_COLUMNS}, **factor_values(rep.meta)})
     return rows
+
+
+def factor_values(meta: dict[str, Any]) -> dict[str, Any]:
+    """A factorial sweep's ``{field: value}`` of a repetition (meta.json ``sweep_value`` is a mapping then:
+    experiments.schema): columns appended after SUMMARY_COLUMNS, named by the dotted field, so that the
+    summary groups by any factor.  {} for a one-field sweep or none (their summary is unchanged)."""
+    sv = meta.get("sweep_value")
+    return {str(k): v for k, v in sv.items()} if isinstance(sv, dict) else {}
 
 
 def summarize_rep(rep: RepLogs) -> dict[str, Any]:
@@ -413,8 +424,11 @@ def _cache_insertions(ev: pd.DataFrame) -> int:
 
 
 def summary_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Rows -> DataFrame with exactly SUMMARY_COLUMNS and their dtypes."""
-    df = pd.DataFrame(list(rows), columns=SUMMARY_COLUMNS)
+    """Rows -> DataFrame with SUMMARY_COLUMNS and their dtypes, then any other key of the rows (a factorial
+    sweep's factors: :func:`factor_values`) in the order first seen."""
+    rows = list(rows)
+    extra = list(dict.fromkeys(k for r in rows for k in r if k not in SUMMARY_COLUMNS))
+    df = pd.DataFrame(rows, columns=SUMMARY_COLUMNS + extra)
     for col, dtype in SUMMARY_DTYPES.items():
         try:
             if dtype == _INT:

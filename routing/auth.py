@@ -1,13 +1,16 @@
 """The authenticated overlay of one node (issue 13, item 3): seal what it sends, open what it hears.
 
-Core without I/O: the UDP driver (routing.udp) hands it every datagram with the mesh address of
-the neighbour it came from (None: a stranger's address) and asks it to seal every packet it sends.
+Core without I/O: the UDP driver (routing.udp) and the kernel plane's probe socket (routing.udp_probe)
+hand it every datagram from a neighbour's address with that neighbour's mesh address (what comes from any
+other address they drop as ``stranger`` first, with or without the MAC: routing.neighbours) and ask it to
+seal every packet they send.
 
 * Every overlay packet, probes and data, travels as wire version 3: the transmitting node's
   sequence number and a keyed BLAKE2b tag under the experiment key, bound to the link
   (routing.wire.encode_auth).  The key is generated per run by the runner and reaches the nodes
   in a file they read once and delete; it is never logged.
-* A node accepts packets only from its neighbours' addresses (``stranger``), with a tag that
+* A node accepts packets only from its neighbours' addresses (``stranger``: the driver's rule, and
+  :meth:`MeshAuth.verify` has no link key for anyone else), with a tag that
   verifies (``forged``), and a sequence number not seen before and not older than the replay
   window (``replay``; RFC 4303 sec. 3.4.3's sliding window, per neighbour).
 """

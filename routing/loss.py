@@ -7,6 +7,14 @@ Every model is deterministic given its ``random.Random``: no clock, no global RN
 * :class:`Bernoulli`: independent losses, e.g. the A-SPAN paper's 0.5 % per node.
 * :class:`GilbertElliott`: the bursty two-state model of the SNACK paper (Section IV: good state
   6 s, bad state 0.2 s, 50 % loss in the bad state), with exponential sojourn times.
+* :class:`PacketGilbertElliott`: the same two states, changing per packet heard instead of per
+  second (Gilbert 1960, Elliott 1963: a Markov chain stepped once per packet).
+
+Per packet or per second (docs/LOGS.md, "Loss models in time"): ``none``, ``bernoulli``,
+``bit-error`` and ``gilbert-elliott-packet`` decide from the packets alone, so the k-th packet a
+node hears meets the same loss process on every backend; ``gilbert-elliott`` (its states last
+seconds), ``ramp`` and ``down`` follow the clock, so a backend that moves more packets per second
+puts more packets into each burst or each stretch of the ramp.
 * :class:`LinkDown`: everything lost inside given time intervals.
 * :class:`BitError`: independent bit errors: a packet of ``size`` bytes is lost with
   probability 1 - (1 - ber)^(8 size) (paper 000, Sec. 4: "dropping packets corresponding to
@@ -31,7 +39,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 from routing import trace_loss
 from routing.fieldspec import BOOL, NUM, STR, Field, in_range
 
-__all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "LinkDown", "BitError",
+__all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "PacketGilbertElliott", "LinkDown", "BitError",
            "Composite", "build_loss_model", "drop_packet", "packet_dropper", "node_rng", "MODELS", "ModelKind"]
 
 
@@ -168,6 +176,69 @@ class GilbertElliott:
 
     def __repr__(self) -> str:
         return (f"GilbertElliott(good_mean_s={self.good_mean_s}, bad_mean_s={self.bad_mean_s}, "
+                f"loss_good={self.loss_good}, loss_bad={self.loss_bad}, state={self.state!r})")
+
+
+class PacketGilbertElliott:
+    """Two-state (good/bad) Gilbert-Elliott loss model stepped once per packet heard.
+
+    The packet is lost with probability ``loss_good`` or ``loss_bad`` of the current state; then
+    the state moves: good -> bad with probability ``p_good_bad``, bad -> good with ``p_bad_good``
+    (per packet).  So a state lasts a geometric number of packets (mean ``1 / p_good_bad`` good,
+    ``1 / p_bad_good`` bad) however fast they come: the same YAML is the same loss process on
+    every backend, unlike :class:`GilbertElliott`, whose sojourns are seconds.  Stationary fraction
+    of packets in the bad state: ``p_good_bad / (p_good_bad + p_bad_good)``.  The defaults (0.01
+    and 0.3: 100 packets good, 3.3 bad on average) give the SNACK paper's 3.2 % of the time bad.
+
+    Two RNG streams are split off ``rng``: one for the state changes and one for the losses, one
+    draw each per packet, so the k-th packet's fate depends only on the seed and k.
+    """
+
+    def __init__(self, rng: random.Random, p_good_bad: float = 0.01, p_bad_good: float = 0.3,
+                 loss_good: float = 0.0, loss_bad: float = 0.5, start_good: bool = True) -> None:
+        self.p_good_bad = _probability("p_good_bad", p_good_bad)
+        self.p_bad_good = _probability("p_bad_good", p_bad_good)
+        self.loss_good = _probability("loss_good", loss_good)
+        self.loss_bad = _probability("loss_bad", loss_bad)
+        if not isinstance(start_good, bool):
+            raise ValueError(f"start_good must be a bool, got {start_good!r}")
+        self._state_rng = random.Random(rng.getrandbits(64))
+        self._loss_rng = random.Random(rng.getrandbits(64))
+        self._good = self._start_good = start_good
+
+    @property
+    def state(self) -> str:
+        """"good" or "bad": the state the next packet will meet."""
+        return "good" if self._good else "bad"
+
+    @property
+    def bad_fraction(self) -> float:
+        """Stationary probability that a packet meets the bad state (both transition probabilities
+        0: the state never changes, so the start state's)."""
+        moves = self.p_good_bad + self.p_bad_good
+        if moves == 0.0:
+            return 0.0 if self._start_good else 1.0
+        return self.p_good_bad / moves
+
+    @property
+    def mean_loss(self) -> float:
+        """Stationary (long-run) loss probability of a packet."""
+        b = self.bad_fraction
+        return self.loss_good * (1.0 - b) + self.loss_bad * b
+
+    def drop(self, now: float) -> bool:
+        """``now`` is not used: the state moves with the packets, not the clock."""
+        lost = self._loss_rng.random() < (self.loss_good if self._good else self.loss_bad)
+        u = self._state_rng.random()
+        if self._good:
+            if u < self.p_good_bad:
+                self._good = False
+        elif u < self.p_bad_good:
+            self._good = True
+        return lost
+
+    def __repr__(self) -> str:
+        return (f"PacketGilbertElliott(p_good_bad={self.p_good_bad}, p_bad_good={self.p_bad_good}, "
                 f"loss_good={self.loss_good}, loss_bad={self.loss_bad}, state={self.state!r})")
 
 
@@ -332,6 +403,15 @@ def _gilbert_elliott(params: Mapping[str, Any], rng: random.Random) -> LossModel
     return GilbertElliott(rng, **params)
 
 
+def _packet_gilbert_elliott(params: Mapping[str, Any], rng: random.Random) -> LossModel:
+    for k in ("p_good_bad", "p_bad_good", "loss_good", "loss_bad"):
+        if k in params:
+            _keyed(k, _probability, params[k])
+    if "start_good" in params and not isinstance(params["start_good"], bool):
+        raise ValueError(f"loss spec key 'start_good' must be true or false, got {params['start_good']!r}")
+    return PacketGilbertElliott(rng, **params)
+
+
 def _ramp(params: Mapping[str, Any], rng: random.Random) -> LossModel:
     return Ramp(_keyed("rate_from", _probability, params.get("rate_from", 0.0)),
                 _keyed("rate_to", _probability, _required(params, "rate_to", "ramp")),
@@ -360,6 +440,11 @@ class ModelKind:
     check: Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None = None
 
 
+# settings the two Gilbert-Elliott models share (the schema requires one declaration per key)
+_LOSS_GOOD = Field(NUM, 0.0, in_range(0, 1), "loss probability in the good state")
+_LOSS_BAD = Field(NUM, 0.5, in_range(0, 1), "loss probability in the bad state")
+_START_GOOD = Field(BOOL, True, None, "the channel starts in the good state")
+
 # The registry of loss models: the schema and build_loss_model take their names and keys from
 # here.  Adding a model: its class, and one line (docs/DESIGN.md, "Adding a loss model").
 MODELS: dict[str, ModelKind] = {
@@ -370,10 +455,15 @@ MODELS: dict[str, ModelKind] = {
     "gilbert-elliott": ModelKind(_gilbert_elliott, {
         "good_mean_s": Field(NUM, 6.0, in_range(0, lo_open=True), "mean time in the good state"),
         "bad_mean_s": Field(NUM, 0.2, in_range(0, lo_open=True), "mean time in the bad state"),
-        "loss_good": Field(NUM, 0.0, in_range(0, 1), "loss probability in the good state"),
-        "loss_bad": Field(NUM, 0.5, in_range(0, 1), "loss probability in the bad state"),
-        "start_good": Field(BOOL, True, None, "the channel starts in the good state")},
-        "bursty two-state losses (the SNACK paper)"),
+        "loss_good": _LOSS_GOOD,
+        "loss_bad": _LOSS_BAD,
+        "start_good": _START_GOOD},
+        "bursty two-state losses (the SNACK paper), states lasting seconds: more packets per burst on a faster backend"),
+    "gilbert-elliott-packet": ModelKind(_packet_gilbert_elliott, {
+        "p_good_bad": Field(NUM, 0.01, in_range(0, 1), "probability per packet heard of going from good to bad"),
+        "p_bad_good": Field(NUM, 0.3, in_range(0, 1), "probability per packet heard of going from bad to good"),
+        "loss_good": _LOSS_GOOD, "loss_bad": _LOSS_BAD, "start_good": _START_GOOD},
+        "bursty two-state losses stepped per packet: the same loss process on every backend"),
     "bit-error": ModelKind(_bit_error, {
         "ber": Field(NUM, 0.0, in_range(0, 1), "bit error rate; a packet of n bytes is lost with 1 - (1 - ber)^(8n)")},
         "independent bit errors, loss per packet from its size (paper 000)"),
@@ -405,6 +495,8 @@ def build_loss_model(spec: Mapping[str, Any] | None, rng: random.Random) -> Loss
     ``None`` or ``{"model": "none"}``: no loss.  ``{"model": "bernoulli", "rate": 0.005}``
     (rate required).  ``{"model": "gilbert-elliott", "good_mean_s": 6, "bad_mean_s": 0.2,
     "loss_good": 0, "loss_bad": 0.5, "start_good": true}`` (all optional, SNACK-paper defaults).
+    ``{"model": "gilbert-elliott-packet", "p_good_bad": 0.01, "p_bad_good": 0.3, ...}`` (the same
+    states stepped per packet; all optional).
     ``{"model": "bit-error", "ber": 1.5e-5}`` (ber required; loss per packet from its size).
     Any model may add ``"down": [[start, end], ...]``: a :class:`LinkDown` combined with it.
     A missing ``"model"`` means ``"none"``.  Unknown models, unknown keys and bad values raise

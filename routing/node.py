@@ -14,6 +14,7 @@ from aspan.fields import AspanFields
 from etx.estimator import EtxTable
 from routing.engine import Deliver, ForwardingEngine, Transmit
 from routing.linkstate import LinkStateRouter, RouteChange, apply_changes
+from routing.neighbours import STRANGER, names_its_sender
 from routing.wire import DATA, LSA, PROBE, Packet, Probe
 from tcp_user.segment import SYN, Segment
 
@@ -133,15 +134,15 @@ class NodeCore:
     # ---- inputs ------------------------------------------------------------
     def on_datagram(self, data: bytes, now: float, frm: str | None = None) -> Out:
         """A datagram heard from neighbour ``frm`` (its mesh address, when the driver knows it)."""
-        return self._run(self.engine.on_datagram(data, now, frm), now)
+        return self._run(self.engine.on_datagram(data, now, frm), now, frm)
 
     def on_authentic(self, data: bytes, now: float, frm: str | None = None) -> Out:
         """A datagram of the authenticated overlay whose tag and sequence number routing.auth verified."""
-        return self._run(self.engine.on_authentic(data, now, frm), now)
+        return self._run(self.engine.on_authentic(data, now, frm), now, frm)
 
     def on_packet(self, pkt: Packet, now: float, frm: str | None = None) -> Out:
         """A decoded packet (the virtual-time backend's), from neighbour ``frm``."""
-        return self._run(self.engine.on_packet(pkt, now, frm), now)
+        return self._run(self.engine.on_packet(pkt, now, frm), now, frm)
 
     def next_timer(self) -> float | None:
         times = [self._timers[0][0]] if self._timers else []
@@ -241,26 +242,33 @@ class NodeCore:
         assert self.routing is not None
         apply_changes(self.routing.router, changes, self.engine.routes, self._emit, now)
 
-    def _run(self, actions: list[Any], now: float) -> Out:
+    def _run(self, actions: list[Any], now: float, frm: str | None = None) -> Out:
+        """The transmissions of ``actions``; what they deliver here goes to :meth:`_deliver` (heard from
+        neighbour ``frm`` when the driver named it)."""
         out: Out = []
         for a in actions:
             cls = a.__class__
             if cls is Transmit:
                 out.append((a.next_hop, a.packet))
             elif cls is Deliver:
-                out.extend(self._deliver(a.packet, now))
+                out.extend(self._deliver(a.packet, now, frm))
         return out
 
-    def _deliver(self, pkt: Packet, now: float) -> Out:
+    def _link_local_from(self, pkt: Packet, frm: str | None) -> bool:
+        """Does a probe or LSA come from the neighbour it names?  (routing.neighbours: its header source is
+        a neighbour, and the neighbour it was heard from when the driver named it.)"""
+        return pkt.src in self.neighbours and (frm is None or names_its_sender(pkt.src, frm))
+
+    def _deliver(self, pkt: Packet, now: float, frm: str | None = None) -> Out:
         if pkt.ptype == PROBE and pkt.probe is not None:
-            if pkt.src in self.neighbours:
+            if self._link_local_from(pkt, frm):
                 self.etx.on_probe(pkt.src, pkt.probe.seq, pkt.probe.ratio, now)
             else:   # every datagram is accounted for (issue 13, item 6)
-                self.engine.drop(pkt, "stranger", now, detail="probe from a non-neighbour")
+                self.engine.drop(pkt, STRANGER, now, detail="probe from a non-neighbour")
             return []
         if pkt.ptype == LSA and pkt.lsa is not None:
-            if pkt.src not in self.neighbours:
-                self.engine.drop(pkt, "stranger", now, detail="LSA from a non-neighbour")
+            if not self._link_local_from(pkt, frm):
+                self.engine.drop(pkt, STRANGER, now, detail="LSA from a non-neighbour")
                 return []
             rt = self.routing
             if rt is None:

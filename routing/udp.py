@@ -20,6 +20,7 @@ from typing import Any, Callable
 from etx.prober import ProberThread
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog
+from routing.neighbours import STRANGER, link_senders
 from routing.node import NodeCore, Out
 from routing.wire import MAX_DATAGRAM, AuthError, Packet, WireError, encode
 
@@ -71,9 +72,10 @@ class UdpNode:
                  auth: MeshAuth | None = None) -> None:
         self.core = core
         self.peers = peers
-        #: the authenticated overlay (routing.auth), or None: plain version-2 datagrams from anyone
+        #: the authenticated overlay (routing.auth), or None: plain version-2 datagrams from the neighbours
         self.auth = auth
-        self._sender_of = {tuple(udp): mesh for mesh, udp in peers.items()}   # UDP source -> mesh address
+        #: UDP source -> the neighbour's mesh address; any other source is a stranger's (routing.neighbours)
+        self._sender_of = link_senders({mesh: tuple(udp) for mesh, udp in peers.items()}, core.neighbours)
         self.log = log
         self._emit = log.emit
         self.deadline = deadline
@@ -228,23 +230,6 @@ class UdpNode:
         if self.error is not None:
             raise self.error
 
-    def _drain_named(self, budget: int) -> None:
-        """:meth:`_drain` with the sender of each datagram, as its mesh address (for the capture, and for
-        the loss model of the link it came over: loss.links)."""
-        mesh = self._sender_of
-        with self.lock:
-            for _ in range(budget):
-                try:
-                    data, src = self.sock.recvfrom(MAX_DATAGRAM)
-                except BlockingIOError:
-                    return
-                except OSError as e:
-                    if e.errno in (errno.ECONNREFUSED, errno.EINTR):
-                        continue
-                    raise
-                self.rx_datagrams += 1
-                self._send(self.core.on_datagram(data, time.time(), mesh.get(src, src[0])))
-
     def _data_seen(self) -> bool:
         tx = self.core.engine.step.tx
         return tx["send"] + tx["fwd"] > 0
@@ -259,34 +244,16 @@ class UdpNode:
         return time.process_time() - cpu0, self.rx_datagrams - rx0, sleeps
 
     def _drain(self, budget: int = 256) -> None:
-        """Read what the socket holds (up to ``budget`` datagrams) and process each, holding the
-        core's lock for the whole batch (the probers wait at most one batch)."""
-        if self.auth is not None:
-            self._drain_auth(budget)
-            return
-        if self.core.engine.tap is not None or self.core.engine.step.link_lost:
-            return self._drain_named(budget)   # the capture, or a link's own loss model, needs the sender
-        recv, on_datagram, send, now = self.sock.recv, self.core.on_datagram, self._send, time.time
-        with self.lock:
-            for _ in range(budget):
-                try:
-                    data = recv(MAX_DATAGRAM)
-                except BlockingIOError:
-                    return
-                except OSError as e:
-                    if e.errno in (errno.ECONNREFUSED, errno.EINTR):
-                        continue  # ICMP from an earlier send to a neighbour that is not up yet
-                    raise
-                self.rx_datagrams += 1
-                send(on_datagram(data, now()))
+        """Read what the socket holds (up to ``budget`` datagrams) and process each, holding the core's
+        lock for the whole batch (the probers wait at most one batch).
 
-    def _drain_auth(self, budget: int) -> None:
-        """:meth:`_drain` on the authenticated overlay: a datagram from a neighbour's address, with a
-        tag that verifies and a fresh sequence number goes to the core; the rest is dropped and
-        counted by reason (routing.auth) before the core's loss model sees it."""
+        Neighbours only, with or without the MAC (routing.neighbours): a datagram from a UDP address that
+        is not a neighbour's is dropped as ``stranger`` before anything reads it.  With the MAC on, the
+        rest needs a tag that verifies and a fresh sequence number (routing.auth; else ``forged`` or
+        ``replay``).  Every drop here comes before the core's loss model sees the datagram; what is left
+        goes to the core with its sender's mesh address (a capture names it, a link's loss model needs it)."""
         recvfrom, core, send, now, auth = self.sock.recvfrom, self.core, self._send, time.time, self.auth
         sender_of, step = self._sender_of, self.core.engine.step
-        assert auth is not None
         with self.lock:
             for _ in range(budget):
                 try:
@@ -295,11 +262,17 @@ class UdpNode:
                     return
                 except OSError as e:
                     if e.errno in (errno.ECONNREFUSED, errno.EINTR):
-                        continue
+                        continue  # ICMP from an earlier send to a neighbour that is not up yet
                     raise
                 self.rx_datagrams += 1
                 t = now()
                 sender = sender_of.get(src)
+                if sender is None:
+                    step.drop(t, STRANGER, "?", src=f"{src[0]}:{src[1]}", size=len(data))
+                    continue
+                if auth is None:
+                    send(core.on_datagram(data, t, sender))
+                    continue
                 try:
                     auth.verify(data, sender)
                 except AuthError as e:

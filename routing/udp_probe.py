@@ -11,6 +11,12 @@ With link-state routing (routing.linkstate; ``routing`` given) the same socket c
 node's link-state advertisements: a third thread originates them, floods what the listener
 accepts, recomputes the routes and hands each batch of changes to ``on_routes`` (the node
 daemon rewrites its kernel routes there, routing.kernel_routes).
+
+What the socket takes (issue 27, items 3-4): datagrams from a neighbour's address only, whose header
+names that neighbour (routing.neighbours: else ``stranger``); with the run's key (``auth``, ``auth.mac``)
+every probe and LSA travels as the overlay's wire version 3, sealed for the link and replay-protected
+as on the overlay (routing.auth: else ``forged``, ``replay``).  Junk is ``malformed``.  Each drop is
+counted exactly and logged at the drop lines' rate.
 """
 from __future__ import annotations
 
@@ -21,10 +27,12 @@ from typing import Any, Callable
 
 from etx.estimator import EtxTable
 from etx.prober import ProberThread
+from routing.auth import MeshAuth
 from routing.linkstate import Lsa, RouteChange
+from routing.neighbours import STRANGER, link_senders, names_its_sender
 from routing.node import Routing
 from routing.step import DropLines
-from routing.wire import LSA, PROBE, Packet, Probe, WireError, decode, encode
+from routing.wire import LSA, PROBE, AuthError, Packet, Probe, WireError, decode, decode_authentic, encode
 
 Emit = Callable[..., None]
 
@@ -40,7 +48,7 @@ class UdpProber:
     def __init__(self, address: str, port: int, etx: EtxTable, interval: Callable[[float], float],
                  emit: Emit, log_interval_s: float = 1.0, routing: Routing | None = None,
                  on_routes: Callable[[list[RouteChange], float], None] | None = None,
-                 jitter: Callable[[], float] = lambda: 0.0) -> None:
+                 jitter: Callable[[], float] = lambda: 0.0, auth: MeshAuth | None = None) -> None:
         self.address = address
         self.port = port
         self.etx = etx
@@ -52,10 +60,16 @@ class UdpProber:
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.stats = {"probes_sent": 0, "probes_heard": 0, "send_errors": 0}
-        #: what the probe socket heard and did not take, by reason: ``malformed`` (not a packet of the wire
-        #: format, or not a probe or LSA), ``stranger`` (not from a neighbour's address, or a header source
-        #: that is not the UDP source): exact, logged at the drop lines' rate (routing.step.DropLines; issue 27)
-        self.drops = {"malformed": 0, "stranger": 0}
+        #: the run's key (routing.auth; ``auth.mac``), or None: plain version-2 probes and LSAs
+        self.auth = auth
+        self._send_lock = threading.Lock()     # the probe threads and the LSA thread share the sequence number
+        #: IP source -> neighbour: every other source is a stranger's (routing.neighbours)
+        self._sender_of = link_senders({n: n for n in etx.neighbours}, etx.neighbours)
+        #: what the probe socket heard and did not take, by reason: ``stranger`` (not from a neighbour's
+        #: address, or a header source that is not that neighbour), ``forged`` and ``replay`` (with the key:
+        #: routing.auth), ``malformed`` (not a packet of the wire format, or not a probe or LSA): exact,
+        #: logged at the drop lines' rate (routing.step.DropLines; issue 27)
+        self.drops = {STRANGER: 0, "forged": 0, "replay": 0, "malformed": 0}
         self._drop_lines = DropLines(lambda now, reason, count, since: self._emit(
             now, "drop", reason=reason, ptype="probe", count=count, since=since))
         self.routing = routing
@@ -106,8 +120,13 @@ class UdpProber:
 
     def _send(self, pkt: Packet, nbr: str, what: str) -> None:
         try:
-            self._sock.sendto(encode(pkt), (nbr, self.port))
-        except OSError as e:   # e.g. ENOBUFS under load: a datagram the link never carried
+            if self.auth is None:
+                data = encode(pkt)
+            else:
+                with self._send_lock:
+                    data = self.auth.seal(pkt, nbr)
+            self._sock.sendto(data, (nbr, self.port))
+        except (OSError, WireError) as e:   # e.g. ENOBUFS under load: a datagram the link never carried
             self.stats["send_errors"] += 1
             if self.stats["send_errors"] <= 10:
                 self._emit(time.time(), "send_error", error=f"{what} to {nbr}: {e}")
@@ -168,13 +187,25 @@ class UdpProber:
                 self._failed(e)
 
     def _heard(self, data: bytes, src: str, now: float) -> None:
+        """One datagram from IP address ``src``: dropped by reason, or a probe or LSA taken."""
+        sender = self._sender_of.get(src)
+        if sender is None:                    # neighbours only, before anything reads it
+            self._drop(now, STRANGER, detail=f"from {src}", size=len(data))
+            return
         try:
-            pkt = decode(data)
+            if self.auth is None:
+                pkt = decode(data)
+            else:
+                self.auth.verify(data, sender)
+                pkt = decode_authentic(data)
+        except AuthError as e:
+            self._drop(now, e.reason, detail=f"from {src}", size=len(data))
+            return
         except WireError as e:
             self._drop(now, "malformed", detail=str(e), size=len(data))
             return
-        if src not in self._quality or pkt.src != src:   # neighbours only, whatever the header says
-            self._drop(now, "stranger", detail=f"from {src}, header source {pkt.src}", size=len(data))
+        if not names_its_sender(pkt.src, sender):
+            self._drop(now, STRANGER, detail=f"from {src}, header source {pkt.src}", size=len(data))
             return
         if pkt.ptype == LSA and pkt.lsa is not None and self.routing is not None:
             rt = self.routing

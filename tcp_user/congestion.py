@@ -8,7 +8,7 @@ five points:
 =====================  ==========================================================
 ``on_sack_blocks``     an ACK carries SACK blocks (merge them, RFC 6675 Update())
 ``is_dupack``          does this ACK count as a duplicate ACK (RFC 5681 sec. 2)?
-``on_new_ack``         the cumulative ACK advanced
+``on_new_ack``         the cumulative ACK advanced (cwnd grows only if cwnd-limited)
 ``on_dupack``          a duplicate ACK arrived
 ``on_rto``             the retransmission timer expired (after the loss is counted)
 ``send``               transmit what the windows allow (``segments_to_send``)
@@ -60,6 +60,20 @@ class Sender(Protocol):
 
 
 
+def is_cwnd_limited(flight_size: int, cwnd: int, mss: int) -> bool:
+    """Whether the sender was cwnd-limited when an ACK arrived: the FlightSize just before the
+    ACK left no room in cwnd for another full segment.
+
+    RFC 7661 sec. 4.3 (after RFC 2861, which it obsoletes): cwnd is "validated" only by being
+    used; a sender that is not cwnd-limited -- the receiver's window or the application holds
+    it back -- must not keep raising a cwnd it does not use (RFC 5681 sec. 3.1's growth rules
+    assume the window is full).  The test is the simplest form of that condition (the output
+    stopped because cwnd was full: Linux's tcp_is_cwnd_limited asks the same outside slow
+    start); RFC 7661's pipeACK estimate and non-validated phase are not implemented.
+    """
+    return flight_size + mss > cwnd
+
+
 class CongestionControl(ABC):
     """What every variant shares: RFC 5681 slow start, congestion avoidance and the RTO
     response, plus the recovery state the connection's output reads.
@@ -98,8 +112,9 @@ class CongestionControl(ABC):
     def on_dupack(self, now: float) -> None:
         """A duplicate ACK arrived."""
 
-    def on_new_ack(self, now: float, ack: int, newly: int) -> None:
-        """SND.UNA advanced to ``ack``, acknowledging ``newly`` bytes of data."""
+    def on_new_ack(self, now: float, ack: int, newly: int, flight: int) -> None:
+        """SND.UNA advanced to ``ack``, acknowledging ``newly`` bytes of data; ``flight`` is
+        the FlightSize just before this ACK (what the sender had in use)."""
         self.dupacks = 0
         self.lt_extra = 0
         self._last_rto_una = None
@@ -107,7 +122,7 @@ class CongestionControl(ABC):
             self.rto_recovery = False
         if self.in_recovery:
             self.on_recovery_ack(now, ack)
-        elif newly:
+        elif newly and is_cwnd_limited(flight, self.conn.cwnd, self.mss):   # RFC 7661 sec. 4.3
             self.grow(now, newly)
 
     def on_recovery_ack(self, now: float, ack: int) -> None:
@@ -231,9 +246,9 @@ class SackRecovery(CongestionControl):
         # blocks, the RFC 5681 definition)
         return new_sacked > 0 or (not seg.sack and seg.window == prev_wnd)
 
-    def on_new_ack(self, now: float, ack: int, newly: int) -> None:
+    def on_new_ack(self, now: float, ack: int, newly: int, flight: int) -> None:
         self.scoreboard.advance(ack)
-        super().on_new_ack(now, ack, newly)
+        super().on_new_ack(now, ack, newly, flight)
 
     def on_recovery_ack(self, now: float, ack: int) -> None:
         # RFC 6675 sec. 5 (A): recovery ends once RecoveryPoint is acknowledged; a partial

@@ -441,6 +441,7 @@ class TcpConnection:
 
     def _on_new_ack(self, ack: int, now: float) -> None:
         una = self._snd_una
+        flight = self._snd_max - una        # FlightSize before this ACK (RFC 7661 sec. 4.3)
         # RFC 6298 sec. 2 + Karn: sample only an ACK covering a segment sent once.
         if self._rtt_seq is not None and ack >= self._rtt_seq:
             self._rtt_sample(now - self._rtt_time)
@@ -464,7 +465,7 @@ class TcpConnection:
         if self._snack is not None:         # paper 002, Figure 5: forget acknowledged losses
             self._snack.forget_below(ack)
         self._rto_consecutive = 0
-        self._cc.on_new_ack(now, ack, newly)    # recovery exit or cwnd growth
+        self._cc.on_new_ack(now, ack, newly, flight)    # recovery exit or cwnd growth
         # RFC 6298 sec. 5.2 / 5.3
         if ack >= self._snd_max:
             self._rto_deadline = None

@@ -93,11 +93,13 @@ def test_a_capture_decoded_by_the_dissector_matches_the_nodes_log(tmp_path):
     tshark_or_skip()
     rep = sim_capture(tmp_path)
     c = ADDR["C"]
-    sent = tshark_fields(rep / "C.pcapng", ["aspan.seq", "aspan.hops", "aspan.pkt_effort_word", "aspan.crc_ok",
-                                            "frame.comment"], f"ip.src == {c} && aspan.type == 1 && aspan.len > 0")
+    sent = tshark_fields(rep / "C.pcapng", ["aspan.seq", "aspan.hop", "aspan.pkt_effort_word", "aspan.crc_ok",
+                                            "frame.comment", "aspan.hops"], f"ip.src == {c} && aspan.type == 1 && aspan.len > 0")
     tx = log_events(rep / "C.log", "tx")
-    # every data transmission the node logged, in order, is one captured packet it sent (hops = hop + 1)
-    assert [(int(s[0]), int(s[1]) - 1) for s in sent] == [(e["seq"], e["hop"]) for e in tx]
+    # every data transmission the node logged, in order, is one captured packet it sent, with the
+    # dissector's hop equal to the log's (the header's hops byte is one more: this one included)
+    assert [(int(s[0]), int(s[1])) for s in sent] == [(e["seq"], e["hop"]) for e in tx]
+    assert all(int(s[5]) == int(s[1]) + 1 for s in sent)
     assert all(s[3] in ("1", "True") for s in sent)                      # CRC checked, correct
     assert all(0 <= int(s[2]) <= FIXED_ONE for s in sent)
     notes = [s[4] for s in sent]
@@ -109,6 +111,19 @@ def test_a_capture_decoded_by_the_dissector_matches_the_nodes_log(tmp_path):
     held = tshark_fields(rep / "C.pcapng", ["aspan.ack"], f'ip.dst == {c} && frame.comment contains "answered from the cache"')
     assert len(held) == stop["drops"]["suppressed"] > 0
     assert stop["capture"]["cut"] is False and stop["capture"]["packets"] > len(sent)
+
+
+def test_the_dissectors_hop_is_the_logs_hop_from_the_senders_first_send(tmp_path):
+    """Issue 28, item 6: A's first send is hop 0 in the log and in the dissector (the hops byte: 1)."""
+    tshark_or_skip()
+    rep = sim_capture(tmp_path)
+    a = ADDR["A"]
+    sent = tshark_fields(rep / "A.pcapng", ["aspan.seq", "aspan.hop", "aspan.hops", "_ws.col.Info"],
+                         f"ip.src == {a} && aspan.type == 1 && aspan.len > 0")
+    tx = log_events(rep / "A.log", "tx")
+    assert sent and [(int(s[0]), int(s[1])) for s in sent] == [(e["seq"], e["hop"]) for e in tx]
+    assert {int(s[1]) for s in sent} == {0} and {int(s[2]) for s in sent} == {1}
+    assert all(" hop=0 " in s[3] for s in sent)
 
 
 def test_a_capture_cut_at_its_bound_says_so(tmp_path):

@@ -42,12 +42,53 @@ def overlay_plan() -> kernel.HostPlan:
 def test_each_node_drops_exactly_its_non_neighbours():
     assert {n: macfilter.non_neighbours(DIAMOND, n) for n in "ABCD"} == {"A": ["D"], "B": ["C"], "C": ["B"], "D": ["A"]}
     assert macfilter.drop_rules(DIAMOND, "A", "wlan0", MACS) == [
-        ("raw", "PREROUTING", "-i wlan0 -m mac --mac-source 02:00:00:00:00:04 -j DROP")]
+        ("raw", "PREROUTING", "-i wlan0 -m mac --mac-source 02:00:00:00:00:04 -j DROP"),
+        ("raw", "PREROUTING", "-i wlan0 -m mac ! --mac-source 02:00:00:00:00:02 -m mac ! --mac-source "
+                              "02:00:00:00:00:03 -j DROP")]               # the allow list: B and C only
     chain = MeshGraph.chain("ABCD")
-    assert [r[2].split()[5] for r in macfilter.drop_rules(chain, "B", "wlan0", MACS)] == ["02:00:00:00:00:04"]
+    assert [r[2].split()[5] for r in macfilter.drop_rules(chain, "B", "wlan0", MACS)[:-1]] == ["02:00:00:00:00:04"]
     assert macfilter.non_neighbours(chain, "A") == ["C", "D"]
     full = MeshGraph.build("ABC", [("A", "B"), ("B", "C"), ("A", "C")])
-    assert macfilter.drop_rules(full, "A", "wlan0", MACS) == []            # every node hears every node
+    assert [r[2] for r in macfilter.drop_rules(full, "A", "wlan0", MACS)] == [   # every node hears every node
+        "-i wlan0 -m mac ! --mac-source 02:00:00:00:00:02 -m mac ! --mac-source 02:00:00:00:00:03 -j DROP"]
+
+
+def test_the_allow_list_drops_a_device_outside_the_inventory_and_passes_the_neighbours(tmp_path):
+    """The rule, applied with iptables-legacy in a namespace of this test's own (root): a frame from a MAC
+    no neighbour has is dropped and counted as a stranger's; one from a neighbour passes."""
+    import os
+    import shutil
+    import uuid
+    if os.geteuid() != 0 or shutil.which("iptables-legacy") is None:
+        pytest.skip("needs root and iptables-legacy")
+    ns = f"aspan-mf-{uuid.uuid4().hex[:6]}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        def run(*a, check=True):
+            return subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True, text=True, check=check)
+        run("ip", "link", "add", "wlan0", "type", "veth", "peer", "name", "peer0")
+        run("ip", "link", "set", "wlan0", "address", "02:00:00:00:00:01")
+        run("ip", "link", "set", "peer0", "address", "02:00:00:00:00:0f")      # not in the inventory
+        for dev in ("wlan0", "peer0", "lo"):
+            run("ip", "link", "set", dev, "up")
+        run("ip", "addr", "add", "10.2.1.1/24", "dev", "wlan0")
+        run("ip", "addr", "add", "10.2.1.9/24", "dev", "peer0")
+        rule = macfilter.stranger_rule(DIAMOND, "A", "wlan0", MACS)
+        run("iptables-legacy", "-t", "raw", "-A", "PREROUTING", *rule.split())
+        # a frame from peer0 (MAC ...0f) into wlan0: an ARP request first (not IPv4: it passes), then the ping
+        run("ip", "neigh", "add", "10.2.1.1", "lladdr", "02:00:00:00:00:01", "dev", "peer0")
+        run("ping", "-c", "2", "-W", "1", "-I", "peer0", "10.2.1.1", check=False)
+        listing = run("iptables-legacy", "-t", "raw", "-L", "PREROUTING", "-v", "-x", "-n").stdout
+        assert macfilter.parse_stranger_drops(listing) >= 2, listing
+        run("iptables-legacy", "-t", "raw", "-Z")
+        run("ip", "link", "set", "peer0", "address", MACS["B"])                  # now it is neighbour B
+        run("ip", "neigh", "flush", "dev", "peer0")
+        run("ip", "neigh", "add", "10.2.1.1", "lladdr", "02:00:00:00:00:01", "dev", "peer0")
+        run("ping", "-c", "2", "-W", "1", "-I", "peer0", "10.2.1.1", check=False)
+        listing = run("iptables-legacy", "-t", "raw", "-L", "PREROUTING", "-v", "-x", "-n").stdout
+        assert macfilter.parse_stranger_drops(listing) == 0, listing
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
 def test_the_snapshot_reads_the_mesh_mac_and_names_a_missing_interface():
@@ -78,6 +119,9 @@ def test_drop_counters_are_read_per_sending_node():
     assert macfilter.parse_drops(listing, MACS) == {"D": 12}
     assert macfilter.parse_drops(listing.replace("02:00:00:00:00:04", "02:00:00:00:00:0A"), MACS) == {}
     assert macfilter.parse_drops("", MACS) == {}
+    strangers = listing + ("       5      300 DROP       0    --  wlan0  *       0.0.0.0/0            0.0.0.0/0"
+                           "            MAC ! 02:00:00:00:00:02 MAC ! 02:00:00:00:00:03\n")
+    assert macfilter.parse_stranger_drops(strangers) == 5 and macfilter.parse_drops(strangers, MACS) == {"D": 12}
 
 
 def test_the_filter_goes_first_in_our_raw_chain_and_the_restore_removes_it():
@@ -89,6 +133,8 @@ def test_the_filter_goes_first_in_our_raw_chain_and_the_restore_removes_it():
     assert a.splitlines()[1:] == [
         "iptables-nft -t raw -N ASPAN-PREROUTING",
         "iptables-nft -t raw -A ASPAN-PREROUTING -i wlan0 -m mac --mac-source 02:00:00:00:00:04 -j DROP",
+        "iptables-nft -t raw -A ASPAN-PREROUTING -i wlan0 -m mac ! --mac-source 02:00:00:00:00:02 -m mac ! "
+        "--mac-source 02:00:00:00:00:03 -j DROP",
         "iptables-nft -t raw -A ASPAN-PREROUTING -i wlan0 -m statistic --mode random --probability 0.005000 -j DROP",
         "iptables-nft -t raw -I PREROUTING 1 -j ASPAN-PREROUTING"]                   # no sysctl, route, offload
     r = kernel.restore_script(plan, s, "/home/pi/aspan")
@@ -131,7 +177,9 @@ def test_arm_hosts_reads_every_mac_then_applies_each_hosts_filter_as_root(tmp_pa
         assert "/home/pi/aspan/kernel-restore.sh" in r.uploads                  # before the apply
         apply, root = r.calls[-1]
         assert root and f"--mac-source {MACS[opposite[r.host.node]]} -j DROP" in apply
-        assert apply.count("--mac-source") == 1
+        assert apply.count(" --mac-source") == 3                        # the one non-neighbour, two neighbours
+        nbrs = [m for m in "ABCD" if m not in (r.host.node, opposite[r.host.node])]
+        assert "! --mac-source " + " -m mac ! --mac-source ".join(MACS[m] for m in nbrs) + " -j DROP" in apply
     assert all(root for r in remotes for _, root in r.calls)                  # snapshot and apply: root
 
 
@@ -166,4 +214,6 @@ def test_dry_run_shows_each_pis_filter_for_a_diamond(tmp_path, data_plane):
     for node, other in (("a", "D"), ("b", "C"), ("c", "B"), ("d", "A")):
         assert (f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A ASPAN-PREROUTING -i wlan0 "
                 f"-m mac --mac-source <{other}:wlan0:MAC> -j DROP") in r.stdout
-        assert r.stdout.count(f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A") == 1
+        assert r.stdout.count(f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A") == 2
+        assert f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A ASPAN-PREROUTING -i wlan0 " \
+               f"-m mac ! --mac-source <" in r.stdout                         # the allow list

@@ -20,7 +20,7 @@ from experiments.backends.netns import mesh, state
 from experiments.backends.netns.sh import missing_prerequisites, run
 from experiments.schema import load_experiment
 
-CONTRACT = ["variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps", "losses_dupack",
+CONTRACT = ["variant", "flow", "repetition", "seed", "segments", "duration_s", "goodput_mbps", "losses_dupack",
             "losses_rto", "cwnd_median", "tx_per_pkt_p50", "tx_per_pkt_p99", "tx_per_pkt_max",
             "cache_max_segments", "snoop_hits", "local_retransmissions", "backend", "integrity_ok",
             "drops_loss", "drops_queue", "drops_malformed", "status"]

@@ -52,7 +52,7 @@ def test_plot_command_writes_figures_report_and_summary(tmp_path: Path,
     for rel in embedded:
         assert not Path(rel).is_absolute() and (run / rel).is_file()
     assert "± " in report                       # mean ± std table
-    assert "| aspan | 1 |" in report            # per-rep table row
+    assert "| aspan | A->D:6001 | 1 |" in report            # per-rep table row: variant, flow, repetition
 
 
 def test_legend_is_variant_name(tmp_path: Path) -> None:
@@ -268,7 +268,7 @@ def test_run_dir_without_reps(tmp_path: Path) -> None:
     write_experiment(run, ["aspan"])
     assert plot_command([run]) == 0
     assert "No repetitions found" in (run / "report.md").read_text()
-    assert (run / "summary.csv").read_text().startswith("variant,repetition,")
+    assert (run / "summary.csv").read_text().startswith("variant,flow,repetition,seed,")
 
 
 def test_figures_reproducible(tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ def test_a_comparison_has_every_section_and_differences_with_intervals(tmp_path:
     assert cells[3:5] == ["20.0 ± 10.0 (3)", "50.0 ± 10.0 (3)"]
     assert float(re.findall(r"-?[\d.]+", cells[5])[0]) == pytest.approx(30.0)
     # the per-repetition table has the run label
-    assert "| label | variant | repetition |" in report
+    assert "| label | variant | flow | repetition |" in report
 
 
 def test_a_run_without_a_common_variant_says_so(tmp_path: Path) -> None:

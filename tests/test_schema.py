@@ -84,7 +84,7 @@ def test_netns_refuses_snack_which_kernel_tcp_cannot_run(tmp_path):
 
 
 def test_run_selects_variants_by_pattern_and_names_the_choices_when_none_match():
-    from experiments.cli import select_variants
+    from experiments.runner import select_variants
     exp = load_experiment({"variants": [{"name": "lossy-reno"}, {"name": "lossy-aspan"}, {"name": "disc-reno"}]}, "v.yaml")
     assert [v.name for v in select_variants(exp, "disc-*, lossy-reno")] == ["lossy-reno", "disc-reno"]
     with pytest.raises(ExperimentError, match=r"v.yaml: variants: --variants 'x\*' matches none of lossy-reno, lossy-aspan, disc-reno"):

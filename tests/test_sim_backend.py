@@ -87,7 +87,7 @@ def test_each_flow_has_its_own_tcp_variant_and_all_contract_columns(tmp_path):
               if '"flow_start"' in l]
     assert sorted((e["node"], e["variant"]) for e in starts) == [("A", "sack"), ("D", "reno")]
     df = pd.read_csv(d / "summary.csv")
-    assert list(df.columns[:15]) == ["variant", "repetition", "seed", "segments", "duration_s", "goodput_mbps",
+    assert list(df.columns[:16]) == ["variant", "flow", "repetition", "seed", "segments", "duration_s", "goodput_mbps",
                                      "losses_dupack", "losses_rto", "cwnd_median", "tx_per_pkt_p50",
                                      "tx_per_pkt_p99", "tx_per_pkt_max", "cache_max_segments", "snoop_hits",
                                      "local_retransmissions"]

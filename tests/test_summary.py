@@ -20,16 +20,18 @@ from plots.testing import (FLOW, basic_flow_events, ev, reverse_flow_events, wri
                            write_rep)
 
 LOGS_MD_COLUMNS = (
-    "variant, repetition, seed, segments, duration_s, goodput_mbps, losses_dupack, losses_rto, "
+    "variant, flow, repetition, seed, segments, duration_s, goodput_mbps, losses_dupack, losses_rto, "
     "cwnd_median, tx_per_pkt_p50, tx_per_pkt_p99, tx_per_pkt_max, cache_max_segments, "
     "snoop_hits, local_retransmissions, backend, integrity_ok, drops_loss, drops_queue, "
-    "drops_malformed, status, cache_insertions, premature_retransmissions, cwnd_mean, flow, "
+    "drops_malformed, status, cache_insertions, premature_retransmissions, cwnd_mean, "
     "n_flows, cache_mean_segments, route_changes, reroute_s, recovery_s")
 
 
 def test_columns_are_the_contract() -> None:
     assert SUMMARY_COLUMNS == LOGS_MD_COLUMNS.split(", ")
-    assert SUMMARY_COLUMNS[:15][-1] == "local_retransmissions"
+    assert SUMMARY_COLUMNS[:16][-1] == "local_retransmissions"
+    # the columns that identify a row come first (issue 28, item 6)
+    assert SUMMARY_COLUMNS[:4] == ["variant", "flow", "repetition", "seed"]
 
 
 def test_every_column_defined_in_logs_md() -> None:
@@ -252,8 +254,8 @@ def test_write_summary_deterministic(tmp_path: Path) -> None:
     lines = first.decode().splitlines()
     assert lines[0] == ",".join(SUMMARY_COLUMNS)
     assert len(lines) == 9
-    assert lines[1] == ("snoop,0,1000,3,2,0.012,0,1,3.5,3,5.94,6,4,2,1,sim,True,1,1,1,ok,7,0,4.68421,"
-                        "A->D:6001,1,0.065,0,,")
+    assert lines[1] == ("snoop,A->D:6001,0,1000,3,2,0.012,0,1,3.5,3,5.94,6,4,2,1,sim,True,1,1,1,ok,7,0,4.68421,"
+                        "1,0.065,0,,")
     assert list(df["variant"]) == ["snoop"] * 4 + ["reno"] * 4
     assert list(df["repetition"]) == [0, 1, 2, 10] * 2
 
@@ -264,12 +266,13 @@ def test_summary_csv_float_format_and_missing(tmp_path: Path) -> None:
     write_rep(run, "v", 1, basic_flow_events(finish=False))
     write_summary(run)
     lines = (run / "summary.csv").read_text().splitlines()
-    assert lines[1].split(",")[4:6] == ["3", "0.008"]
+    first = dict(zip(SUMMARY_COLUMNS, lines[1].split(",")))
+    assert (first["duration_s"], first["goodput_mbps"]) == ("3", "0.008")
     # incomplete: no duration/goodput/integrity -> empty cells
     cells = dict(zip(SUMMARY_COLUMNS, lines[2].split(",")))
     assert cells["duration_s"] == "" and cells["goodput_mbps"] == ""
     assert cells["integrity_ok"] == "" and cells["status"] == "incomplete"
-    assert lines[1].split(",")[5] == "%.6g" % (3000 * 8 / 3.0 / 1e6)
+    assert first["goodput_mbps"] == "%.6g" % (3000 * 8 / 3.0 / 1e6)
 
 
 def test_read_summary_round_trip(tmp_path: Path) -> None:

@@ -93,18 +93,21 @@ def test_ssthresh_floor_of_two_segments_at_a_timeout(variant: str) -> None:
 # ---------------------------------------------------------------- slow start: min(N, SMSS)
 # Break caught: ``cwnd += mss`` for every ACK in CongestionControl.grow's slow-start branch.
 def test_slow_start_grows_by_the_bytes_acked_when_less_than_a_segment() -> None:
-    # RFC 5681 sec. 3.1 eq. (2): cwnd += min(N, SMSS).  1500 bytes go out as 1000 + 500; the
-    # ACK of the 500-byte tail adds 500, not a full SMSS.
+    # RFC 5681 sec. 3.1 eq. (2): cwnd += min(N, SMSS).  Two full segments fill cwnd (the sender
+    # stays cwnd-limited, so RFC 7661 sec. 4.3 lets cwnd grow); an ACK of half of the first
+    # adds 500, not a full SMSS, and the ACK of the rest of both adds 1000, not 1500.
     a, rec = client("reno", iss=ISS, init_cwnd=2)
-    a.send(bytes(1500))
+    a.send(bytes(20_000))
     out = a.segments_to_send(1.0)
-    assert [len(s.payload) for s in out] == [1000, 500]
+    assert [len(s.payload) for s in out] == [1000, 1000]
     assert (a.cwnd, a.ssthresh) == (2000, BIG)
-    a.on_segment(ack_seg(a, seq_of(ISS, 1)), 1.5)            # N = 1000
-    assert a.cwnd == 3000
-    a.on_segment(ack_seg(a, seq_of(ISS, 1) + 500), 1.5)      # N = 500
+    a.on_segment(ack_seg(a, seq_of(ISS, 0) + 500), 1.5)      # N = 500
+    assert a.cwnd == 2500
+    assert len(a.segments_to_send(1.5)) == 1                  # the room refilled:
+    assert a.flight_size == a.cwnd                            # still cwnd-limited
+    a.on_segment(ack_seg(a, seq_of(ISS, 2)), 1.5)            # N = 1500
     assert a.cwnd == 3500
-    assert [f["cwnd"] for f in rec.of("cwnd")] == [2000, 3000, 3500]
+    assert [f["cwnd"] for f in rec.of("cwnd")] == [2000, 2500, 3500]
 
 
 # ---------------------------------------------------------------- a window update is no dupack

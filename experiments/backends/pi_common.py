@@ -151,6 +151,7 @@ def restore_hosts(armed: list[Remote], plans: dict[str, kernel.HostPlan], snaps:
         listing = each_host(armed, "counters", lambda r: r.run(
             macfilter.counters_command(snaps[r.host.node].iptables_cmd), root=True).stdout, problems)
         meta["mac_filter"]["dropped"] = {n: macfilter.parse_drops(t, macs) for n, t in listing.items()}
+        meta["mac_filter"]["strangers_dropped"] = {n: macfilter.parse_stranger_drops(t) for n, t in listing.items()}
     restored = each_host(armed, "restore", lambda r: r.run(kernel.run_restore_command(r.host.install_dir),
                                                            root=True, timeout=90).stdout.strip(), problems)
     meta["restored"] = restored

@@ -36,7 +36,7 @@ from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.backends.pi_common import (RunFailed, _group, _preflight, arm_hosts, check_hosts, each_host,
                                             experiment_graph, record_problems, restore_hosts)
 from experiments.progress import DeliveryProgress
-from experiments.build import base_meta, flow_plans, rep_seed, write_meta
+from experiments.build import base_meta, flow_plans, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.schema import ExperimentError, Variant
 from routing.graph import MeshGraph
 
@@ -115,10 +115,12 @@ def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[s
 
 
 def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, t0: float, rdir: str,
-                host_name: str, iface: str) -> dict[str, Any]:
+                host_name: str, iface: str, auth: bool = False) -> dict[str, Any]:
     """The netns node daemon's config for node ``n``; ``t0`` in the host's clock; ``iface`` the host's mesh
     interface, over which link-state routing's kernel routes reach every neighbour (routing/kernel_routes.py;
-    deploy.kernel's restore puts the /32 routes back as they were before the run)."""
+    deploy.kernel's restore puts the /32 routes back as they were before the run).  With ``auth`` the
+    daemon reads the run's key from ``<node>.key`` beside its config and deletes it: its probe socket seals
+    and verifies probes and LSAs (``auth.mac``, on by default for the pi backend; issue 27, item 4)."""
     nx = cfg["netns"]
     t_flows = t0 + cfg["etx"]["settle_s"]
     return {"experiment": cfg, "node": n, "seed": seed, "t0": t0,
@@ -128,14 +130,19 @@ def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, 
             "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
             "queue_bound": queue_bound(plan, n),
             "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss},
-            "station_dump": {"iface": iface, "interval_s": STATION_DUMP_S}}
+            "station_dump": {"iface": iface, "interval_s": STATION_DUMP_S},
+            **({"auth_key_file": f"{rdir}/{n}.key"} if auth else {})}
 
 
 # ---- commands on a host ---------------------------------------------------------------
-def start_process(r: Remote, rdir: str, name: str, module: str, conf: dict[str, Any], local: Path) -> int | None:
-    """Upload ``<name>.json`` and start ``python -m module`` as root, detached; returns its pid."""
+def start_process(r: Remote, rdir: str, name: str, module: str, conf: dict[str, Any], local: Path,
+                  key: Path | None = None) -> int | None:
+    """Upload ``<name>.json`` (and ``key`` to the config's ``auth_key_file``, mode 0600) and start
+    ``python -m module`` as root, detached; returns its pid."""
     q = shlex.quote
     local.write_text(json.dumps(conf))
+    if key is not None:
+        r.put(key, conf["auth_key_file"])
     r.put(local, f"{rdir}/{name}.json")
     py = f"{r.host.venv}/bin/python"
     out = r.run(nodes.start_process_command(f"{q(py)} -m {module} --config {q(name + '.json')}", rdir, name),
@@ -179,13 +186,15 @@ def parse_states(out: str) -> tuple[dict[str, tuple[str, str]], int | None]:
 
 
 def stop_command(rdir: str, names: list[str]) -> str:
-    """Stop each process (TERM, KILL after the grace time); ``NAME stopped|killed|not-running PID exit CODE``."""
+    """Stop each process (TERM, KILL after the grace time); ``NAME stopped|killed|not-running PID exit CODE``.
+    Then a key file a node daemon never read (it died first) is deleted: the key stays on no Pi (issue 13)."""
     q = shlex.quote
     parts = [nodes.ALIVE_FN.rstrip("; ")]
     for n in names:
         pf = f"{rdir}/{n}.pid"
         parts.append(f"echo {q(n)} $({nodes._stop_snippet(q(pf), ROOT_STOP_GRACE_S)}) "
                      f"exit $(cat {q(rdir + '/' + n + '.exit')} 2>/dev/null || echo none)")
+    parts.append(f"rm -f {q(rdir)}/*.key")
     return "; ".join(parts)
 
 
@@ -248,6 +257,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     rel = "/".join(rep_dir.parts[-4:])
     rdirs = {n: nodes.rep_dir_remote(hosts[n].work_dir, rel) for n in names}
     meta["data_plane"] = "kernel"
+    meta["auth"] = mac_on(cfg, "pi")     # the probe socket's MAC (kernel TCP itself carries none)
     meta["hosts"] = {n: {"name": hosts[n].name, "ssh": f"{hosts[n].user}@{hosts[n].host}:{hosts[n].port}",
                          "mesh_address": hosts[n].mesh_address, "iface": hosts[n].iface, "dir": rdirs[n]}
                      for n in names}
@@ -373,12 +383,20 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
     t0 = time.time() + inventory.start_margin_s
     t_flows = t0 + settle
 
+    key = new_key() if meta["auth"] else None   # per repetition; never logged (issue 13)
+
     def start_node(r: Remote) -> int | None:
         n = r.host.node
-        conf = node_config(cfg, plan, n, seed, t0 + offsets.get(n, 0.0), run.rdirs[n], r.name, r.host.iface)
-        return start_process(r, run.rdirs[n], f"{n}.node", NODE_MODULE, conf, run.rep_dir / f"{n}.node.json")
+        conf = node_config(cfg, plan, n, seed, t0 + offsets.get(n, 0.0), run.rdirs[n], r.name, r.host.iface,
+                           auth=key is not None)
+        kfile = write_key(run.rep_dir / f"{n}.key", key) if key is not None else None
+        return start_process(r, run.rdirs[n], f"{n}.node", NODE_MODULE, conf, run.rep_dir / f"{n}.node.json", kfile)
 
-    npids = run.group(run.remotes, start_node)
+    try:
+        npids = run.group(run.remotes, start_node)
+    finally:                  # every daemon has its key now (or never will): the laptop's copies go
+        for n in run.procs:
+            (run.rep_dir / f"{n}.key").unlink(missing_ok=True)
     meta["pids"] = {r.host.node: {**pids.get(r.name, {}), f"{r.host.node}.node": npids[r.name]} for r in run.remotes}
     _wait_ready(run, {r.host.node: [f"{r.host.node}.node"] for r in run.remotes}, READY_TIMEOUT_S)
     late = time.time() - t_flows
@@ -483,7 +501,7 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshP
         d = run.rdirs[r.host.node]
         got = []
         for f in sorted(r.listdir(d)):
-            if f.endswith((".pid", ".tmp")) or f == "go.json":
+            if f.endswith((".pid", ".tmp", ".key")) or f == "go.json":   # never a key (stop_command deletes it)
                 continue
             r.get(f"{d}/{f}", run.rep_dir / f)
             got.append(f)

@@ -54,7 +54,11 @@ local f = {
   sport = ProtoField.uint16("aspan.sport", "Source port"),
   dst = ProtoField.ipv4("aspan.dst", "Destination"),
   dport = ProtoField.uint16("aspan.dport", "Destination port"),
-  hops = ProtoField.uint8("aspan.hops", "Hops (transmissions before this one)"),
+  -- The header's hops byte counts this packet's transmissions so far, this one included (the
+  -- sender's first send carries 1); the node logs `hop` (docs/LOGS.md, `tx`): the transmissions
+  -- before this one (0 for that send).  aspan.hop is that value, so filters and the log agree.
+  hops = ProtoField.uint8("aspan.hops", "Hops byte (transmissions so far, this one included)"),
+  hop = ProtoField.uint8("aspan.hop", "Hop (transmissions before this one: the log's hop)"),
   snoop_after = ProtoField.uint8("aspan.snoop_after", "snoop_after"),
   snoop_limit = ProtoField.uint8("aspan.snoop_limit", "snoop_limit"),
   snoop_count = ProtoField.uint8("aspan.snoop_count", "snoop_count"),
@@ -119,6 +123,8 @@ function aspan.dissector(tvb, pinfo, tree)
   t:add(f.dst, tvb(9, 4))
   t:add(f.dport, tvb(13, 2))
   t:add(f.hops, tvb(15, 1))
+  local hops = tvb(15, 1):uint()
+  if hops > 0 then t:add(f.hop, tvb(15, 1), hops - 1):set_generated() end
   t:add(f.snoop_after, tvb(16, 1))
   t:add(f.snoop_limit, tvb(17, 1))
   t:add(f.snoop_count, tvb(18, 1))
@@ -157,9 +163,9 @@ function aspan.dissector(tvb, pinfo, tree)
       end
       if paylen > 0 then t:add(f.payload, tvb(o, paylen)) end
     end
-    info = string.format("DATA %s:%d > %s:%d seq=%d ack=%d len=%d [%s] hops=%d effort=%.6f qos=%.6f",
+    info = string.format("DATA %s:%d > %s:%d seq=%d ack=%d len=%d [%s] hop=%d effort=%.6f qos=%.6f",
                          tostring(tvb(3, 4):ipv4()), tvb(7, 2):uint(), tostring(tvb(9, 4):ipv4()), tvb(13, 2):uint(),
-                         seq, ack, paylen, flag_names(flags), tvb(15, 1):uint(), ew / FIXED_ONE, qw / FIXED_ONE)
+                         seq, ack, paylen, flag_names(flags), tvb(15, 1):uint() - 1, ew / FIXED_ONE, qw / FIXED_ONE)
   elseif ptype == 2 and body_end == HEADER_LEN + PROBE_LEN then
     t:add(f.probe_seq, tvb(HEADER_LEN, 4))
     t:add(f.probe_ratio, tvb(HEADER_LEN + 4, 4))

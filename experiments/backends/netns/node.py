@@ -21,8 +21,10 @@ from typing import Any
 
 from etx.estimator import EtxTable
 from experiments.backends.netns.babel import BabelWatch
+from experiments.backends.node_main import read_key
 from experiments.build import (babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
                                route_tables)
+from routing.auth import MeshAuth
 from routing.capture import KernelTap
 from routing.eventlog import EventLog, fail_process
 from routing.flowlog import exact_totals
@@ -35,6 +37,7 @@ from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
 from routing.routes import RouteTable
 from routing.station import StationRecorder, recorder_from_config
+from routing.step import DROP_REASONS
 from routing.udp_probe import UdpProber
 
 
@@ -52,6 +55,21 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     agent = node_agent(cfg, name, sink)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
                            option, sink)
+
+
+def probe_auth(conf: dict[str, Any], address: str, neighbours: list[str]) -> MeshAuth | None:
+    """The probe socket's MAC with the run's key (``auth.mac``; issue 27, item 4) when the runner handed the
+    node a key file (read once and deleted: experiments.backends.node_main.read_key), else None.  Sequence
+    numbers start at the clock in microseconds, as on the overlay (node_main.node_auth)."""
+    if not conf.get("auth_key_file"):
+        return None
+    return MeshAuth(read_key(conf["auth_key_file"]), address, neighbours, first_seq=time.time_ns() // 1000)
+
+
+def all_drops(step_drops: dict[str, int] | None, probe_drops: dict[str, int]) -> dict[str, int]:
+    """``node_stop`` ``drops``: what the node did not take, by reason, the forwarding step's (None: no snoop
+    handler) and the probe socket's together (issue 27, item 4); ``probes.drops`` keeps the socket's share."""
+    return {r: (step_drops or {}).get(r, 0) + probe_drops.get(r, 0) for r in DROP_REASONS}
 
 
 REALTIME_PRIORITY = 10        # netns.realtime: SCHED_RR, below the kernel's own threads (50 and up)
@@ -94,7 +112,7 @@ def run_node(conf: dict[str, Any]) -> int:
         if conf.get("realtime"):
             go_realtime()
         log.emit(time.time(), "node_start", address=addr, pid=os.getpid(), handlers=conf["handlers"],
-                 ns=conf["ns"], realtime=bool(conf.get("realtime")))
+                 ns=conf["ns"], realtime=bool(conf.get("realtime")), auth=bool(conf.get("auth_key_file")))
         log.flush()
         etx_cfg = cfg["etx"]
         t_flows = conf["t0"] + etx_cfg["settle_s"]
@@ -127,7 +145,7 @@ def run_node(conf: dict[str, Any]) -> int:
                                node_loss_spec(cfg, name, t_flows).get("down", []), log.emit)
         prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"],
                            routing=routing, on_routes=on_routes if routing is not None else None,
-                           jitter=lambda: jrng.uniform(-0.1, 0.1))
+                           jitter=lambda: jrng.uniform(-0.1, 0.1), auth=probe_auth(conf, addr, table.neighbours))
         fw = None
         if conf["handlers"] == "snoop":
             fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"],
@@ -203,6 +221,7 @@ def run_node(conf: dict[str, Any]) -> int:
                          snoop=dict(fw.agent.stats))
             if fw.tap is not None:
                 extra["capture"] = fw.tap.writer.stats()
+        extra["drops"] = all_drops(extra.get("drops"), prober.drops)
         log.emit(time.time(), "node_stop", address=addr, **extra)
         log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:

@@ -22,7 +22,7 @@ from experiments.progress import DeliveryProgress
 from experiments.backends.netns import mesh as meshmod
 from experiments.backends.netns import babel, state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
-from experiments.build import FlowPlan, flow_plans, start_rep, write_meta
+from experiments.build import FlowPlan, flow_plans, mac_on, new_key, start_rep, write_key, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
 from routing.eventlog import write_failure
@@ -214,7 +214,10 @@ def _start_babeld(plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path) -> dict[s
 def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
                    t0: float, deadline: float, apps: set[str]) -> None:
     """One daemon per node (NFQUEUE handler, link shaper, ETX prober), after the medium daemon if there is
-    a medium (it must hold the first probe already); returns when all are ready."""
+    a medium (it must hold the first probe already); returns when all are ready.  With ``auth.mac`` each
+    daemon gets the repetition's fresh key in ``<node>.key`` (mode 0600), which it reads and deletes at
+    start: its probe socket seals and verifies probes and LSAs (routing.udp_probe; issue 27, item 4); what
+    a daemon that failed early did not delete is deleted here once all are up or one failed."""
     nx = cfg["netns"]
     if plan.medium:
         conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"),
@@ -228,27 +231,39 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
     # the daemons' shared LatenessBoard (routing/link_shaper.py): each inherits the memfd; ours is closed
     # once they are started, so the memory goes with the last daemon and nothing is left to clean up
     board = LatenessBoard.create_fd() if plan.link is not None else None
+    key = new_key() if mac_on(cfg, "netns") else None   # per repetition; never logged (issue 13)
     try:
-        for n in plan.nodes:
-            link = meshmod.link_conf(plan, n)
-            if link is not None:
-                link["board_fd"] = board
-            conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
-                    "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
-                    "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
-                    "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
-                    "handler_loss": n in plan.handler_loss, "link": link, "realtime": nx["realtime"],
-                    "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
-                                                                  or meshmod.queued_input(plan, n)),
-                    "kernel_routes": {"devs": {plan.addrs[m]: dev for m, dev in plan.devs[n].items()},
-                                      "advmss": plan.advmss}}
-            procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf,
-                        pass_fds=(board,) if board is not None else ())
-            ready.append(rep_dir / f"{n}.ready")
+        try:
+            for n in plan.nodes:
+                link = meshmod.link_conf(plan, n)
+                if link is not None:
+                    link["board_fd"] = board
+                conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
+                        "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
+                        "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
+                        "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
+                        "handler_loss": n in plan.handler_loss, "link": link, "realtime": nx["realtime"],
+                        "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
+                                                                      or meshmod.queued_input(plan, n)),
+                        "kernel_routes": {"devs": {plan.addrs[m]: dev for m, dev in plan.devs[n].items()},
+                                          "advmss": plan.advmss}}
+                if key is not None:
+                    conf["auth_key_file"] = str(write_key(rep_dir / f"{n}.key", key))
+                procs.start(f"{n}.node", plan.ns(n), "experiments.backends.netns.node", conf,
+                            pass_fds=(board,) if board is not None else ())
+                ready.append(rep_dir / f"{n}.ready")
+        finally:
+            if board is not None:
+                os.close(board)
+        _wait_files(ready, procs, READY_TIMEOUT_S, apps)
     finally:
-        if board is not None:
-            os.close(board)
-    _wait_files(ready, procs, READY_TIMEOUT_S, apps)
+        _forget_keys(rep_dir, plan.nodes)
+
+
+def _forget_keys(rep_dir: Path, nodes: list[str]) -> None:
+    """Delete the key files a daemon did not read (it deletes its own once read; issue 13, item 3)."""
+    for n in nodes:
+        (rep_dir / f"{n}.key").unlink(missing_ok=True)
 
 
 @contextmanager
@@ -312,6 +327,7 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     _wait_files(app_ready, procs, READY_TIMEOUT_S, apps)
     t0 = time.time() + START_MARGIN_S
     t_flows = t0 + settle
+    meta["auth"] = mac_on(cfg, "netns")      # the probe socket's MAC (the kernel's data carries none)
     _start_daemons(cfg, plan, procs, rep_dir, seed, t0, t_flows + max_dur + 60.0, apps)
     late = time.time() - t_flows
     if late > 0:
