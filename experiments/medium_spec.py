@@ -15,7 +15,9 @@ from experiments.link_spec import explicit as explicit_link
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
 from routing.graph import MeshGraph
 from routing.error_model import ErrorModelError, mode_for_rate
-from routing.medium import NAV_MODELS, PRESETS, Medium, Phy, Topology, timing_problems
+from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology, default_airtime,
+                            error_mode, timing_problems)
+from routing.medium import rate_problems as medium_rate_problems
 from routing.propagation import CHANNEL1_HZ, KTB_20MHZ_DBM, friis_loss_db, thermal_noise_dbm
 from routing.reception import SinrReception, hears_and_senses, signals_dbm
 
@@ -77,9 +79,17 @@ def _nullable(f: Field) -> Field:
 
 _SETTINGS: dict[str, Any] = {
     "model": F(STR, "none", member_of(MEDIUM_MODELS), "none: each backend's own links | dcf: a shared 802.11 DCF medium"),
-    "standard": F(STR, "b", member_of(PRESETS), "timing preset: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot)"),
-    "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "PHY rate of data frames (default: the preset's, b 11, g 54)"),
-    "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, g 24)"),
+    "standard": F(STR, "b", member_of(PRESETS), "PHY: b (HR/DSSS, 20 us slot) | g (ERP-OFDM, 9 us slot) | a (OFDM, "
+                  "5 GHz) | n (HT20 MCS 0-7, long GI, 2.4 GHz) | n-sgi (HT20, short GI; minstrel: long and short)"),
+    "rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate_control fixed: PHY rate of data frames (default: the "
+                      "preset's, b 11, g and a 54); airtime txtime: one of the standard's rates; n: use mcs"),
+    "mcs": _opt(INT, in_range(0, 7), "rate_control fixed, standard n or n-sgi: the HT MCS of data frames (default 7)"),
+    "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, the others 24); airtime "
+                            "txtime: the highest rate of the basic rate set (the PHY's mandatory rates up to it)"),
+    "rate_control": F(STR, "fixed", member_of(RATE_CONTROLS), "fixed: every frame at rate_mbps / mcs | minstrel: "
+                      "a Minstrel-HT-like controller per link chooses each frame's retry chain (routing.minstrel)"),
+    "airtime": _opt(STR, member_of(AIRTIMES), "simple: preamble + bits / rate (b and g only) | txtime: the standard's "
+                    "PPDU durations (routing.rates); default simple for b and g at a fixed rate, else txtime"),
     "slot_us": _opt(NUM, None, "aSlotTime, at least 1 us (default: b 20, g 9)"),
     "sifs_us": _opt(NUM, None, "aSIFSTime, at least 1 us (default 10); DIFS = SIFS + 2 slots"),
     "preamble_us": _opt(NUM, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
@@ -156,6 +166,8 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     if m["reception"] != "sinr":
         _refuse_sinr_settings(src, m, error, errs)
     for key, why in timing_problems(timing(m)):   # reported beside the others: the topology does not need them
+        errs.append(error(src, f"medium.{key}", why))
+    for key, why in rate_problems(m):
         errs.append(error(src, f"medium.{key}", why))
     if m["rts_threshold"] is not None and m["nav"] == "exchange":
         errs.append(error(src, "medium.nav", "RTS/CTS (medium.rts_threshold) protects a frame through the NAV that the "
@@ -258,7 +270,9 @@ def _check_sinr(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: l
             errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.reception is 'sinr': the signal "
                               "decides who decodes and who senses whom (rx_sensitivity_dbm, cs_threshold_dbm); "
                               "remove it"))
-    for key in ("rate_mbps", "basic_rate_mbps"):
+    # airtime txtime: each frame's rate picks its error model mode (routing.medium.error_mode: every rate
+    # of every standard has one); the simple airtime's one rate must be one of the error model's
+    for key in ("rate_mbps", "basic_rate_mbps") if airtime(m) == "simple" else ():
         try:
             mode_for_rate(m["standard"], timing(m)[key])
         except ErrorModelError as e:
@@ -313,6 +327,17 @@ def _refuse_shared_positions(src: str, cfg: dict[str, Any], error: type[ConfigEr
                               f"[{xy[0]:g}, {xy[1]:g}]; give each node its own"))
         else:
             seen[key] = n
+
+
+def airtime(m: dict[str, Any]) -> str:
+    """The airtime model the medium will have: the setting, or :func:`routing.medium.default_airtime`."""
+    return m["airtime"] or default_airtime(m["standard"], m["rate_control"])
+
+
+def rate_problems(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """(setting, why) for each rate setting that does not fit the standard, the airtime or the rate control."""
+    return medium_rate_problems(m["standard"], airtime(m), m["rate_control"], m["rate_mbps"], m["mcs"],
+                                m["basic_rate_mbps"], m["preamble_us"])
 
 
 def timing(m: dict[str, Any]) -> dict[str, float]:
@@ -375,17 +400,25 @@ def phy(cfg: dict[str, Any]) -> Phy:
     """The PHY and MAC settings of ``cfg``'s medium (every backend's medium is built from it)."""
     m = cfg["medium"]
     return Phy.preset(m["standard"], rts_threshold=m["rts_threshold"], nav=m["nav"],
-                      long_retry_limit=m["long_retry_limit"], **{k: m[k] for k in PRESETS[m["standard"]]})
+                      long_retry_limit=m["long_retry_limit"], airtime=airtime(m), mcs=m["mcs"],
+                      **{k: m[k] for k in PRESETS[m["standard"]]})
 
 
 def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
-    """The DCF medium of one repetition; its backoff draws come from their own seeded generator, and with
-    reception sinr its reception draws from another."""
+    """The DCF medium of one repetition; its backoff draws come from their own seeded generator, with
+    reception sinr its reception draws from another, its rate controllers (one per link) and frame_error
+    draws from the repetition's seed."""
     m = cfg["medium"]
     radio = None
+    p = phy(cfg)
     if m["reception"] == "sinr":
-        t = timing(m)
-        radio = SinrReception.from_dbm(signals(cfg), m["noise_floor_dbm"], mode_for_rate(m["standard"], t["rate_mbps"]),
-                                       mode_for_rate(m["standard"], t["basic_rate_mbps"]),
+        if p.txtime:   # the modes of the medium's fixed rate and top basic rate; each frame's rate picks its own
+            data_mode, control_mode = error_mode(p.rate), error_mode(p.basic_rates[-1])  # type: ignore[arg-type]
+        else:
+            t = timing(m)
+            data_mode = mode_for_rate(m["standard"], t["rate_mbps"])
+            control_mode = mode_for_rate(m["standard"], t["basic_rate_mbps"])
+        radio = SinrReception.from_dbm(signals(cfg), m["noise_floor_dbm"], data_mode, control_mode,
                                        random.Random(f"reception:{seed}"))
-    return Medium(phy(cfg), topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11), radio)
+    return Medium(p, topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11), radio,
+                  rate_control=m["rate_control"], seed=seed)

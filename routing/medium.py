@@ -4,7 +4,7 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 
 * airtime (:meth:`Phy.data_ns`, :meth:`Phy.ack_ns`, :meth:`Phy.exchange_ns`): PLCP preamble + header,
   then the MPDU (MAC header + FCS + LLC/SNAP + the packet) at the PHY rate; SIFS; the ACK frame
-  (14 octets, 9.3.1.3) at the basic rate;
+  (14 octets, 9.3.1.3) at the basic rate (``airtime == "txtime"``: per frame and rate, below);
 * DIFS = aSIFSTime + 2 x aSlotTime (10.3.2.3.5);
 * backoff (10.3.3, :meth:`Medium._draw_backoff`): a random number of slots in [0, CW]; CW starts at
   aCWmin and becomes 2 x (CW + 1) - 1 after each failed attempt, at most aCWmax; back to aCWmin after
@@ -44,26 +44,54 @@ hold above gives way to the standard's virtual carrier sense:
 * retries (:meth:`Medium._done`, 10.3.4.4): RTSs without CTS against dot11ShortRetryLimit (reason
   ``rts_retry``), data frames without ACK after a CTS against dot11LongRetryLimit (``mac_retry``).
 
+Rates (issue 24, item 3; ``Phy.airtime == "txtime"``, IEEE Std 802.11-2020 via routing.rates):
+
+* airtime: each data attempt takes the PPDU duration of its MPDU at its rate (:func:`routing.rates.txtime_ns`:
+  DSSS/HR-DSSS 15-16, OFDM 17, ERP-OFDM 18, HT mixed format 19.4.3); its Ack, and an RTS and CTS before
+  it, the duration of 14 / 20 octets at the control response rate of that rate (10.6.6.5); the
+  Duration fields (NAV) and the exchange hold from the same calls; EIFS's AckTxTime at the lowest basic
+  rate (10.3.2.3.7); group-addressed frames at the lowest basic rate (mac80211's rate_control_send_low);
+* rate control (:meth:`Medium.controller`): one controller per (station, receiver), ``fixed``
+  (routing.minstrel.FixedRate) or ``minstrel`` (routing.minstrel.Minstrel, seeded from the medium's seed
+  and the link's names); at a frame's first attempt it gives the retry chain [(rate, tries), ...], cut
+  to the retry limit that applies (dot11ShortRetryLimit, or dot11LongRetryLimit with RTS/CTS; 10.3.4.4);
+  data attempt k goes at the rate of the stage k falls in; the frame is dropped (``mac_retry``) when the
+  chain is spent; when it ends, ``report()`` once per stage it used (:meth:`Medium._report_rates`); RTSs
+  without a CTS are not reported (they go at a basic rate);
+* reception: :meth:`Medium.frame_error` is the probability that a data frame no other transmission
+  corrupted is lost at its rate: 0 for reception by range (every rate succeeds alike, so Minstrel climbs
+  to the top rate); the hook an error model per rate fills;
+* stats: data attempts and acknowledged ones per rate (``StationStats.rate_attempts``, ``rate_acks``).
+
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
 idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKTimeout ~ SIFS + ACK);
-propagation delay is zero; OFDM symbol padding is not modelled (airtime = preamble + bits / rate, as
-the issue defines it); no capture with range reception; a NAV set by an RTS is not reset when no data
-follows.  Times are integer nanoseconds, so the arithmetic is exact and runs repeat.
+propagation delay is zero; with ``airtime == "simple"`` (b and g at a fixed rate, the default) OFDM
+symbol padding and the signal extension are not modelled (airtime = preamble + bits / rate, as issue 11
+defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture with range
+reception; a NAV set by an RTS is not reset when no data follows.  Times are integer nanoseconds, so the
+arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
 
 import heapq
 import math
 import random
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from functools import cached_property, lru_cache
+from typing import Any, Iterable, Protocol
 
+from routing.error_model import MODES, Mode
+from routing.minstrel import Chain, FixedRate, Minstrel, fit_retry_limit
+from routing.rates import (DSSS, HR_DSSS, HT, MANDATORY_KBPS, Rate, RateError, Timing, control_response_rate,
+                           dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns)
 from routing.reception import SinrReception
 
 __all__ = ["PRESETS", "Phy", "Topology", "Frame", "Delivered", "Dropped", "StationStats", "Medium", "MediumError",
            "MAC_OVERHEAD_BYTES", "ACK_BYTES", "RTS_BYTES", "CTS_BYTES", "LONG_RETRY_LIMIT", "NAV_MODELS",
-           "timing_problems"]
+           "timing_problems", "AIRTIMES", "RATE_CONTROLS", "HT_STANDARDS", "default_airtime", "fixed_rate",
+           "basic_rate_set", "rate_problems", "RateController", "chain_stages", "chain_rate", "error_mode"]
 
 US = 1000  # ns per microsecond
 
@@ -76,12 +104,126 @@ NAV_MODELS = ("exchange", "duration")
 
 # Timing presets.  b: HR/DSSS (clause 16), long preamble (192 us), ACK at 2 Mb/s.
 # g: ERP-OFDM (clause 18) with short slot, 20 us preamble + SIGNAL, 6 us signal extension ignored, ACK at 24 Mb/s.
+# a: OFDM (clause 17, 5 GHz): slot 9, SIFS 16.  n, n-sgi: HT20 mixed format in the 2.4 GHz band (clause 19):
+# the ERP short slot, SIFS 10, HT-mixed preamble 36 us; data at MCS 7 (65, short GI 72.2 Mb/s), Ack at 24.
+# a, n and n-sgi have only the standard's PPDU durations (airtime "txtime"); their preamble_us is only
+# aRxPHYStartDelay in the CTSTimeout.
 PRESETS: dict[str, dict[str, float]] = {
     "b": {"slot_us": 20, "sifs_us": 10, "preamble_us": 192, "cw_min": 31, "cw_max": 1023, "retry_limit": 7,
           "rate_mbps": 11, "basic_rate_mbps": 2},
     "g": {"slot_us": 9, "sifs_us": 10, "preamble_us": 20, "cw_min": 15, "cw_max": 1023, "retry_limit": 7,
           "rate_mbps": 54, "basic_rate_mbps": 24},
+    "a": {"slot_us": 9, "sifs_us": 16, "preamble_us": 20, "cw_min": 15, "cw_max": 1023, "retry_limit": 7,
+          "rate_mbps": 54, "basic_rate_mbps": 24},
+    "n": {"slot_us": 9, "sifs_us": 10, "preamble_us": 36, "cw_min": 15, "cw_max": 1023, "retry_limit": 7,
+          "rate_mbps": 65, "basic_rate_mbps": 24},
+    "n-sgi": {"slot_us": 9, "sifs_us": 10, "preamble_us": 36, "cw_min": 15, "cw_max": 1023, "retry_limit": 7,
+              "rate_mbps": 72.2, "basic_rate_mbps": 24},
 }
+HT_STANDARDS = ("n", "n-sgi")   # the fixed rate is an MCS (medium.mcs), not rate_mbps
+# "simple": preamble + bits / rate at one rate (issue 11's airtime; b and g only, kept byte for byte);
+# "txtime": the standard's PPDU durations (routing.rates.txtime_ns) at each frame's rate.
+AIRTIMES = ("simple", "txtime")
+RATE_CONTROLS = ("fixed", "minstrel")
+DEFAULT_MCS = 7
+
+
+def default_airtime(standard: str, rate_control: str) -> str:
+    """``simple`` for b and g at a fixed rate (today's medium, unchanged), else ``txtime``."""
+    return "simple" if standard in ("b", "g") and rate_control == "fixed" else "txtime"
+
+
+def fixed_rate(standard: str, rate_mbps: float | None = None, mcs: int | None = None) -> Rate:
+    """The data rate of ``medium.rate_control: fixed`` with the standard's PPDU durations: ``rate_mbps`` of
+    b (DSSS/HR-DSSS, long preamble), g (ERP-OFDM) or a (OFDM); ``mcs`` of n (long GI) or n-sgi (short GI).
+    Default: the standard's top rate (11, 54, 54, MCS 7)."""
+    if standard in HT_STANDARDS:
+        if rate_mbps is not None:
+            raise RateError(f"standard {standard} names its rate by mcs (0..7), not in Mb/s")
+        return ht20_rate(DEFAULT_MCS if mcs is None else mcs, short_gi=standard == "n-sgi")
+    if mcs is not None:
+        raise RateError(f"only with standard n or n-sgi (HT); standard {standard} names its rate by rate_mbps")
+    mbps = PRESETS[standard]["rate_mbps"] if rate_mbps is None else rate_mbps
+    if standard == "b":
+        return dsss_rate(mbps)
+    if mbps != int(mbps):
+        raise RateError(f"OFDM rate {mbps} Mb/s: expected one of 6, 9, 12, 18, 24, 36, 48, 54")
+    return ofdm_rate(int(mbps), erp=standard == "g")
+
+
+def basic_rate_set(standard: str, basic_rate_mbps: float | None = None) -> tuple[Rate, ...]:
+    """The BSS basic rate set: the PHY's mandatory rates (15.1, 16.1, 17.3.5.1) up to ``basic_rate_mbps``
+    (default: b 2, the others 24).  HT at 2.4 GHz answers with ERP-OFDM, a at 5 GHz with OFDM (10.6.6.5)."""
+    mbps = PRESETS[standard]["basic_rate_mbps"] if basic_rate_mbps is None else basic_rate_mbps
+    if standard == "b":
+        mandatory = [dsss_rate(k / 1000) for k in MANDATORY_KBPS["hr-dsss"]]
+    else:
+        mandatory = [ofdm_rate(k // 1000, erp=standard != "a") for k in MANDATORY_KBPS["ofdm"]]
+    if round(mbps * 1000) not in {r.kbps for r in mandatory}:
+        raise RateError(f"basic_rate_mbps {mbps:g}: with standard {standard} expected a mandatory rate: "
+                        + ", ".join(f"{r.kbps / 1000:g}" for r in mandatory))
+    return tuple(r for r in mandatory if r.kbps <= round(mbps * 1000))
+
+
+def rate_problems(standard: str, airtime: str, rate_control: str = "fixed", rate_mbps: float | None = None,
+                  mcs: int | None = None, basic_rate_mbps: float | None = None,
+                  preamble_us: float | None = None) -> list[tuple[str, str]]:
+    """(setting, why) for each rate setting (``medium.*``) that does not fit the standard, the airtime
+    model or the rate control; [] when the medium can be built."""
+    if airtime == "simple":
+        if standard not in ("b", "g"):
+            return [("airtime", f"simple (preamble + bits / rate) is the b and g model only; standard {standard} "
+                                "has the standard's PPDU durations: leave airtime out or set txtime")]
+        if rate_control != "fixed":
+            return [("airtime", f"rate_control {rate_control} chooses among the standard's rates, whose "
+                                "durations are airtime txtime: leave airtime out or set txtime")]
+        if mcs is not None:
+            return [("mcs", f"only with standard n or n-sgi (HT); standard {standard} names its rate by rate_mbps")]
+        return []
+    out = []
+    if preamble_us is not None:
+        out.append(("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header "
+                                   "(routing.rates); leave preamble_us out"))
+    if rate_control != "fixed":
+        out += [(key, f"fixes the rate of every frame; rate_control {rate_control} chooses it per frame: "
+                      "leave it out, or set rate_control fixed")
+                for key, v in (("rate_mbps", rate_mbps), ("mcs", mcs)) if v is not None]
+    else:
+        try:
+            fixed_rate(standard, rate_mbps, mcs)
+        except RateError as e:
+            out.append(("mcs" if mcs is not None and standard not in HT_STANDARDS else "rate_mbps", str(e)))
+    try:
+        basic_rate_set(standard, basic_rate_mbps)
+    except RateError as e:
+        out.append(("basic_rate_mbps", str(e)))
+    return out
+
+
+def error_mode(rate: Rate) -> Mode:
+    """The mode of routing.error_model for ``rate``: the same modulation and coding (DSSS, CCK, OFDM and
+    ERP-OFDM alike, HT MCS k).  An HT short-GI rate takes its long-GI mode: the same symbols, whose error
+    rate per bit the GI does not change; the model counts the bits of a chunk at the long-GI rate, 10 %
+    fewer than short GI sends, so it slightly over-states a short-GI frame's success."""
+    if rate.modulation == DSSS:
+        name = f"dsss-{rate.kbps // 1000}"
+    elif rate.modulation == HR_DSSS:
+        name = f"cck-{rate.kbps / 1000:g}"
+    elif rate.modulation == HT:
+        name = f"ht-mcs{rate.mcs}"
+    else:
+        name = f"ofdm-{rate.kbps // 1000}"
+    return MODES[name]
+
+
+@lru_cache(maxsize=4096)   # bounded: packet lengths x rates of one run
+def _txtime(rate: Rate, length: int) -> int:
+    return txtime_ns(rate, length)
+
+
+@lru_cache(maxsize=256)
+def _response_rate(rate: Rate, basic: tuple[Rate, ...]) -> Rate:
+    return control_response_rate(rate, basic)
 
 
 class MediumError(ValueError):
@@ -111,7 +253,13 @@ def timing_problems(p: dict[str, float]) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Phy:
-    """PHY and MAC timing of one medium (all times in ns)."""
+    """PHY and MAC timing of one medium (all times in ns).
+
+    Every airtime method takes the ``rate`` of the data frame it belongs to (None: the medium's one rate).
+    With ``airtime == "simple"`` the rate is ignored: preamble + bits / ``rate_bps`` (control frames at
+    ``basic_rate_bps``), today's model.  With ``"txtime"`` a data frame takes the standard's PPDU duration
+    at its rate (routing.rates.txtime_ns) and a control frame (RTS, CTS, Ack) the same at the control
+    response rate of that data rate (10.6.6.5, routing.rates.control_response_rate)."""
 
     slot_ns: int
     sifs_ns: int
@@ -128,24 +276,43 @@ class Phy:
     # "duration": NAV from the Duration field of each frame a station decodes (10.3.2.4), EIFS after a
     # frame it senses but cannot decode (10.3.2.3.7), physical carrier sense only while a frame is on the air
     nav: str = "exchange"
+    airtime: str = "simple"        # AIRTIMES
+    standard: str = ""             # txtime: b | g | a | n | n-sgi (routing.rates.rate_set)
+    rate: Rate | None = None       # txtime: the fixed rate (rate_control fixed)
+    rates: tuple[Rate, ...] = ()   # txtime: the rates a rate controller chooses from, slowest first
+    basic_rates: tuple[Rate, ...] = ()   # txtime: the BSS basic rate set (control responses, group frames)
 
     @classmethod
     def preset(cls, standard: str, rts_threshold: int | None = None, nav: str | None = None,
-               long_retry_limit: int | None = None, **over: float | None) -> "Phy":
-        """The timing of ``standard`` (``b`` | ``g``), with any setting of PRESETS overridden (None: keep).
+               long_retry_limit: int | None = None, airtime: str | None = None, mcs: int | None = None,
+               **over: float | None) -> "Phy":
+        """The timing of ``standard`` (PRESETS' keys), with any setting of PRESETS overridden (None: keep).
         ``nav`` None: ``duration`` with an RTS threshold (the CTS's NAV is what RTS/CTS is for), else
-        ``exchange`` (the model's behaviour before RTS/CTS, kept as the default)."""
+        ``exchange`` (the model's behaviour before RTS/CTS, kept as the default).  ``airtime`` None:
+        :func:`default_airtime` at a fixed rate; ``mcs``: the fixed rate of n and n-sgi."""
+        if standard not in PRESETS:
+            raise MediumError(f"standard: expected one of {', '.join(PRESETS)}, got {standard!r}")
+        airtime = airtime or default_airtime(standard, "fixed")
+        if airtime not in AIRTIMES:
+            raise MediumError(f"airtime: expected one of {', '.join(AIRTIMES)}, got {airtime!r}")
         p = dict(PRESETS[standard])
         p.update({k: v for k, v in over.items() if v is not None})
-        problems = timing_problems(p)
+        problems = rate_problems(standard, airtime, "fixed", over.get("rate_mbps"), mcs, over.get("basic_rate_mbps"),
+                                 over.get("preamble_us")) + timing_problems(p)
         if problems:
             raise MediumError("; ".join(f"{k}: {why}" for k, why in problems))
+        rates: dict[str, Any] = {}
+        if airtime == "txtime":
+            rate = fixed_rate(standard, over.get("rate_mbps"), mcs)
+            basic = basic_rate_set(standard, over.get("basic_rate_mbps"))
+            rates = {"standard": standard, "rate": rate, "rates": rate_set(standard), "basic_rates": basic}
+            p["rate_mbps"] = rate.bps / 1e6
         return cls(slot_ns=round(p["slot_us"] * US), sifs_ns=round(p["sifs_us"] * US),
                    preamble_ns=round(p["preamble_us"] * US), cw_min=int(p["cw_min"]), cw_max=int(p["cw_max"]),
                    retry_limit=int(p["retry_limit"]), rate_bps=p["rate_mbps"] * 1e6,
                    basic_rate_bps=p["basic_rate_mbps"] * 1e6, rts_threshold=rts_threshold,
                    long_retry_limit=LONG_RETRY_LIMIT if long_retry_limit is None else long_retry_limit,
-                   nav=nav or ("exchange" if rts_threshold is None else "duration"))
+                   nav=nav or ("exchange" if rts_threshold is None else "duration"), airtime=airtime, **rates)
 
     def __post_init__(self) -> None:
         if self.nav not in NAV_MODELS:
@@ -153,31 +320,58 @@ class Phy:
         if self.rts_threshold is not None and self.nav != "duration":
             raise MediumError("rts_threshold: RTS/CTS works through the NAV its Duration fields set (10.3.2.4): "
                               "it needs nav 'duration'")
+        if self.airtime not in AIRTIMES:
+            raise MediumError(f"airtime: expected one of {', '.join(AIRTIMES)}, got {self.airtime!r}")
+        if self.airtime == "txtime" and (self.rate is None or not self.rates or not self.basic_rates):
+            raise MediumError("airtime txtime needs a rate, the rate set and the basic rate set (Phy.preset)")
 
     @property
     def difs_ns(self) -> int:
         """DIFS = aSIFSTime + 2 x aSlotTime (10.3.2.3.5)."""
         return self.sifs_ns + 2 * self.slot_ns
 
-    def data_ns(self, packet_bytes: int) -> int:
-        """Airtime of a data frame carrying ``packet_bytes`` of IP packet."""
+    @property
+    def txtime(self) -> bool:
+        return self.airtime == "txtime"
+
+    def data_ns(self, packet_bytes: int, rate: Rate | None = None) -> int:
+        """Airtime of a data frame carrying ``packet_bytes`` of IP packet (at ``rate``; None: the medium's)."""
+        if self.txtime:
+            return _txtime(self.rate if rate is None else rate, packet_bytes + MAC_OVERHEAD_BYTES)
         return self.preamble_ns + math.ceil((packet_bytes + MAC_OVERHEAD_BYTES) * 8 * 1e9 / self.rate_bps)
 
-    def ack_ns(self) -> int:
-        """Airtime of the link-layer ACK."""
-        return self.control_ns(ACK_BYTES)
+    def ack_ns(self, rate: Rate | None = None) -> int:
+        """Airtime of the link-layer ACK answering a data frame at ``rate``."""
+        return self.control_ns(ACK_BYTES, rate)
 
-    def exchange_ns(self, packet_bytes: int) -> int:
+    def exchange_ns(self, packet_bytes: int, rate: Rate | None = None) -> int:
         """The issue's airtime of a unicast frame: preamble + bytes / rate + SIFS + ACK."""
-        return self.data_ns(packet_bytes) + self.sifs_ns + self.ack_ns()
+        return self.data_ns(packet_bytes, rate) + self.sifs_ns + self.ack_ns(rate)
 
-    def control_ns(self, nbytes: int) -> int:
-        """Airtime of a control frame (RTS, CTS, ACK) at the basic rate."""
+    def control_ns(self, nbytes: int, rate: Rate | None = None) -> int:
+        """Airtime of a control frame (RTS, CTS, ACK) of the exchange of a data frame at ``rate``: simple, at
+        the basic rate; txtime, at the control response rate of ``rate`` (10.6.6.5).  The RTS goes at the
+        same rate, so that its CTS (the response to the RTS) is at the RTS's rate too."""
+        if self.txtime:
+            return _txtime(self.response_rate(rate), nbytes)
         return self.preamble_ns + math.ceil(nbytes * 8 * 1e9 / self.basic_rate_bps)
+
+    def response_rate(self, rate: Rate | None = None) -> Rate:
+        """txtime: the rate of the Ack or CTS answering a frame at ``rate`` (10.6.6.5)."""
+        return _response_rate(self.rate if rate is None else rate, self.basic_rates)  # type: ignore[arg-type]
+
+    @property
+    def group_rate(self) -> Rate | None:
+        """txtime: group-addressed frames (ETX probes) go at the lowest basic rate, as mac80211 sends them
+        (rate_control_send_low) whatever the rate control; simple: None (the medium's one rate)."""
+        return self.basic_rates[0] if self.txtime else None
 
     @property
     def eifs_ns(self) -> int:
-        """EIFS = aSIFSTime + AckTxTime (at the lowest basic rate: here the one basic rate) + DIFS (10.3.2.3.7)."""
+        """EIFS = aSIFSTime + AckTxTime + DIFS (10.3.2.3.7), AckTxTime at the lowest rate: simple, the one
+        basic rate; txtime, the lowest basic rate (the lowest mandatory rate of the PHY: b 1, OFDM 6 Mb/s)."""
+        if self.txtime:
+            return self.sifs_ns + _txtime(self.basic_rates[0], ACK_BYTES) + self.difs_ns
         return self.sifs_ns + self.ack_ns() + self.difs_ns
 
     @property
@@ -191,35 +385,51 @@ class Phy:
         (IEEE 802.11-2016 10.3.5; dot11RTSThreshold 0: every such frame)."""
         return acked and self.rts_threshold is not None and packet_bytes + MAC_OVERHEAD_BYTES > self.rts_threshold
 
-    def rts_exchange_ns(self) -> int:
+    def rts_exchange_ns(self, rate: Rate | None = None) -> int:
         """RTS, SIFS, CTS: the part of an exchange that RTS/CTS adds."""
-        return self.control_ns(RTS_BYTES) + self.sifs_ns + self.control_ns(CTS_BYTES)
+        return self.control_ns(RTS_BYTES, rate) + self.sifs_ns + self.control_ns(CTS_BYTES, rate)
 
-    def attempt_ns(self, packet_bytes: int, acked: bool = True) -> int:
+    def attempt_ns(self, packet_bytes: int, acked: bool = True, rate: Rate | None = None) -> int:
         """The airtime one successful attempt of a frame takes: [RTS, SIFS, CTS, SIFS,] data[, SIFS, ACK]."""
         if not acked:
-            return self.data_ns(packet_bytes)
-        rts = self.rts_exchange_ns() + self.sifs_ns if self.uses_rts(packet_bytes) else 0
-        return rts + self.exchange_ns(packet_bytes)
+            return self.data_ns(packet_bytes, rate)
+        rts = self.rts_exchange_ns(rate) + self.sifs_ns if self.uses_rts(packet_bytes) else 0
+        return rts + self.exchange_ns(packet_bytes, rate)
 
     # Duration field of each frame (9.2.5.2, a non-QoS STA outside a TXOP): the time after the frame's end
     # that the rest of the exchange needs; a station that decodes a frame not addressed to it sets its NAV
     # to that much (10.3.2.4).
-    def rts_duration_ns(self, packet_bytes: int) -> int:
+    def rts_duration_ns(self, packet_bytes: int, rate: Rate | None = None) -> int:
         """RTS: 3 x SIFS + CTS + data + ACK."""
-        return 3 * self.sifs_ns + self.control_ns(CTS_BYTES) + self.data_ns(packet_bytes) + self.ack_ns()
+        return (3 * self.sifs_ns + self.control_ns(CTS_BYTES, rate) + self.data_ns(packet_bytes, rate)
+                + self.ack_ns(rate))
 
-    def cts_duration_ns(self, packet_bytes: int) -> int:
+    def cts_duration_ns(self, packet_bytes: int, rate: Rate | None = None) -> int:
         """CTS: the RTS's Duration less SIFS and the CTS itself (10.3.2.7)."""
-        return self.rts_duration_ns(packet_bytes) - self.sifs_ns - self.control_ns(CTS_BYTES)
+        return self.rts_duration_ns(packet_bytes, rate) - self.sifs_ns - self.control_ns(CTS_BYTES, rate)
 
-    def data_duration_ns(self, acked: bool) -> int:
+    def data_duration_ns(self, acked: bool, rate: Rate | None = None) -> int:
         """Unicast data: SIFS + ACK; group-addressed: 0 (no ACK follows).  The ACK's own Duration is 0."""
-        return self.sifs_ns + self.ack_ns() if acked else 0
+        return self.sifs_ns + self.ack_ns(rate) if acked else 0
 
     def next_cw(self, cw: int) -> int:
         """The contention window after a failed attempt: 2 x (CW + 1) - 1, at most aCWmax (10.3.3)."""
         return min(2 * (cw + 1) - 1, self.cw_max)
+
+    def timing(self) -> Timing:
+        """aSlotTime, aSIFSTime, aCWmin as routing.rates (and Minstrel's airtime estimates) take them."""
+        def us(ns: int) -> float:
+            return ns // US if ns % US == 0 else ns / US
+        return Timing(us(self.slot_ns), us(self.sifs_ns), self.cw_min)  # type: ignore[arg-type]
+
+    def rate_name(self, rate: Rate | None) -> str:
+        """How stats and logs name a rate: routing.rates' name (``erp-54``, ``ht-mcs7``); simple airtime:
+        the medium's one rate in Mb/s (``11Mbps``)."""
+        return rate.name if rate is not None else self._simple_rate_name
+
+    @cached_property
+    def _simple_rate_name(self) -> str:
+        return f"{self.rate_bps / 1e6:g}Mbps"
 
 
 @dataclass(frozen=True)
@@ -260,6 +470,31 @@ class Frame:
     delivered: bool = False
     short_retries: int = 0   # SRC of a frame sent with RTS/CTS: RTSs without their CTS (10.3.4.4)
     long_retries: int = 0    # LRC of a frame sent with RTS/CTS: data frames without their ACK
+    data_attempts: int = 0   # data frames sent (attempts less the RTSs that got no CTS)
+    airtime_ns: int = 0      # the airtime its exchanges held (as StationStats.airtime_ns)
+    rate: Rate | None = None   # airtime txtime: the rate of its current (or last) attempt
+    chain: Chain | None = None   # airtime txtime, unicast: the retry chain [(rate, tries)] its controller gave
+
+
+def chain_stages(chain: Chain, attempts: int) -> list[tuple[Rate, int]]:
+    """The stages of ``chain`` that ``attempts`` data attempts used, in order: [(rate, attempts at it)]."""
+    out = []
+    for rate, tries in chain:
+        if attempts <= 0:
+            break
+        used = min(tries, attempts)
+        out.append((rate, used))
+        attempts -= used
+    return out
+
+
+def chain_rate(chain: Chain, attempt: int) -> Rate:
+    """The rate of data attempt number ``attempt`` (1, 2, ...): that of the stage it falls in."""
+    for rate, tries in chain:
+        if attempt <= tries:
+            return rate
+        attempt -= tries
+    return chain[-1][0]
 
 
 @dataclass(slots=True)
@@ -295,6 +530,9 @@ class StationStats:
     rts_failed: int = 0      # ... answered by no CTS that this station decoded
     rts_drops: int = 0       # frames dropped after dot11ShortRetryLimit RTSs without CTS (reason rts_retry)
     faded: int = 0           # reception sinr: collisions with no overlapping transmission (noise and path loss alone)
+    errors: int = 0          # attempts whose data frame Medium.frame_error lost (not collisions, not faded)
+    rate_attempts: dict[str, int] = field(default_factory=dict)   # data attempts per rate (Phy.rate_name)
+    rate_acks: dict[str, int] = field(default_factory=dict)       # ... of which acknowledged
 
 
 @dataclass(slots=True, eq=False)
@@ -335,11 +573,32 @@ class _Station:
     stats: StationStats = field(default_factory=StationStats)
 
 
+class RateController(Protocol):
+    """What the medium asks of a link's rate control (routing.minstrel: FixedRate, Minstrel)."""
+
+    def choose(self, now_ns: int) -> Chain: ...
+    def report(self, now_ns: int, rate: Rate, attempts: int, success: int) -> None: ...
+
+
 class Medium:
-    """The DCF medium of one run.  ``send`` a frame; ``advance(t)`` at each ``next_timer()``; outputs come back."""
+    """The DCF medium of one run.  ``send`` a frame; ``advance(t)`` at each ``next_timer()``; outputs come back.
+
+    ``rate_control`` (``fixed`` | ``minstrel``, airtime txtime only for minstrel) gives each (station,
+    receiver) its own controller, seeded from ``seed`` and the link's names (:meth:`controller`)."""
 
     def __init__(self, phy: Phy, topology: Topology, queue_packets: int, rng: random.Random,
-                 radio: SinrReception | None = None) -> None:
+                 radio: SinrReception | None = None, rate_control: str = "fixed", seed: int = 0) -> None:
+        if rate_control not in RATE_CONTROLS:
+            raise MediumError(f"rate_control: expected one of {', '.join(RATE_CONTROLS)}, got {rate_control!r}")
+        if rate_control != "fixed" and not phy.txtime:
+            raise MediumError(f"rate_control {rate_control}: chooses among the standard's rates, which need "
+                              "airtime txtime (the simple airtime has one rate)")
+        self.rate_control = rate_control
+        self.seed = seed
+        self._controllers: dict[tuple[str, str], RateController] = {}   # at most one per pair of nodes
+        # the error model's draws (frame_error > 0 only): their own generator, so that range reception
+        # draws nothing and keeps every backoff of today's runs
+        self._error_rng = random.Random(seed * 1_000_003 + 17)
         self.phy = phy
         self.topo = topology
         self.queue_packets = queue_packets
@@ -397,6 +656,70 @@ class Medium:
     def queued(self, node: str) -> int:
         return len(self.stations[node].queue)
 
+    # ---- rates (issue 24, item 3; docs/MEDIUM.md "Rates and rate control") ----------------------------
+    def controller(self, src: str, dst: str) -> RateController:
+        """The rate control of the link ``src`` -> ``dst`` (airtime txtime): made at its first frame."""
+        key = (src, dst)
+        c = self._controllers.get(key)
+        if c is None:
+            phy = self.phy
+            if self.rate_control == "minstrel":
+                # seeded per link from the medium's seed (crc32: stable across processes, unlike hash())
+                seed = self.seed * 2**32 + zlib.crc32(f"{src}>{dst}".encode())
+                c = Minstrel(phy.rates, phy.timing(), phy.basic_rates, seed=seed, retry_limit=phy.retry_limit)
+            else:
+                c = FixedRate(phy.rate, phy.retry_limit)  # type: ignore[arg-type]
+            self._controllers[key] = c
+        return c
+
+    def frame_error(self, src: str, dst: str, rate: Rate | None, psdu_bytes: int) -> float:
+        """The probability that ``dst`` loses a data frame of ``psdu_bytes`` from ``src`` sent at ``rate``
+        (None: simple airtime) that no other transmission corrupted.  Reception by range: 0, and nothing is
+        drawn.  The hook for an error model per rate (SINR reception; tests inject per-rate loss here)."""
+        return 0.0
+
+    def _lost_to_error(self, tx: _Tx) -> bool:
+        f = tx.frame
+        p = self.frame_error(tx.src, tx.dst, f.rate, f.nbytes + MAC_OVERHEAD_BYTES)
+        return p > 0 and self._error_rng.random() < p
+
+    def _choose_rate(self, frame: Frame, now: int) -> None:
+        """airtime txtime: the rate of the attempt about to start.  A unicast frame asks its link's controller
+        for the retry chain at its first attempt, cut to the retry limit that applies to it (dot11LongRetryLimit
+        with RTS/CTS, else dot11ShortRetryLimit: 10.3.4.4); data attempt k uses the stage k falls in.  Group
+        frames go at the lowest basic rate."""
+        phy = self.phy
+        if not phy.txtime:
+            return
+        if not frame.acked:
+            frame.rate = phy.group_rate
+            return
+        if frame.chain is None:
+            limit = phy.long_retry_limit if phy.uses_rts(frame.nbytes) else phy.retry_limit
+            frame.chain = fit_retry_limit(self.controller(frame.src, frame.dst).choose(now), limit)
+        frame.rate = chain_rate(frame.chain, frame.data_attempts + 1)
+
+    def _data_sent(self, st: _Station, frame: Frame, hold: int) -> None:
+        """Book one data attempt: its airtime, its rate."""
+        frame.data_attempts += 1
+        frame.airtime_ns += hold
+        st.stats.airtime_ns += hold
+        name = self.phy.rate_name(frame.rate)
+        st.stats.rate_attempts[name] = st.stats.rate_attempts.get(name, 0) + 1
+
+    def _report_rates(self, st: _Station, frame: Frame, now: int, success: bool) -> None:
+        """The frame's end: its rate counts, and (txtime, unicast) one report per chain stage it used, the
+        success on the last (routing.minstrel's API)."""
+        if success and frame.acked:
+            name = self.phy.rate_name(frame.rate)
+            st.stats.rate_acks[name] = st.stats.rate_acks.get(name, 0) + 1
+        if frame.chain is None:
+            return
+        stages = chain_stages(frame.chain, frame.data_attempts)
+        ctl = self.controller(frame.src, frame.dst)
+        for i, (rate, used) in enumerate(stages):
+            ctl.report(now, rate, used, int(success and i == len(stages) - 1))
+
     # ---- events -----------------------------------------------------------
     def _at(self, t: int, kind: str, arg: Any) -> None:
         self._order += 1
@@ -422,6 +745,8 @@ class Medium:
             self._unbusy(tx.src, t)
         frame = tx.frame
         ok = not tx.corrupted
+        errored = ok and self._lost_to_error(tx)   # no collision, but the error model lost it
+        ok = ok and not errored
         if ok and not frame.delivered:
             frame.delivered = True   # duplicate detection (10.3.2.14): once only
             self._out.append(Delivered(t, frame))
@@ -433,13 +758,16 @@ class Medium:
         if ok:
             self._at(t + self.phy.sifs_ns, "ack_start", tx)
         else:
-            sender.stats.collisions += 1
-            sender.stats.hidden += int(tx.hidden)
-            sender.stats.faded += int(tx.faded)
-            self._at(t + self.phy.sifs_ns + self.phy.ack_ns(), "ack_timeout", sender)
+            if errored:
+                sender.stats.errors += 1
+            else:
+                sender.stats.collisions += 1
+                sender.stats.hidden += int(tx.hidden)
+                sender.stats.faded += int(tx.faded)
+            self._at(t + self.phy.sifs_ns + self.phy.ack_ns(frame.rate), "ack_timeout", sender)
 
     def _on_ack_start(self, t: int, data: _Tx) -> None:
-        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(), data.frame, kind="ack")
+        ack = _Tx(data.dst, data.src, t, t + self.phy.ack_ns(data.frame.rate), data.frame, kind="ack")
         self._radiate(ack, t)
         self._at(ack.end, "ack_end", ack)
 
@@ -478,8 +806,8 @@ class Medium:
 
     def _on_cts_start(self, t: int, rts: _Tx) -> None:
         f = rts.frame
-        cts = _Tx(rts.dst, rts.src, t, t + self.phy.control_ns(CTS_BYTES), f, kind="cts",
-                  nav_ns=self.phy.cts_duration_ns(f.nbytes))
+        cts = _Tx(rts.dst, rts.src, t, t + self.phy.control_ns(CTS_BYTES, f.rate), f, kind="cts",
+                  nav_ns=self.phy.cts_duration_ns(f.nbytes, f.rate))
         self._radiate(cts, t)
         self._at(cts.end, "cts_end", cts)
 
@@ -583,6 +911,7 @@ class Medium:
         st.in_exchange = True
         st.stats.attempts += 1
         st.stats.retries += int(frame.attempts > 1)
+        self._choose_rate(frame, now)
         if self._nav:
             if self.phy.uses_rts(frame.nbytes, frame.acked):
                 self._send_rts(st, frame, now)
@@ -590,9 +919,9 @@ class Medium:
                 self._send_data(st, frame, now)
             return
         phy = self.phy
-        data_ns = phy.data_ns(frame.nbytes)
-        hold = phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
-        st.stats.airtime_ns += hold
+        data_ns = phy.data_ns(frame.nbytes, frame.rate)
+        hold = phy.exchange_ns(frame.nbytes, frame.rate) if frame.acked else data_ns
+        self._data_sent(st, frame, hold)
         tx = _Tx(st.name, frame.dst, now, now + data_ns, frame)
         if st.name not in self.topo.hears[frame.dst]:
             tx.corrupted = True   # out of range: nobody acknowledges
@@ -602,9 +931,11 @@ class Medium:
     def _send_rts(self, st: _Station, frame: Frame, now: int) -> None:
         phy = self.phy
         st.stats.rts += 1
-        st.stats.airtime_ns += phy.rts_exchange_ns()
-        rts = _Tx(st.name, frame.dst, now, now + phy.control_ns(RTS_BYTES), frame, kind="rts",
-                  nav_ns=phy.rts_duration_ns(frame.nbytes))
+        rts_ns = phy.rts_exchange_ns(frame.rate)
+        st.stats.airtime_ns += rts_ns
+        frame.airtime_ns += rts_ns
+        rts = _Tx(st.name, frame.dst, now, now + phy.control_ns(RTS_BYTES, frame.rate), frame, kind="rts",
+                  nav_ns=phy.rts_duration_ns(frame.nbytes, frame.rate))
         if st.name not in self.topo.hears[frame.dst]:
             rts.corrupted = True
         self._radiate(rts, now)
@@ -614,9 +945,9 @@ class Medium:
         """nav "duration": the data frame holds the air only while it radiates; the stations that decode it
         defer through SIFS + ACK by its Duration field, the others by EIFS."""
         phy = self.phy
-        data_ns = phy.data_ns(frame.nbytes)
-        st.stats.airtime_ns += phy.exchange_ns(frame.nbytes) if frame.acked else data_ns
-        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, nav_ns=phy.data_duration_ns(frame.acked))
+        data_ns = phy.data_ns(frame.nbytes, frame.rate)
+        self._data_sent(st, frame, phy.exchange_ns(frame.nbytes, frame.rate) if frame.acked else data_ns)
+        tx = _Tx(st.name, frame.dst, now, now + data_ns, frame, nav_ns=phy.data_duration_ns(frame.acked, frame.rate))
         if st.name not in self.topo.hears[frame.dst]:
             tx.corrupted = True
         self._radiate(tx, now)
@@ -675,9 +1006,19 @@ class Medium:
         assert radio is not None
         if tx.src not in self.topo.hears[rx]:
             return False
-        mode = radio.data_mode if tx.kind == "data" else radio.control_mode
+        mode = self._mode(tx)
         p = radio.success_probability(tx.src, rx, tx.start, tx.end, self.phy.preamble_ns, mode, tx.overlaps or ())
         return radio.draw(p)
+
+    def _mode(self, tx: _Tx) -> Mode:
+        """reception sinr: the error model's mode of ``tx``: airtime simple, the radio's data or control mode;
+        txtime, that of the frame's rate (data) or of its control response rate (RTS, CTS, Ack)."""
+        radio = self.radio
+        assert radio is not None
+        rate = tx.frame.rate
+        if rate is None:
+            return radio.data_mode if tx.kind == "data" else radio.control_mode
+        return error_mode(rate if tx.kind == "data" else self.phy.response_rate(rate))
 
     def _overlap(self, victim: _Tx, interferer: _Tx) -> None:
         """Reception of ``victim`` fails when ``interferer`` radiates in its receiver's interference range,
@@ -699,6 +1040,11 @@ class Medium:
             if s.backoff is not None and not s.in_exchange and s.count_from is None:   # else _contend returns
                 self._contend(s, now)
 
+    @staticmethod
+    def _chain_used_up(frame: Frame) -> bool:
+        """Every try of the frame's retry chain spent (it may hold fewer than the retry limit)."""
+        return frame.chain is not None and frame.data_attempts >= sum(tries for _, tries in frame.chain)
+
     def _done(self, st: _Station, now: int, success: bool, rts_failed: bool = False) -> None:
         """The exchange is over: next frame after a success or a drop, else the same frame again.
         Without RTS/CTS a frame has ``retry_limit`` attempts (dot11ShortRetryLimit: its MPDU is not longer
@@ -713,7 +1059,8 @@ class Medium:
         if not success and frame.acked:
             if rts and frame.short_retries >= self.phy.retry_limit:
                 drop = "rts_retry"
-            elif frame.long_retries >= self.phy.long_retry_limit if rts else frame.attempts >= self.phy.retry_limit:
+            elif (frame.long_retries >= self.phy.long_retry_limit if rts else frame.attempts >= self.phy.retry_limit) \
+                    or self._chain_used_up(frame):
                 drop = "mac_retry"
             else:   # the same frame again, after a longer backoff
                 st.cw = self.phy.next_cw(st.cw)
@@ -723,6 +1070,7 @@ class Medium:
                 st.stats.mac_drops += drop == "mac_retry"
                 st.stats.rts_drops += drop == "rts_retry"
                 self._out.append(Dropped(now, frame, drop))
+        self._report_rates(st, frame, now, success)
         st.queue.popleft()
         st.stats.frames += 1
         st.cw = self.phy.cw_min

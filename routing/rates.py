@@ -20,8 +20,8 @@ the BSS basic rate set that is not above the eliciting frame's rate (for an HT P
 reference rate) and of its modulation class; if none, at the highest mandatory rate of that PHY that
 is not above it.
 
-Integration (what the medium is to do with this module and :mod:`routing.minstrel`; the medium core
-does not use them yet):
+Integration (what routing.medium does with this module and :mod:`routing.minstrel` when
+``medium.airtime`` is ``txtime``; routing.medium's docstring has the details):
 
 1. Each station keeps one rate controller per outgoing link (per receiver): a
    :class:`routing.minstrel.FixedRate` for ``medium.rate_control: fixed`` (today's behaviour: one
@@ -32,8 +32,8 @@ does not use them yet):
    dot11LongRetryLimit with RTS/CTS).  Attempt k of the frame uses the stage that k falls in.
 3. The airtime of each attempt is :func:`txtime_ns` of the MPDU at that stage's rate; the Ack that
    answers it is :func:`txtime_ns` of 14 octets at :func:`control_response_rate`; the Duration
-   fields (NAV) follow from the same two numbers.  The medium's ``Phy.data_ns`` / ``Phy.ack_ns``
-   become these calls with the rate as an argument.
+   fields (NAV) follow from the same two numbers: the medium's ``Phy.data_ns`` / ``Phy.ack_ns`` make
+   these calls with the rate as an argument.
 4. When the frame ends (Ack, or the last try of the chain, or the retry limit), the medium calls
    ``controller.report(now_ns, rate, attempts, successes)`` once per stage it used, with that stage's
    attempts and 1 success on the stage that got the Ack.  A drop is the end of the chain without one.

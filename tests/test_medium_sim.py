@@ -34,8 +34,8 @@ def test_wrong_medium_fields_are_named() -> None:
     found = errors({"medium": {"model": "csma", "retry_limit": 0}})
     assert "expected one of none, dcf" in found["medium.model"]
     assert "medium.retry_limit" in found
-    found = errors({"medium": {"model": "dcf", "standard": "n"}})
-    assert "expected one of b, g" in found["medium.standard"]
+    found = errors({"medium": {"model": "dcf", "standard": "ac"}})
+    assert "expected one of b, g, a, n, n-sgi" in found["medium.standard"]
     found = errors({"medium": {"model": "dcf", "positions": {"Z": [0, 0], "B": [1, 2, 3]}}})
     assert "unknown node" in found["medium.positions.Z"]
     assert "[x, y]" in found["medium.positions.B"]

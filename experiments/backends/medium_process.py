@@ -10,7 +10,7 @@ schedule is exact; the process only adds its own lateness to each delivery (meas
 in the ``frame`` events, and ``bench medium_capacity``).
 
 ``medium.log`` is a node log (docs/LOGS.md) of the node ``medium``: one ``frame`` event per frame
-that left the medium (``src``, ``dst``, ``bytes``, ``attempts``, ``collisions``, ``airtime_us``,
+that left the medium (``src``, ``dst``, ``bytes``, ``attempts``, ``collisions``, ``airtime_us``, ``rate``,
 ``late_us``), ``drop`` events (``queue``, ``mac_retry``), and a ``mac`` event per station at the end.
 
 Run by the runner: ``python -m experiments.backends.medium_process --config FILE``.
@@ -120,10 +120,9 @@ class MediumProcess:
                     self.send_errors += 1
                     self.log.emit(t, "drop", reason="queue", src=f.src, dst=f.dst, detail=f"send: {e}")
                     continue
-                hold = phy.attempt_ns(f.nbytes, f.acked)
                 self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
-                              collisions=f.collisions, airtime_us=round(hold * f.attempts / 1000, 1),
-                              late_us=round((now - o.at_ns) / 1000, 1))
+                              collisions=f.collisions, airtime_us=round(f.airtime_ns / 1000, 1),
+                              rate=phy.rate_name(f.rate), late_us=round((now - o.at_ns) / 1000, 1))
             else:
                 self.log.emit(t, "drop", reason=o.reason, src=f.src, dst=f.dst, attempts=f.attempts, len=f.nbytes)
 

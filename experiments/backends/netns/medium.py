@@ -16,7 +16,7 @@ its drops, not back-pressure); an ETX probe (UDP to the probe port) is one group
 per neighbour, as on the local backend's medium process.
 
 ``medium.log`` is a node log of the node ``medium`` as on local: ``frame`` events (``src``,
-``dst``, ``bytes``, ``attempts``, ``collisions``, ``airtime_us``, ``late_us``), ``drop`` events and
+``dst``, ``bytes``, ``attempts``, ``collisions``, ``airtime_us``, ``rate``, ``late_us``), ``drop`` events and
 one ``mac`` event per station at the end.
 
 Run by the runner: ``python -m experiments.backends.netns.medium --config FILE`` (root namespace).
@@ -161,10 +161,9 @@ class NetnsMedium:
             if isinstance(o, Delivered):
                 f.payload.accept()
                 self.stats["frames_out"] += 1
-                hold = phy.attempt_ns(f.nbytes, f.acked)
                 self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
-                              collisions=f.collisions, airtime_us=round(hold * f.attempts / 1000, 1),
-                              late_us=round((now - o.at_ns) / 1000, 1))
+                              collisions=f.collisions, airtime_us=round(f.airtime_ns / 1000, 1),
+                              rate=phy.rate_name(f.rate), late_us=round((now - o.at_ns) / 1000, 1))
             else:
                 f.payload.drop()
                 self.stats["dropped"] += 1
