@@ -139,9 +139,10 @@ def _check_records(run: Path, full_rep: Path, finished: int) -> None:
 
 
 def test_a_local_run_whose_disk_fills_up_fails_that_repetition_and_keeps_the_others(tmp_path, small_disk):
-    # a repetition of 1,000 segments writes about 550 kB of logs: the third does not fit in 2.5 MB
-    # (1 MB of it is the runner's reserve for the records of the ending)
-    disk = small_disk("2560k")
+    # a repetition of 1,000 segments writes about 440 kB of logs (550 kB before cwnd stopped growing past
+    # what the window uses: fewer cwnd lines): the third does not fit in 2.2 MB (1 MB of it is the runner's
+    # reserve for the records of the ending)
+    disk = small_disk("2200k")
     r = _run(_exp(tmp_path, 3, 1000), disk, "local")
     assert r.returncode == EXIT_NOT_OK, r.stderr
     assert "No space left on device" in r.stderr and "Traceback" not in r.stderr, r.stderr
@@ -155,13 +156,19 @@ def test_a_local_run_whose_disk_fills_up_fails_that_repetition_and_keeps_the_oth
 
 
 def test_a_sim_run_in_worker_processes_whose_disk_fills_up(tmp_path, small_disk):
-    """The sim backend writes its logs in the runner's workers: the error crosses the process pool."""
-    disk = small_disk("2560k")
+    """The sim backend writes its logs in the runner's workers: the error crosses the process pool.  Six
+    repetitions write about 2.3 MB of logs (380 kB each since cwnd stopped growing past what the window uses):
+    more than the 2 MB disk even without the runner's 1 MB reserve (once in seven runs at 2.5 MB, every
+    repetition fitted: not understood, noted in the session's issue note)."""
+    disk = small_disk("2048k")
     r = _run(_exp(tmp_path, 6, 1000), disk, "sim")
     assert r.returncode == EXIT_NOT_OK, r.stderr
     assert "No space left on device" in r.stderr and "Traceback" not in r.stderr, r.stderr
     [run] = list((disk / "t").iterdir())
-    metas = {rep: json.loads((rep / "meta.json").read_text()) for rep in (run / "default").iterdir()}
+    reps = list((run / "default").iterdir())
+    metas = {rep: json.loads((rep / "meta.json").read_text()) for rep in reps if (rep / "meta.json").exists()}
+    # a repetition that the full disk kept from writing its first record ran nothing: no node wrote a line
+    assert all(not list(rep.glob("*.log")) for rep in reps if rep not in metas)
     failed = [rep for rep, m in metas.items() if m["status"] == "failed"]
     assert failed and all("No space left on device" in metas[rep]["error"] for rep in failed)
     ok = sum(m["status"] == "ok" for m in metas.values())
