@@ -352,15 +352,19 @@ def test_a_diamond_on_one_bridge_each_pi_hears_only_its_neighbours_and_is_restor
         kill_group(p)
     assert heard == {"A": 0, "B": 20}                                # D hears its neighbour B, not A
     assert dropped >= 20                                             # counted by the rule for A's MAC
-    for n, others in NOT_HEARD.items():                              # one rule per non-neighbour, nothing else
+    for n, others in NOT_HEARD.items():       # one rule per non-neighbour, then the neighbours' allow list
         rules = [ln for ln in during[n].splitlines() if "--mac-source" in ln]
-        assert rules == [f"-A ASPAN-PREROUTING -i {lab.iface} -m mac --mac-source {macs[m]} -j DROP" for m in others]
+        nbrs = [m for m in "ABCD" if m != n and m not in others]
+        assert rules == [f"-A ASPAN-PREROUTING -i {lab.iface} -m mac --mac-source {macs[m]} -j DROP" for m in others] + \
+            [f"-A ASPAN-PREROUTING -i {lab.iface} " + " ".join(f"-m mac ! --mac-source {macs[m]}" for m in nbrs)
+             + " -j DROP"]
     assert p.returncode == 0, out
     rep = only_run(tmp_path / "runs", "diamond") / "sack" / "rep0"
     meta = json.loads((rep / "meta.json").read_text())
     assert meta["status"] == "ok", meta.get("error")
     assert meta["mac_filter"]["macs"] == macs and meta["mac_filter"]["drop_from"] == NOT_HEARD
     assert meta["mac_filter"]["dropped"]["D"]["A"] >= 20
+    assert meta["mac_filter"]["strangers_dropped"] == {n: 0 for n in "ABCD"}   # nothing outside the inventory
     assert meta["host_state_after"] == {n: "as before the run" for n in "ABCD"}
     assert meta["restored"] == {n: "restored" for n in "ABCD"}
     df = pd.read_csv(only_run(tmp_path / "runs", "diamond") / "summary.csv")
