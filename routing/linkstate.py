@@ -300,6 +300,11 @@ def apply_changes(router: LinkStateRouter, changes: list[RouteChange], table: _T
     if not changes:
         return
     table.replace(router.routes)
+    log_changes(changes, emit, now)
+
+
+def log_changes(changes: list[RouteChange], emit: Callable[..., None], now: float) -> None:
+    """A ``route`` event per next hop that changed (docs/LOGS.md), whoever computed it (this core, babeld)."""
     for c in changes:
         emit(now, "route", dst=c.dst, old=c.old, new=c.new, metric=None if c.metric is None else round(c.metric, 4))
 

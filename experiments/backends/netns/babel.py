@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from experiments.backends.netns.sh import NetnsError, run
 from routing.linkstate import RouteChange
+from routing.loss import LinkDown
 
 BABELD = "babeld"
 IP6TABLES = "ip6tables-legacy"     # the same iptables backend as the IPv4 rules (sh.IPTABLES)
@@ -47,16 +48,18 @@ CONVERGE_TIMEOUT_S = 90.0
 SMOOTHING_HALF_LIFE_S = 4.0        # babeld's -M default: route selection reads metrics smoothed with this half-life
 
 
+WATCH_INTERVAL_S = 0.05
+RTF_UP, RTF_REJECT = 0x0001, 0x0200   # /proc/net/route's flags (linux/route.h)
+KERNEL_PRIORITY = 100              # babeld's routes' kernel metric (its -k); the neighbours' host routes have 0
+DOWN_RULE = ["INPUT", "-p", "udp", "--dport", str(BABEL_PORT), "-j", "DROP"]
+
+
 def quiet_s(hello_s: float) -> float:
     """How long no route may change before babeld counts as settled: four Hellos (a new neighbour's cost
     comes within about 15 % of its final value after four: the reach bits of RFC 8966 A.2.2 as babeld
     weighs them), and three half-lives of the smoothing its route selection reads (a first, worse route
     found while the link costs were still high is kept until the smoothed metrics cross)."""
     return max(4 * hello_s, 3 * SMOOTHING_HALF_LIFE_S)
-WATCH_INTERVAL_S = 0.05
-RTF_UP, RTF_REJECT = 0x0001, 0x0200   # /proc/net/route's flags (linux/route.h)
-KERNEL_PRIORITY = 100              # babeld's routes' kernel metric (its -k); the neighbours' host routes have 0
-DOWN_RULE = ["INPUT", "-p", "udp", "--dport", str(BABEL_PORT), "-j", "DROP"]
 
 
 def config_text(node_index: int, devs: Sequence[str], own: str, hello_s: float, files: Mapping[str, str]) -> str:
@@ -112,10 +115,6 @@ def mesh_routes(table: Mapping[str, str], addresses: Sequence[str]) -> dict[str,
     return {d: v for d, v in table.items() if d in addresses}
 
 
-def down_now(intervals: Sequence[Sequence[float]], now: float) -> bool:
-    return any(a <= now < b for a, b in intervals)
-
-
 class BabelWatch:
     """In a node daemon (inside its namespace): every WATCH_INTERVAL_S, the kernel's routes to the mesh
     nodes as babeld left them, a ``route`` event per next hop that changed and the node's RouteTable
@@ -130,7 +129,7 @@ class BabelWatch:
         self.addresses = [a for a in addresses if a != own]
         self.routes = dict(mesh_routes(start, self.addresses))
         self.on_routes = on_routes
-        self.down = [tuple(iv) for iv in down]
+        self.down = LinkDown(down)          # the node's down intervals, the loss models' own rule
         self.emit = emit
         self.read = read
         self.ip6tables = ip6tables or _ip6tables
@@ -142,7 +141,7 @@ class BabelWatch:
 
     def poll(self, now: float) -> None:
         """One look: the down gate, then the routes."""
-        want = down_now(self.down, now)
+        want = self.down.drop(now)
         if want != self.blocked:
             self.ip6tables(["-I" if want else "-D", *DOWN_RULE])
             self.blocked = want
@@ -222,4 +221,4 @@ def hello_s_of(cfg: Mapping[str, Any]) -> float | None:
 
 
 __all__ = ["BABELD", "BABEL_PORT", "BabelWatch", "config_text", "loss_rules", "parse_proc_route", "route_diff",
-           "wait_converged", "missing", "hello_s_of", "down_now", "mesh_routes", "kernel_routes"]
+           "wait_converged", "missing", "hello_s_of", "mesh_routes", "kernel_routes"]

@@ -30,7 +30,7 @@ from routing.eventlog import EventLog, fail_process
 from routing.flowlog import exact_totals
 from routing.kernel import KernelForwarder
 from routing.kernel_routes import KernelRoutes
-from routing.linkstate import RouteChange, apply_changes
+from routing.linkstate import RouteChange, apply_changes, log_changes
 from routing.link_shaper import LatenessBoard, LinkShaper
 from routing.linkem import LinkParams
 from routing.loss import build_loss_model, node_rng
@@ -139,8 +139,7 @@ def run_node(conf: dict[str, Any]) -> int:
         if babeld_routes(cfg):
             def on_babel(changes: list[RouteChange], routes: dict[str, str], now: float) -> None:
                 table.replace({d: v for d, v in routes.items() if v in table.neighbours})
-                for c in changes:
-                    log.emit(now, "route", dst=c.dst, old=c.old, new=c.new, metric=None)
+                log_changes(changes, log.emit, now)
             watch = BabelWatch(addr, list(cfg["topology"]["addresses"].values()), table.as_dict(), on_babel,
                                node_loss_spec(cfg, name, t_flows).get("down", []), log.emit)
         prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"],
