@@ -11,6 +11,7 @@ from typing import Any
 
 from aspan.agent import SnoopAgent
 from aspan.events import Emit, EventSink, as_sink
+from aspan.adaptive import AdaptiveQosConfig, QosLearner
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
@@ -258,6 +259,16 @@ def header_fields(cfg: dict[str, Any]) -> AspanFields:
     return AspanFields.stamped(s["pkt_qos"], s["snoop_after"], s["snoop_limit"])
 
 
+def adaptive_qos(cfg: dict[str, Any]) -> AdaptiveQosConfig | None:
+    """The adaptive sender's settings (aspan.adaptive; issue 29), or None for a fixed pkt_qos."""
+    s = cfg["snoop"]
+    if s.get("sender_qos", "fixed") != "adaptive":
+        return None
+    return AdaptiveQosConfig(arms=tuple(float(a) for a in s["qos_arms"]), epoch_s=s["qos_epoch_s"],
+                             guard=s["qos_guard"], margin=s["qos_margin"], recheck_epochs=s["qos_recheck_epochs"],
+                             reprobe_epochs=s["qos_reprobe_epochs"])
+
+
 def absolute_times(spec: dict[str, Any], t_flows: float) -> dict[str, Any]:
     """A loss spec with its times (``down`` intervals, the model's ``times`` settings: routing.loss.ModelKind)
     moved from "relative to the flow start" to the backend's clock (flows start at ``t_flows``)."""
@@ -351,7 +362,9 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
         if fp.sender == name:
             iss = node_rng(seed, f"flow{fp.index}", "iss-sender").getrandbits(32)
             app = BulkSender(tcfg, fname, fp.segments, fp.data_seed, iss, fp.start, emit)
-            node.bind(app, fp.sport, addrs[fp.receiver], fp.dport, header_fields(cfg))
+            qos = adaptive_qos(cfg)
+            node.bind(app, fp.sport, addrs[fp.receiver], fp.dport, header_fields(cfg),
+                      QosLearner(qos, fname, emit) if qos is not None else None)
         elif fp.receiver == name:
             iss = node_rng(seed, f"flow{fp.index}", "iss-receiver").getrandbits(32)
             app = BulkReceiver(tcfg, fname, fp.segments, fp.data_seed, iss, emit)

@@ -55,6 +55,17 @@ def loss_spec() -> dict[str, Field]:
     return spec
 
 
+def _qos_arms(v: Any) -> str | None:
+    """snoop.qos_arms: 2 to 8 distinct numbers in [0, 1] (aspan.adaptive.AdaptiveQosConfig)."""
+    if not 2 <= len(v) <= 8:
+        return f"expected 2 to 8 pkt_qos values, got {len(v)}"
+    if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1 for x in v):
+        return f"expected numbers in [0, 1], got {v}"
+    if len(set(v)) != len(v):
+        return f"expected distinct values, got {v}"
+    return None
+
+
 def _or_none(check: Any) -> Any:
     """A check that lets null through (a setting left to the hardware)."""
     return lambda v: None if v is None else check(v)
@@ -157,6 +168,17 @@ SCHEMA: dict[str, Any] = {
         "snoop_tick_s": F(NUM, 0.1, in_range(0), "classic-Snoop schemes: minimum local RTO (ns-2 SnoopTick; paper 000 uses 1 s)"),
         "max_local_rxmit": F(INT, 10, in_range(1), "classic-Snoop schemes: local retransmissions of one segment (ns-2 SNOOP_MAX_RXMIT)"),
         "max_cached_segments": F(INT, 100, in_range(1), "classic-Snoop schemes: cached segments per flow (ns-2 SNOOP_MAXWIND)"),
+        # the adaptive sender (issue 29; aspan.adaptive, docs/VARIANTS.md "Adaptive pkt_qos")
+        "sender_qos": F(STR, "fixed", one_of("fixed", "adaptive"),
+                        "fixed: every data packet carries pkt_qos; adaptive: the sender picks pkt_qos per flow "
+                        "from qos_arms by its ACK progress (aspan.adaptive)"),
+        "qos_arms": F((list,), [0.0, 1.0], _qos_arms, "sender_qos adaptive: the pkt_qos values it chooses from"),
+        "qos_epoch_s": F(NUM, 1.0, in_range(0, lo_open=True), "sender_qos adaptive: one measurement epoch"),
+        "qos_guard": F(NUM, 0.25, in_range(0, 0.9), "sender_qos adaptive: fraction of an epoch not scored"),
+        "qos_margin": F(NUM, 0.10, in_range(0, 10), "sender_qos adaptive: how much better a challenger must be"),
+        "qos_recheck_epochs": F(INT, 2, in_range(1, 1000), "sender_qos adaptive: hold epochs before re-probing an "
+                                "arm that may still be better"),
+        "qos_reprobe_epochs": F(INT, 8, in_range(1, 1000), "sender_qos adaptive: hold epochs before a re-probe"),
     },
     "netns": {   # backend netns only (docs/NETNS.md); the other backends ignore this section
         "handlers": F(STR, "snoop", one_of("snoop", "accept", "kernel"),
@@ -399,6 +421,10 @@ def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:
     if policy not in scheme.policies:
         errs.append(ExperimentError(src, "snoop.policy", f"scheme {name!r} {scheme.policy_note}; expected policy "
                                     f"{' or '.join(scheme.policies)}, got {policy!r}"))
+    if snoop["sender_qos"] == "adaptive" and (name != "aspan" or policy not in ("adaptive", "perfect")):
+        errs.append(ExperimentError(src, "snoop.sender_qos", "an adaptive pkt_qos changes only where the A-SPAN rule "
+                                    "reads it (scheme aspan, policy adaptive or perfect); got scheme "
+                                    f"{name!r}, policy {policy!r}, where every setting would behave the same"))
 
 
 @dataclass

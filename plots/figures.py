@@ -30,7 +30,7 @@ from plots.reference import figure_title  # noqa: E402
 
 __all__ = [
     "FIGURES", "REP_FIGURES", "SWEEP_METRICS", "MEMORY_METRICS", "SweepSeries", "cwnd_cdf",
-    "cwnd_over_time", "losses_bars", "tx_per_pkt_cdf", "tx_per_packet",
+    "cwnd_over_time", "qos_over_time", "losses_bars", "tx_per_pkt_cdf", "tx_per_packet",
     "snoop_cache_over_time", "snoop_memory", "snoop_hits_bars", "sweep_figures",
     "write_figures", "log_ticks", "variant_ticks",
 ]
@@ -339,6 +339,16 @@ def cwnd_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
                           out_dir, "cwnd_time", marks=True)
 
 
+def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
+    """The adaptive sender's pkt_qos in use under its cwnd, on one time axis (plots/qos.py; issue 29)."""
+    from plots.qos import qos_over_time as draw
+
+    def new_fig(rows: int) -> tuple[Figure, Any]:
+        fig = Figure(figsize=(6.4, 5.6), layout="constrained")
+        return fig, fig.subplots(rows, 1, sharex=True, height_ratios=[2, 1])
+    return draw(groups, out_dir, _save, new_fig, _colors)
+
+
 def losses_bars(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     """Observed losses at the sender, dupack and RTO side by side (paper Fig. 2a, 4a, 5a, 7a)."""
     return _grouped_bars(groups, {"losses_dupack": "three dupacks", "losses_rto": "RTO"},
@@ -560,6 +570,8 @@ FIGURES: dict[str, tuple[Callable[[Sequence[VariantGroup], Path], list[Path]], s
     "cwnd_cdf": (cwnd_cdf, "CDF of the congestion window at the sender (pooled repetitions)"),
     "cwnd_time": (cwnd_over_time, "Congestion window over time (representative repetition; "
                                   "one panel per variant when there are more than 3)"),
+    "qos_time": (qos_over_time, "Adaptive pkt_qos: the setting in use under the cwnd (representative "
+                                "repetition of each variant whose sender adapts; issue 29)"),
     "tx_per_pkt_cdf": (tx_per_pkt_cdf, "CDF of transmissions per packet (pooled repetitions)"),
     "tx_per_packet": (tx_per_packet, "Transmissions of each packet in sequence order "
                                      "(representative repetition)"),

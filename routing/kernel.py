@@ -38,6 +38,7 @@ from typing import Callable
 from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.cache import unwrap
 from aspan.events import Emit, EventSink, as_sink
+from aspan.adaptive import AdaptiveQosConfig, QosLearners
 from aspan.fields import AspanFields
 from routing.capture import KernelTap
 from routing.forge import WindowScales, forge_ack
@@ -85,13 +86,15 @@ class KernelForwarder:
     def __init__(self, address: str, next_hop: Callable[[str], str | None],
                  quality: Callable[[str], float], agent: SnoopAgent, loss: LossModel,
                  fields: AspanFields, option_type: int = DEFAULT_OPTION,
-                 log: EventSink | Emit | None = None) -> None:
+                 log: EventSink | Emit | None = None, qos: AdaptiveQosConfig | None = None) -> None:
         self.address = address
         self.agent = agent
         check_fields(fields)
         self.fields = fields
         self.option_type = option_type
         self._log = as_sink(log)
+        #: the adaptive sender (issue 29): a pkt_qos learner per flow this node's TCP sends
+        self.qos = QosLearners(qos, self._log.emit) if qos is not None else None
         self.step = ForwardingStep(address, next_hop, quality, agent, loss, self._log)
         self._data = self.step.data          # the step's data rule, looked up once (the hot path)
         self.drops = self.step.drops
@@ -187,6 +190,8 @@ class KernelForwarder:
         if offset >= 0:               # already stamped (cannot happen for our TCP): leave it
             return ACCEPT
         fields = self.fields.copy()
+        if self.qos is not None:
+            fields.pkt_qos = self.qos.get(flow.name).pkt_qos(now)
         key = flow.key
         held = Held(data, key, flow.name, seq, length, 0)
         if self._data(now, held, flow.dst, fields, "send") is None:
@@ -241,6 +246,10 @@ class KernelForwarder:
     def _ack(self, tcp: TcpHead, data: bytes, now: float) -> Verdict:
         ihl, flow, _ttl, seq, ack, _flags, _length, _offset = tcp
         step = self.step
+        if self.qos is not None:
+            learner = self.qos.known(flow.rname)      # an ACK of a flow this node's TCP sends
+            if learner is not None:
+                learner.on_ack(now, ack)
         if self._details:
             verdict = step.ack(now, flow.rkey, ack, self._wscales.window_bytes(flow, ihl, data), (), data)
         else:

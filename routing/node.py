@@ -10,13 +10,14 @@ import heapq
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from aspan.adaptive import QosLearner
 from aspan.fields import AspanFields
 from etx.estimator import EtxTable
 from routing.engine import Deliver, ForwardingEngine, Transmit
 from routing.linkstate import LinkStateRouter, RouteChange, apply_changes
 from routing.neighbours import STRANGER, names_its_sender
 from routing.wire import DATA, LSA, PROBE, Packet, Probe
-from tcp_user.segment import SYN, Segment
+from tcp_user.segment import ACK, SYN, Segment
 
 Emit = Callable[..., None]
 Out = list[tuple[str, Packet]]
@@ -44,6 +45,7 @@ class Binding:
     remote: str
     remote_port: int
     fields: AspanFields  # header fields the sender stamps on every data packet
+    qos: QosLearner | None = None   # the adaptive sender's pkt_qos (issue 29): stamped instead of fields'
 
 
 @dataclass
@@ -113,9 +115,11 @@ class NodeCore:
 
     # ---- setup -------------------------------------------------------------
     def bind(self, endpoint: Endpoint, local_port: int, remote: str, remote_port: int,
-             fields: AspanFields | None = None) -> None:
+             fields: AspanFields | None = None, qos: QosLearner | None = None) -> None:
+        """Attach ``endpoint``; its data packets carry ``fields``, with pkt_qos from ``qos`` when the
+        sender adapts it (aspan.adaptive)."""
         self._bindings[(local_port, remote, remote_port)] = Binding(
-            endpoint, local_port, remote, remote_port, fields or AspanFields())
+            endpoint, local_port, remote, remote_port, fields or AspanFields(), qos)
 
     def listen(self, local_port: int, factory: Callable[[str, int], Endpoint]) -> None:
         """Accept connections to ``local_port``: a SYN from an unknown peer gets ``factory(remote, port)``."""
@@ -285,6 +289,8 @@ class NodeCore:
             if b is None:
                 self.engine.drop(pkt, "no_route", now, detail="no endpoint")
                 return []
+            if b.qos is not None and pkt.segment.flags & ACK:
+                b.qos.on_ack(now, pkt.segment.ack)
             b.endpoint.on_segment(pkt.segment, now)
             return self._flush(b, now)
         return []
@@ -313,6 +319,8 @@ class NodeCore:
         out: Out = []
         for seg in b.endpoint.segments_to_send(now):
             fields = b.fields.copy()
+            if b.qos is not None:
+                fields.pkt_qos = b.qos.pkt_qos(now)
             pkt = Packet(DATA, self.address, b.local_port, b.remote, b.remote_port, 0, fields, seg)
             out.extend(self._run(self.engine.send_local(pkt, now), now))
         return out

@@ -22,7 +22,7 @@ from typing import Any
 from etx.estimator import EtxTable
 from experiments.backends.netns.babel import BabelWatch
 from experiments.backends.node_main import read_key
-from experiments.build import (babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
+from experiments.build import (adaptive_qos, babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
                                route_tables)
 from routing.auth import MeshAuth
 from routing.capture import KernelTap
@@ -54,7 +54,7 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     sink = node_sink(cfg, log)     # the lines of traffic no configured flow explains aggregated (routing.flowlog)
     agent = node_agent(cfg, name, sink)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
-                           option, sink)
+                           option, sink, adaptive_qos(cfg))
 
 
 def probe_auth(conf: dict[str, Any], address: str, neighbours: list[str]) -> MeshAuth | None:
