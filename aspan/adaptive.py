@@ -11,16 +11,20 @@ e.g. pkt_qos 0, 0.99 and 1.00; 0 never caches anywhere, because ``pkt_effort x p
 It measures the only thing every data plane's sender sees, the flow's ACK progress, in epochs of fixed
 length, and works in four phases:
 
-1. **warmup**: the first epoch runs the first arm and is not scored (slow start would bias it).
-2. **probe**: every arm runs for one epoch; its score is the goodput acknowledged in the epoch after a
+1. **warmup**: the first epoch runs the arm nearest the experiment's ``pkt_qos`` and is not scored (slow
+   start would bias it).
+2. **probe**: every arm runs for one epoch, that one first; its score is the goodput acknowledged in the epoch after a
    guard (the first ``guard`` of the epoch, while the old setting's packets still drain, is not counted).
 3. **hold**: the best arm (the *incumbent*) runs.
 4. **reprobe**: now and then another arm runs for one epoch.  It replaces the incumbent only when it is
-   *clearly better*: its mean over its last five scores is ahead by ``margin`` and by two standard errors
+   *clearly better*: its mean over its last five scores is ahead by ``margin`` and by three standard errors
    of the difference (:meth:`QosLearner.clearly_better`, the one switching rule), so two equal arms do not
-   take turns.  An arm that may still be better is re-probed again after ``recheck_epochs``; one the
-   incumbent is clearly better than waits ``reprobe_epochs``, twice as long each time it loses again (up
-   to ``max_backoff`` times), so a clearly worse arm costs less and less.
+   take turns.  An arm that may still be better is re-probed again after ``recheck_epochs``, one the
+   incumbent is clearly better than after ``reprobe_epochs``; each wait doubles while the re-probes decide
+   the same (up to ``max_backoff x reprobe_epochs``), so a worse or an equal arm costs less and less.
+
+When the incumbent's own goodput moves clearly (:meth:`QosLearner.path_changed`), the other arms' scores
+are forgotten and each is re-probed at once: what they scored describes a path that is gone.
 
 An epoch in which no ACK advanced (the path is down, or the flow idle) scores nothing and is run again
 with the same arm.  Every epoch's end is one ``qos`` event (arm, score, phase, decision), at most one
@@ -45,6 +49,12 @@ HALF = 1 << 31
 MAX_FLOWS = 64
 #: Scores kept per arm: the last five epochs it ran (older ones describe a path that may have changed).
 WINDOW = 5
+#: How many standard errors a challenger must be ahead by (one-sided: a chance of about 1 in 700 per
+#: comparison that an equal arm passes on noise alone, before the margin).
+Z = 3.0
+#: How far (a fraction) the incumbent's goodput must move for the path to count as changed
+#: (:meth:`QosLearner.path_changed`): a link that fades from 0.995 to 0.9 delivery moves it more.
+CHANGE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,7 @@ class AdaptiveQosConfig:
     recheck_epochs: int = 2      # hold epochs between re-probes of an arm that may still be better
     reprobe_epochs: int = 8      # ... and of one the incumbent is clearly better than (doubling each time)
     max_backoff: int = 4         # an arm that keeps losing is re-probed at most every 4 x 8 epochs
+    start: float = 1.0           # the warmup and the first probe run the arm nearest this (snoop.pkt_qos)
 
     def __post_init__(self) -> None:
         if not 2 <= len(self.arms) <= 8 or len(set(self.arms)) != len(self.arms):
@@ -79,7 +90,8 @@ class QosLearner:
         self.flow = flow
         self._emit = emit
         self.arms = tuple(quantise(a) for a in config.arms)   # on the header's grid (aspan.fields)
-        self.current = 0                 # index of the arm in use
+        #: index of the arm in use: first the one nearest ``config.start`` (the experiment's pkt_qos)
+        self.current = min(range(len(self.arms)), key=lambda i: (abs(self.arms[i] - config.start), i))
         self.incumbent: int | None = None
         self.phase = "warmup"
         self.epoch = 0                   # epochs closed so far
@@ -88,6 +100,7 @@ class QosLearner:
         self._scores: dict[int, list[float]] = {i: [] for i in range(len(self.arms))}  # last WINDOW, bytes/s
         self._next_probe: dict[int, int] = {}        # epoch at which each other arm is re-probed next
         self._backoff: dict[int, int] = {}
+        self._undecided: dict[int, int] = {}        # re-probes in a row that decided nothing, per arm
         self._start: float | None = None             # start of the current epoch
         self._acked = 0                              # bytes acknowledged in the scored part of the epoch
         self._last_ack: int | None = None            # the highest ACK number seen (32-bit)
@@ -123,24 +136,57 @@ class QosLearner:
         xs = self._scores[arm]
         return sum(xs) / len(xs) if xs else 0.0
 
-    def stderr(self, arm: int) -> float:
-        """The standard error of :meth:`mean` (sample standard deviation / sqrt(n); 0 below two scores)."""
-        xs = self._scores[arm]
-        n = len(xs)
-        if n < 2:
-            return 0.0
-        m = sum(xs) / n
-        return (sum((x - m) ** 2 for x in xs) / (n - 1) / n) ** 0.5
+    def noise(self, split: int | None = None) -> float:
+        """The standard deviation of one epoch's score, pooled over the arms: each score against the mean
+        of its own arm (0 before there are more scores than arms).  With ``split``, that arm's scores count
+        as two groups, its last two and the ones before (:meth:`path_changed`: a change of the path must
+        not pass for noise)."""
+        groups = [xs for i, xs in self._scores.items() if xs and i != split]
+        if split is not None:
+            xs = self._scores[split]
+            groups += [xs[:-2], xs[-2:]]
+        ss, n = 0.0, 0
+        for xs in groups:
+            m = sum(xs) / len(xs)
+            ss += sum((x - m) ** 2 for x in xs)
+            n += len(xs)
+        return (ss / (n - len(groups))) ** 0.5 if n > len(groups) else 0.0
 
     def clearly_better(self, a: int, b: int) -> bool:
-        """Is arm ``a`` ahead of arm ``b`` by the margin *and* by two standard errors of the difference,
-        on at least two scores each?  The one switching rule: equal arms rarely pass it, so the
-        incumbent does not flip between them; an arm twice as good passes it on its second score."""
-        if len(self._scores[a]) < 2 or len(self._scores[b]) < 2:
+        """Is arm ``a`` ahead of arm ``b`` by the margin *and* by :data:`Z` standard errors of the
+        difference of their means (from the pooled :meth:`noise`), on at least two scores each?  The one
+        switching rule: equal arms almost never pass it, so the incumbent does not flip between them;
+        an arm twice as good passes it on its second score."""
+        na, nb = len(self._scores[a]), len(self._scores[b])
+        if na < 2 or nb < 2:
             return False
         ma, mb = self.mean(a), self.mean(b)
-        se = (self.stderr(a) ** 2 + self.stderr(b) ** 2) ** 0.5
-        return ma > mb * (1.0 + self.config.margin) and ma - mb > 2.0 * se
+        se = self.noise() * (1.0 / na + 1.0 / nb) ** 0.5
+        return ma > mb * (1.0 + self.config.margin) and ma - mb > Z * se
+
+    def path_changed(self, arm: int) -> bool:
+        """Did ``arm``'s goodput move, its last two scores against the three before them, by
+        :data:`CHANGE` and by :data:`Z` standard errors?  (A link faded or recovered, a route changed: what the other
+        arms scored before no longer says what they would score now.)"""
+        xs = self._scores[arm]
+        if len(xs) < WINDOW:
+            return False
+        recent, before = xs[-2:], xs[:-2]
+        mr, mb = sum(recent) / len(recent), sum(before) / len(before)
+        se = self.noise(split=arm) * (1.0 / len(recent) + 1.0 / len(before)) ** 0.5
+        return abs(mr - mb) > mb * CHANGE and abs(mr - mb) > Z * se
+
+    def _forget_others(self, inc: int) -> str:
+        """The path changed under the incumbent ``inc``: keep its two recent scores, forget every other
+        arm's, and re-probe each of them from the next epoch on."""
+        del self._scores[inc][:-2]
+        for i in range(len(self.arms)):
+            if i != inc:
+                self._scores[i].clear()
+                self._backoff[i] = 1
+                self._next_probe[i] = self.epoch
+        self._undecided.clear()
+        return "path changed"
 
     # ---- epochs --------------------------------------------------------------------------------
     def _advance(self, now: float) -> None:
@@ -176,13 +222,16 @@ class QosLearner:
 
     def _decide(self) -> str:
         if self.phase == "warmup":
-            self._probe_queue = list(range(len(self.arms)))
+            first = self.current          # the warmup's arm is probed first: no change of arm yet
+            self._probe_queue = [first] + [i for i in range(len(self.arms)) if i != first]
             return self._next_in_probe()
         if self.phase == "probe":
             return self._next_in_probe()
         inc = self.incumbent
         assert inc is not None
         decision = "hold"
+        if self.phase == "hold" and self.path_changed(inc):
+            decision = self._forget_others(inc)
         if self.phase == "reprobe":
             arm = self.current
             if self.clearly_better(arm, inc):
@@ -196,17 +245,20 @@ class QosLearner:
         return decision
 
     def _schedule(self, arm: int) -> str:
-        """When ``arm`` (just re-probed, not clearly better) runs again: soon while it may still be the
-        better one, after a doubling wait once the incumbent is clearly better than it."""
+        """When ``arm`` (just re-probed, not clearly better) runs again.  Once the incumbent is clearly
+        better than it: after ``reprobe_epochs``, doubling each time it loses again.  While undecided (the
+        two may be equal): after ``recheck_epochs``, doubling each time it stays undecided.  Both waits
+        stop growing at ``max_backoff x reprobe_epochs``."""
         cfg = self.config
         inc = self.incumbent
         assert inc is not None
+        cap = cfg.reprobe_epochs * cfg.max_backoff
         if self.clearly_better(inc, arm):
             self._backoff[arm] = min(self._backoff.get(arm, 1) * 2, cfg.max_backoff)
             self._next_probe[arm] = self.epoch + cfg.reprobe_epochs * self._backoff[arm]
             return "incumbent kept"
-        self._backoff[arm] = 1
-        self._next_probe[arm] = self.epoch + cfg.recheck_epochs
+        self._undecided[arm] = self._undecided.get(arm, 0) + 1
+        self._next_probe[arm] = self.epoch + min(cfg.recheck_epochs * 2 ** (self._undecided[arm] - 1), cap)
         return "undecided"
 
     def _next_in_probe(self) -> str:
@@ -230,6 +282,7 @@ class QosLearner:
         self.switches += 1
         self._next_probe.pop(arm, None)
         self._backoff[old] = 1
+        self._undecided.clear()
         self._next_probe[old] = self.epoch + self.config.recheck_epochs
         return "switched"
 

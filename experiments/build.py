@@ -266,7 +266,7 @@ def adaptive_qos(cfg: dict[str, Any]) -> AdaptiveQosConfig | None:
         return None
     return AdaptiveQosConfig(arms=tuple(float(a) for a in s["qos_arms"]), epoch_s=s["qos_epoch_s"],
                              guard=s["qos_guard"], margin=s["qos_margin"], recheck_epochs=s["qos_recheck_epochs"],
-                             reprobe_epochs=s["qos_reprobe_epochs"])
+                             reprobe_epochs=s["qos_reprobe_epochs"], start=s["pkt_qos"])
 
 
 def absolute_times(spec: dict[str, Any], t_flows: float) -> dict[str, Any]:

@@ -158,7 +158,8 @@ SCHEMA: dict[str, Any] = {
     },
     "snoop": {
         "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),
-        "pkt_qos": F(NUM, 1.0, in_range(0, 1), "header: cache when pkt_effort x p < pkt_qos"),
+        "pkt_qos": F(NUM, 1.0, in_range(0, 1), "header: cache when pkt_effort x p < pkt_qos (sender_qos adaptive: "
+                     "the learner starts with the arm nearest it)"),
         "snoop_after": F(INT, 0, in_range(0, 255), "header: the first N forwarding nodes never cache"),
         "snoop_limit": F(INT, 0, in_range(0, 255), "header: at most N caching nodes per packet (0: no limit)"),
         "fixed_hop": F(INT, 1, in_range(0, 255), "policy fixed: the hop index that caches (1 = B, 2 = C)"),
