@@ -9,19 +9,20 @@ air from the whole chain and not caching (plain SACK) is best, and under bursty 
 :class:`QosLearner` is a small, explainable bandit over a short list of settings (its *arms*,
 e.g. pkt_qos 0, 0.99 and 1.00; 0 never caches anywhere, because ``pkt_effort x p < 0`` never holds).
 It measures the only thing every data plane's sender sees, the flow's ACK progress, in epochs of fixed
-length, and works in four phases:
+length: an epoch's *score* is the goodput acknowledged in it after a guard (the first ``guard`` of the
+epoch, while the previous setting's packets still drain, is not counted).  Three phases:
 
 1. **warmup**: the first epoch runs the arm nearest the experiment's ``pkt_qos`` and is not scored (slow
-   start would bias it).
-2. **probe**: every arm runs for one epoch, that one first; its score is the goodput acknowledged in the epoch after a
-   guard (the first ``guard`` of the epoch, while the old setting's packets still drain, is not counted).
-3. **hold**: the best arm (the *incumbent*) runs.
-4. **reprobe**: now and then another arm runs for one epoch.  It replaces the incumbent only when it is
-   *clearly better*: its mean over its last five scores is ahead by ``margin`` and by three standard errors
-   of the difference (:meth:`QosLearner.clearly_better`, the one switching rule), so two equal arms do not
-   take turns.  An arm that may still be better is re-probed again after ``recheck_epochs``, one the
-   incumbent is clearly better than after ``reprobe_epochs``; each wait doubles while the re-probes decide
-   the same (up to ``max_backoff x reprobe_epochs``), so a worse or an equal arm costs less and less.
+   start would bias it).  That arm becomes the *incumbent*: the researcher's setting stands until the
+   flow's own goodput says otherwise.
+2. **hold**: the incumbent runs.
+3. **reprobe**: now and then another arm runs for one epoch (each one at once after the warmup).  It
+   replaces the incumbent only when it is *clearly better*: its mean over its last five scores is ahead
+   by ``margin`` and by :data:`Z` standard errors of the difference (:meth:`QosLearner.clearly_better`,
+   the one switching rule), so two equal arms do not take turns and one noisy epoch decides nothing.
+   An arm that may still be better is re-probed again after ``recheck_epochs``, one the incumbent is
+   clearly better than after ``reprobe_epochs``; each wait doubles while the re-probes decide the same
+   (up to ``max_backoff x reprobe_epochs``), so a worse or an equal arm costs less and less.
 
 When the incumbent's own goodput moves clearly (:meth:`QosLearner.path_changed`), the other arms' scores
 are forgotten and each is re-probed at once: what they scored describes a path that is gone.
@@ -95,8 +96,7 @@ class QosLearner:
         self.incumbent: int | None = None
         self.phase = "warmup"
         self.epoch = 0                   # epochs closed so far
-        self.switches = 0                # times the incumbent changed after the probe phase
-        self._probe_queue: list[int] = []
+        self.switches = 0                # times the incumbent changed
         self._scores: dict[int, list[float]] = {i: [] for i in range(len(self.arms))}  # last WINDOW, bytes/s
         self._next_probe: dict[int, int] = {}        # epoch at which each other arm is re-probed next
         self._backoff: dict[int, int] = {}
@@ -222,11 +222,7 @@ class QosLearner:
 
     def _decide(self) -> str:
         if self.phase == "warmup":
-            first = self.current          # the warmup's arm is probed first: no change of arm yet
-            self._probe_queue = [first] + [i for i in range(len(self.arms)) if i != first]
-            return self._next_in_probe()
-        if self.phase == "probe":
-            return self._next_in_probe()
+            self._start_holding()
         inc = self.incumbent
         assert inc is not None
         decision = "hold"
@@ -261,18 +257,15 @@ class QosLearner:
         self._next_probe[arm] = self.epoch + min(cfg.recheck_epochs * 2 ** (self._undecided[arm] - 1), cap)
         return "undecided"
 
-    def _next_in_probe(self) -> str:
-        if self._probe_queue:
-            self.phase, self.current = "probe", self._probe_queue.pop(0)
-            return "probe next"
-        best = max(range(len(self.arms)), key=lambda i: (self.mean(i), -i))
-        self.incumbent = self.current = best
+    def _start_holding(self) -> None:
+        """After the warmup: the warmup's arm (the experiment's pkt_qos) is the incumbent, and every
+        other arm is due for its first re-probe."""
+        self.incumbent = self.current
         self.phase = "hold"
         for i in range(len(self.arms)):
-            if i != best:
+            if i != self.incumbent:
                 self._backoff[i] = 1
-                self._next_probe[i] = self.epoch + self.config.recheck_epochs
-        return "chose best"
+                self._next_probe[i] = self.epoch
 
     def _switch_to(self, arm: int) -> str:
         old = self.incumbent

@@ -74,6 +74,11 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
         if v.config["tcp"]["snack"]:
             raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
                                   "kernel TCP has no SNACK option; run SNACK with --backend sim or local")
+        if v.config["snoop"]["sender_qos"] == "adaptive" and v.config["netns"]["handlers"] != "snoop":
+            raise ExperimentError(exp.source, f"variants[{v.name}].snoop.sender_qos",
+                                  "the adaptive sender runs in the sender's NFQUEUE snoop handler (it stamps "
+                                  "pkt_qos and hears the ACKs); with netns.handlers "
+                                  f"{v.config['netns']['handlers']!r} there is none")
         if v.config["capture"]["enabled"] and v.config["netns"]["handlers"] != "snoop":
             raise ExperimentError(exp.source, f"variants[{v.name}].capture.enabled",
                                   "the netns capture is written by the snoop handler; with netns.handlers "

@@ -133,6 +133,38 @@ def events(rep: Path, node: str) -> list[dict]:
     return [json.loads(l) for l in (rep / f"{node}.log").read_text().splitlines()]
 
 
+def test_the_adaptive_sender_stamps_its_choice_on_kernel_tcp(netns):
+    """Issue 29: A's NFQUEUE handler runs the pkt_qos learner for the kernel's flow: it scores the ACKs it
+    hears, stamps each arm in turn, and caching happens at B and C only while 1.00 is stamped."""
+    exp = write_exp(netns, segments=20000, max_s=120, variants=[
+        {"name": "adaptive", "tcp": {"variant": "sack"},
+         "snoop": {"policy": "adaptive", "dupack": "once", "sender_qos": "adaptive", "qos_epoch_s": 0.2}}])
+    p = start_run(exp, netns / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    rep = run_dir(netns / "runs") / "adaptive" / "rep0"
+    df = pd.read_csv(rep.parent.parent / "summary.csv")
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all()
+    q = [e for e in events(rep, "A") if e["ev"] == "qos"]
+    assert len(q) >= 3 and len({e["flow"] for e in q}) == 1           # one learner: the one flow A sends
+    assert {e["phase"] for e in q} >= {"warmup", "reprobe"} and {e["pkt_qos"] for e in q} == {0.0, 1.0}
+    assert all(e["score_mbps"] > 0 for e in q if "score_mbps" in e)
+    for n in "BCD":
+        assert not [e for e in events(rep, n) if e["ev"] == "qos"]
+    ran = [(e["t"] - 0.2, e["t"], e["pkt_qos"]) for e in q]      # each epoch: [start, end) and its arm
+    cached = []                                                   # when B or C inserted a segment
+    for n in "BC":
+        held = 0
+        for e in events(rep, n):
+            if e["ev"] == "cache":
+                if e["segments"] > held:
+                    cached.append(e["t"])
+                held = e["segments"]
+    assert cached
+    late = 0.05                                                   # a packet stamped at an epoch's end, in flight
+    assert all(any(a <= t < b + late and arm == 1.0 for a, b, arm in ran) or t > ran[-1][1] for t in cached)
+
+
 def test_kernel_tcp_through_snoop_agents(netns):
     exp = write_exp(netns, variants=[
         {"name": "sack", "tcp": {"variant": "sack"}},

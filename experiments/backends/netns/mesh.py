@@ -68,6 +68,7 @@ class MeshPlan:
     medium: bool = False                    # medium.model dcf: the medium daemon holds what every node hears
     babel_hello_s: float | None = None      # routing.daemon babeld: its Hello interval (netns/babel.py)
     babel_loss: dict[str, float] = field(default_factory=dict)   # node -> Bernoulli rate of the Babel packets it hears
+    adaptive_qos: bool = False              # snoop.sender_qos adaptive: the senders' handlers hear their ACKs
 
     @property
     def held(self) -> bool:
@@ -146,10 +147,14 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
         spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
         if spec["model"] == "bernoulli" and spec["rate"] > 0:
             babel_loss[n] = float(spec["rate"])
+    adaptive = cfg["snoop"].get("sender_qos", "fixed") == "adaptive"
+    if adaptive and handlers != "snoop":
+        raise NetnsError(f"snoop.sender_qos adaptive needs netns.handlers: snoop (the sender's NFQUEUE handler "
+                         f"learns pkt_qos from the ACKs it hears and stamps it); got {handlers!r}")
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
                     cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
                     handler_loss, netns_link(cfg), cfg["medium"]["model"] != "none", babel.hello_s_of(cfg),
-                    babel_loss if babel.hello_s_of(cfg) is not None else {})
+                    babel_loss if babel.hello_s_of(cfg) is not None else {}, adaptive)
 
 
 def queued_input(plan: MeshPlan, n: str) -> bool:
@@ -203,7 +208,7 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
     filter: NFQUEUE on what a forwarder relays (FORWARD; on a Pi only what comes in on
     ``forward_in``), what a TCP sender sends into the mesh (OUTPUT: the option is stamped
     there) and what a node hears when its handler applies the loss model (INPUT, see
-    :func:`queued_input`).  raw: the iptables statistic match drops a packet heard with
+    :func:`queued_input`; at a sender that adapts pkt_qos, at least the TCP it hears: its ACKs).  raw: the iptables statistic match drops a packet heard with
     the node's loss rate on every node whose handler does not apply the loss model.
     ``dev`` matches the mesh interfaces (``an<rid>+`` in netns, ``wlan0`` on a Pi).
 
@@ -233,6 +238,9 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
             out.append(("filter", "FORWARD", (f"-i {forward_in} " if forward_in else "") + q))
         if n in plan.senders:
             out.append(("filter", "OUTPUT", f"-o {dev} -p tcp -m mark ! --mark {INJECT_MARK:#x} {q}"))
+            if plan.adaptive_qos and not queued_input(plan, n):
+                # the adaptive sender (aspan.adaptive) scores pkt_qos by the ACKs its TCP receives
+                out.append(("filter", "INPUT", f"-i {dev} -p tcp {q}"))
     return out
 
 
