@@ -422,10 +422,10 @@ def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:
     if policy not in scheme.policies:
         errs.append(ExperimentError(src, "snoop.policy", f"scheme {name!r} {scheme.policy_note}; expected policy "
                                     f"{' or '.join(scheme.policies)}, got {policy!r}"))
-    if snoop["sender_qos"] == "adaptive" and (name != "aspan" or policy not in ("adaptive", "perfect")):
-        errs.append(ExperimentError(src, "snoop.sender_qos", "an adaptive pkt_qos changes only where the A-SPAN rule "
-                                    "reads it (scheme aspan, policy adaptive or perfect); got scheme "
-                                    f"{name!r}, policy {policy!r}, where every setting would behave the same"))
+    if snoop["sender_qos"] == "adaptive" and policy not in ("adaptive", "perfect"):
+        errs.append(ExperimentError(src, "snoop.sender_qos", "an adaptive pkt_qos changes only where the A-SPAN "
+                                    "caching rule reads it (snoop.policy adaptive or perfect); with policy "
+                                    f"{policy!r} every setting would behave the same"))
 
 
 @dataclass

@@ -199,7 +199,7 @@ def errors(doc) -> dict[str, str]:
 
 def test_the_yaml_refuses_an_adaptive_sender_where_nothing_reads_pkt_qos_and_bad_arms():
     errs = errors({"snoop": {"scheme": "classic", "policy": "fixed", "sender_qos": "adaptive"}})
-    assert "scheme aspan" in errs["snoop.sender_qos"]
+    assert "policy adaptive or perfect" in errs["snoop.sender_qos"]
     errs = errors({"snoop": {"policy": "none", "sender_qos": "adaptive"}})
     assert "snoop.sender_qos" in errs
     assert "2 to 8" in errors({"snoop": {"policy": "adaptive", "sender_qos": "adaptive", "qos_arms": [1.0]}})[
