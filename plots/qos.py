@@ -19,6 +19,8 @@ from plots.logs import aligned_times, load_rep
 
 __all__ = ["QosSeries", "qos_series", "is_adaptive"]
 
+OFFSET = 0.02    # each further variant's pkt_qos line is drawn this much higher, so equal choices stay apart
+
 
 @dataclass(frozen=True)
 class QosSeries:
@@ -85,10 +87,10 @@ def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path, save: Any, new_
     if not chosen:
         return []
     fig, (top, bottom) = new_fig(2)
-    for (g, rep, s), color in zip(chosen, colors(len(chosen))):
+    for i, ((g, rep, s), color) in enumerate(zip(chosen, colors(len(chosen)))):
         drawn = rep.digest.cwnd_drawn
         top.step(drawn.t, drawn.y, where="post", color=color, lw=0.8, label=f"{g.label} (rep {rep.repetition})")
-        bottom.step(s.t, s.qos, where="post", color=color, lw=1.2)
+        bottom.step(s.t, s.qos + OFFSET * i, where="post", color=color, lw=1.2)   # apart where they agree
         for x in s.switches:
             for ax in (top, bottom):
                 ax.axvline(x, color=color, lw=0.8, ls="--")
@@ -96,9 +98,9 @@ def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path, save: Any, new_
     top.set_ylim(bottom=0)
     top.legend(fontsize="small")
     top.set_title("Adaptive pkt_qos: cwnd and the setting in use", fontsize="medium")
-    bottom.set_ylabel("pkt_qos in use")
+    bottom.set_ylabel("pkt_qos in use" + (" (lines offset)" if len(chosen) > 1 else ""))
     bottom.set_xlabel("time since flow start (s)")
-    bottom.set_ylim(-0.05, 1.05)
+    bottom.set_ylim(-0.05, 1.05 + OFFSET * (len(chosen) - 1))
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
     return save(fig, out_dir, "qos_time")

@@ -250,9 +250,9 @@ def test_the_kernel_handler_stamps_the_learners_choice_and_scores_the_acks_it_he
 
 # ---- end to end on the sim: the lossy chain, a diamond, crossing flows ---------------------------------------
 
-def _run(tmp_path, doc):
+def _run(tmp_path, doc, plot=False):
     exp = load_experiment(dict({"name": "ad", "backend": "sim", "repetitions": 1, "seed": 3}, **doc), "ad.yaml")
-    d = run_experiment(exp, out=tmp_path, plot=False, progress=lambda s: None)
+    d = run_experiment(exp, out=tmp_path, plot=plot, progress=lambda s: None)
     return d, pd.read_csv(d / "summary.csv")
 
 
@@ -262,20 +262,23 @@ def _qos_events(path):
 
 def test_on_the_lossy_chain_it_turns_the_papers_dupack_rule_off_and_the_once_rule_on(tmp_path):
     """With the paper's dupack rule, caching feeds a cascade of local retransmissions that halves the
-    goodput (docs/REPRODUCTION.md): the sender stops caching and keeps within 10 % of SACK's goodput.
+    goodput (docs/REPRODUCTION.md): the sender stops caching, and keeps a third more goodput than the
+    fixed setting it started from (it pays for finding out: docs/REPRODUCTION.md, "The adaptive sender").
     With classic Snoop's rule caching pays: the sender keeps it and beats SACK."""
     doc = {"topology": {"chain": ["A", "B", "C", "D"]}, "tcp": {"variant": "sack"},
            "loss": {"default": {"model": "bernoulli", "rate": 0.005}},
            "flows": [{"sender": "A", "receiver": "D", "segments": 16000}],
            "variants": [{"name": "sack"},
+                        {"name": "fixed-every", "snoop": {"policy": "adaptive", "dupack": "every", "pkt_qos": 1.0}},
                         {"name": "every", "snoop": {"policy": "adaptive", "dupack": "every", "sender_qos": "adaptive"}},
                         {"name": "once", "snoop": {"policy": "adaptive", "dupack": "once", "sender_qos": "adaptive"}}]}
-    d, df = _run(tmp_path, doc)
+    d, df = _run(tmp_path, doc, plot=True)
     g = df.set_index("variant")["goodput_mbps"]
     assert df["integrity_ok"].all()
+    assert (d / "figures" / "qos_time.png").is_file()              # cwnd and pkt_qos on one time axis
     last = {v: _qos_events(d / v / "rep0" / "A.log")[-1]["incumbent"] for v in ("every", "once")}
     assert last == {"every": 0.0, "once": 1.0}
-    assert g["every"] > 0.9 * g["sack"] and g["once"] > g["sack"]
+    assert g["every"] > 1.3 * g["fixed-every"] and g["once"] > g["sack"]
 
 
 @pytest.mark.parametrize("topology,flows", [
@@ -327,3 +330,25 @@ def test_the_kernel_data_plane_refuses_an_adaptive_sender_without_its_snoop_hand
         check_backend_support(exp, "netns")
     assert "handler" in str(e.value)
     check_backend_support(exp, "sim")
+
+
+def test_the_qos_series_steps_through_what_each_epoch_ran(tmp_path):
+    """plots.qos: the pkt_qos in use from the qos events, on the time since the flow start."""
+    from plots.data import load_run
+    from plots.qos import is_adaptive, qos_series
+    from plots.testing import FLOW, basic_flow_events, write_rep
+    events = basic_flow_events(t_start=1.0)
+    for k, (ran, nxt, dec) in enumerate([(1.0, 0.0, "hold"), (0.0, 1.0, "undecided"), (1.0, 0.0, "hold"),
+                                         (0.0, 0.0, "switched"), (0.0, 0.0, "hold")]):
+        events.append({"t": 2.0 + k, "node": "A", "ev": "qos", "flow": FLOW, "epoch": k + 1,
+                       "phase": "hold" if ran == 1.0 else "reprobe", "pkt_qos": ran, "next_qos": nxt,
+                       "decision": dec, "score_mbps": 1.0})
+    run = tmp_path / "run"
+    write_rep(run, "v", 0, events, snoop={"sender_qos": "adaptive", "qos_epoch_s": 1.0})
+    write_rep(run, "w", 0, basic_flow_events(t_start=1.0), snoop={"sender_qos": "fixed"})
+    reps = {r.variant: r for r in load_run(run, write=False).reps}
+    assert is_adaptive(reps["v"]) and not is_adaptive(reps["w"])
+    s = qos_series(reps["v"])
+    assert list(s.t) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and list(s.qos) == [1.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    assert list(s.switches) == [4.0]
+    assert qos_series(reps["w"]) is None
