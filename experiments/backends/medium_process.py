@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.loopback import MEDIUM_FD_MARGIN, directed_links, local_problem, pair_address
-from experiments.backends.medium_daemon import config_main, serve
+from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
 from experiments.medium_spec import build_medium
+from experiments.radio_loss import attach as attach_radio_loss
 from experiments.records import write_whole
 from routing.eventlog import EventLog, fail_process, write_failure
 from routing.medium import Delivered, Frame, Medium, Output
@@ -194,6 +195,9 @@ def run_medium(conf: dict[str, Any]) -> int:
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
         _raise_open_files(len(pairs) + MEDIUM_FD_MARGIN)
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
+        # loss that stands for radio errors: per-packet models only (the nodes' t0 is fixed after this process
+        # starts: experiments.radio_loss.refuse_radio_loss), so the flow start given here is never read
+        attach_radio_loss(medium, cfg, conf["seed"], 0.0, epoch_seconds(proc))
         try:
             serve(proc, medium, log, conf, {"pairs": len(pairs)},
                   lambda: {"frames_in": proc.frames_in, "frames_out": proc.frames_out, "send_errors": proc.send_errors})
