@@ -6,16 +6,22 @@ from __future__ import annotations
 import csv
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from experiments.radio_loss import RadioErrors, radio_errors
 from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from routing.loss import Bernoulli, packet_dropper
 from routing.medium import Delivered, Dropped, Frame, Medium, Phy, Topology
+from test_netns_backend import events as netns_events, netns, run_dir  # noqa: F401  (netns: the fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
 
@@ -200,3 +206,24 @@ def test_local_medium_process_retries_radio_loss(tmp_path: Path) -> None:
         if e["ev"] == "mac":
             mac[e["station"]] = e
     assert mac["A"]["errors"] > 0 and mac["B"]["errors"] > 0 and mac["A"]["retries"] > 0
+
+
+# ---- the netns backend: the medium daemon draws it, the nodes' handlers and iptables drop nothing ---------
+@pytest.mark.root
+@pytest.mark.slow
+def test_netns_medium_daemon_retries_radio_loss(netns: Path) -> None:   # noqa: F811  (the fixture)
+    doc = _doc(None, name="t", backend="netns", netns={"realtime": True}, limits={"max_duration_s": 120},
+               loss={"nodes": {"B": {"model": "bernoulli", "rate": 0.3, "layer": "radio"}},
+                     "links": {"D>B": {"model": "bernoulli", "rate": 0.3, "layer": "radio"}}},
+               flows=[{"sender": "A", "receiver": "D", "segments": 150}])
+    exp = netns / "t.yaml"
+    exp.write_text(yaml.safe_dump(doc))
+    out = netns / "netns"
+    r = subprocess.run([sys.executable, "-m", "experiments", "run", str(exp), "--out", str(out), "--no-plot"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(run_dir(out) / "summary.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    assert row["status"] == "ok" and int(row["drops_loss"]) == 0
+    mac = {e["station"]: e for e in netns_events(run_dir(out) / "v" / "rep0", "medium") if e["ev"] == "mac"}
+    assert mac["A"]["errors"] > 0 and mac["D"]["errors"] > 0 and mac["A"]["retries"] > 0
