@@ -39,17 +39,22 @@ def link_medium(standard: str, distance_m: float, seed: int, **rate: Any) -> Med
     return build_medium(load_experiment(doc, "medium_distance").variants[0].config, seed)
 
 
+def drive(m: Medium, start_ns: int, end_ns: int, count_from_ns: int = 0) -> int:
+    """A always has a frame for B from ``start_ns`` until ``end_ns``; the frames B received from ``count_from_ns`` on."""
+    got = 0
+    while m.queued("A") < 2:
+        m.send(start_ns, Frame("A", "B", None, PACKET_BYTES))
+    while (t := m.next_timer()) is not None and t <= end_ns:
+        got += sum(isinstance(o, Delivered) and t >= count_from_ns for o in m.advance(t))
+        while m.queued("A") < 2:
+            m.send(t, Frame("A", "B", None, PACKET_BYTES))
+    return got
+
+
 def saturated(m: Medium, seconds: float) -> float:
     """Payload Mbit/s that B receives while A always has a frame for it; the first fifth is warm-up."""
     end, warm = round(seconds * 1e9), round(seconds * 1e9 / 5)
-    got = 0
-    while m.queued("A") < 2:
-        m.send(0, Frame("A", "B", None, PACKET_BYTES))
-    while (t := m.next_timer()) is not None and t <= end:
-        got += sum(isinstance(o, Delivered) and t >= warm for o in m.advance(t))
-        while m.queued("A") < 2:
-            m.send(t, Frame("A", "B", None, PACKET_BYTES))
-    return got * PAYLOAD_BYTES * 8 / ((end - warm) / 1e9) / 1e6
+    return drive(m, 0, end, warm) * PAYLOAD_BYTES * 8 / ((end - warm) / 1e9) / 1e6
 
 
 def goodput(standard: str, distance_m: float, seconds: float, seeds: int, **rate: Any) -> float:

@@ -60,7 +60,8 @@ Rates (issue 24, item 3; ``Phy.airtime == "txtime"``, IEEE Std 802.11-2020 via r
   without a CTS are not reported (they go at a basic rate);
 * reception: :meth:`Medium.frame_error` is the probability that a data frame no other transmission
   corrupted is lost at its rate: 0 for reception by range (every rate succeeds alike, so Minstrel climbs
-  to the top rate); the hook an error model per rate fills;
+  to the top rate); the hook an error model per rate fills; :attr:`Medium.radio_loss` beside it, a YAML loss
+  model that stands for radio errors (``layer: radio``, experiments/radio_loss.py), drawn per attempt the same way;
 * stats: data attempts and acknowledged ones per rate (``StationStats.rate_attempts``, ``rate_acks``).
 
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an

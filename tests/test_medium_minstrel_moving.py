@@ -5,26 +5,17 @@ log-distance model, routing.reception.SinrReception.rx_mw), as a measured per-li
 (``medium.signal_dbm``) would be.  Virtual time, the medium core built as runs build it."""
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from bench.medium_distance import RATES, link_medium, saturated
-from routing.medium import Delivered, Frame, Medium
+from bench.medium_distance import RATES, drive, link_medium, saturated
+from routing.medium import Medium
 from routing.rates import ht20_rate
-
-PACKET_BYTES = 1500
 
 
 def _drive(m: Medium, start_ns: int, end_ns: int) -> dict[str, int]:
     """A always has a frame for B from ``start_ns`` to ``end_ns``; the data attempts per rate in that time."""
     before = dict(m.stations["A"].stats.rate_attempts)
-    while m.queued("A") < 2:
-        m.send(start_ns, Frame("A", "B", None, PACKET_BYTES))
-    while (t := m.next_timer()) is not None and t <= end_ns:
-        m.advance(t)
-        while m.queued("A") < 2:
-            m.send(t, Frame("A", "B", None, PACKET_BYTES))
+    drive(m, start_ns, end_ns)
     after = m.stations["A"].stats.rate_attempts
     return {r: after.get(r, 0) - before.get(r, 0) for r in after if after.get(r, 0) > before.get(r, 0)}
 
