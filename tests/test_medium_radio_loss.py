@@ -227,3 +227,18 @@ def test_netns_medium_daemon_retries_radio_loss(netns: Path) -> None:   # noqa: 
     assert row["status"] == "ok" and int(row["drops_loss"]) == 0
     mac = {e["station"]: e for e in netns_events(run_dir(out) / "v" / "rep0", "medium") if e["ev"] == "mac"}
     assert mac["A"]["errors"] > 0 and mac["D"]["errors"] > 0 and mac["A"]["retries"] > 0
+
+
+def test_sim_radio_down_interval_follows_the_flow_start(tmp_path: Path) -> None:
+    """A radio spec that follows the clock: A-B down for 0.5 s from 0.3 s after the flow start (settling 1 s):
+    every attempt over A-B fails then, so A's frames to B are dropped as mac_retry inside that interval (plus
+    one exchange's retries), and none outside it; the nodes drop nothing for loss."""
+    doc = _doc(None, loss={"links": {"A-B": {"model": "none", "layer": "radio", "down": [[0.3, 0.8]]}}},
+               limits={"max_duration_s": 60})
+    out = run_experiment(load_experiment(doc, "radiol.yaml"), out=tmp_path, jobs=1, plot=False, progress=lambda s: None)
+    drops = [json.loads(line) for line in (out / "v/rep0/A.log").read_text().splitlines()]
+    # one line per drop, or (past the line rate) a count line written later, its drops since ``since``
+    times = [e.get("since", e["t"]) for e in drops if e["ev"] == "drop" and e.get("reason") == "mac_retry"]
+    assert times and all(1.3 <= t < 1.85 for t in times), times
+    with open(out / "summary.csv", newline="") as f:
+        assert int(next(csv.DictReader(f))["drops_loss"]) == 0
