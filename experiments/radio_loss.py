@@ -18,30 +18,20 @@ would build it (same spec, same seeded RNG stream: experiments.build.build_node)
 the same loss process per attempt as the node-side one per packet delivered.
 
 ``layer: radio`` needs ``medium.model: dcf`` (there is no link layer to retry without it): the schema
-refuses it otherwise (:func:`radio_problems`), and :func:`refuse_radio_loss` what a backend cannot do.
+refuses it otherwise (:func:`radio_problems`).  Every backend with the medium draws it (sim, the local
+medium process, the netns medium daemon: :func:`attach`); pi refuses the medium itself.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from routing.fieldspec import STR, ConfigError, Field, one_of
-from routing.loss import MODELS as LOSS_MODELS, build_loss_model, node_rng, packet_dropper
+from routing.fieldspec import STR, Field, one_of
+from routing.loss import build_loss_model, node_rng, packet_dropper
 
 LAYERS = ("above_mac", "radio")
 LAYER_FIELD = Field(STR, "above_mac", one_of(*LAYERS),
                     "above_mac: the receiving node drops the packet (not retried) | radio: each transmission "
                     "attempt on the dcf medium is lost (retried by the link layer up to its retry limit)")
-
-#: Why a backend cannot run ``layer: radio`` (refused before the run starts).
-RADIO_REFUSED = {
-    "pi": "on the Pis the radios are the medium, and their errors are their own",
-}
-#: local: the medium process starts before the nodes' clock (t0) is fixed, so it cannot place times
-#: relative to the flow start; the models whose fate follows the packets alone run there.
-LOCAL_CLOCK_REFUSED = ("the local backend's medium process starts before the nodes fix the flow start, so it "
-                       "cannot place a radio loss that follows the clock; use a per-packet model (bernoulli, "
-                       "bit-error, gilbert-elliott-packet) without down intervals, or --backend sim or netns")
-
 
 def is_radio(spec: dict[str, Any]) -> bool:
     return spec.get("layer", "above_mac") == "radio"
@@ -67,25 +57,6 @@ def radio_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     return [(f"{path}.layer", "layer radio is an error of each transmission attempt, retried by the link layer of "
              f"the dcf medium; medium.model is {cfg['medium']['model']!r} (no link layer): set medium.model dcf, "
              "or layer above_mac") for path, _ in _radio_specs(cfg)]
-
-
-def _follows_clock(spec: dict[str, Any]) -> bool:
-    """Does the spec's fate depend on the clock (routing.loss: "Per packet or per second")?  Down intervals,
-    a model with times relative to the flow start (ramp, trace), or gilbert-elliott (states lasting seconds)."""
-    kind = LOSS_MODELS.get(spec.get("model", "none"))
-    return bool(spec.get("down")) or spec.get("model") == "gilbert-elliott" or bool(kind is not None and kind.times)
-
-
-def refuse_radio_loss(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
-                      error: type[ConfigError]) -> None:
-    """Raise ``error`` naming the first variant's radio spec that ``backend`` cannot run."""
-    for name, cfg in variants:
-        for path, spec in _radio_specs(cfg):
-            if backend in RADIO_REFUSED:
-                raise error(source, f"variants[{name}].{path}.layer",
-                            f"cannot run on backend {backend}: {RADIO_REFUSED[backend]}")
-            if backend == "local" and _follows_clock(spec):
-                raise error(source, f"variants[{name}].{path}.layer", f"cannot run on backend local: {LOCAL_CLOCK_REFUSED}")
 
 
 Dropper = Callable[[float, int], bool]
@@ -133,9 +104,20 @@ def radio_errors(cfg: dict[str, Any], seed: int, t_flows: float) -> RadioErrors 
     return RadioErrors(links, nodes)
 
 
-def attach(medium: Any, cfg: dict[str, Any], seed: int, t_flows: float, seconds: Callable[[int], float]) -> None:
+def attach(medium: Any, cfg: dict[str, Any], seed: int, t_flows: Callable[[], float],
+           seconds: Callable[[int], float]) -> None:
     """Give ``medium`` (routing.medium.Medium) the radio errors of ``cfg``; ``seconds(ns)``: the medium's time
-    in ns on the specs' clock.  Nothing when no spec is radio."""
-    errs = radio_errors(cfg, seed, t_flows)
-    if errs is not None:
-        medium.radio_loss = lambda src, dst, ns, size: errs.lost(src, dst, seconds(ns), size)
+    in ns on the specs' clock; ``t_flows()``: when the flows start on that clock, asked at the first draw (the
+    local medium process starts before the nodes fix it).  Nothing when no spec is radio."""
+    if not _radio_specs(cfg):
+        return
+    errs: RadioErrors | None = None
+
+    def lost(src: str, dst: str, ns: int, size: int) -> bool:
+        nonlocal errs
+        if errs is None:
+            errs = radio_errors(cfg, seed, t_flows())
+            assert errs is not None
+        return errs.lost(src, dst, seconds(ns), size)
+
+    medium.radio_loss = lost

@@ -20,7 +20,6 @@ from experiments.build import (measured_routes, refuse_link_loss, refuse_route_h
 from experiments.cluster import CLUSTER_REFUSED
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
-from experiments.radio_loss import refuse_radio_loss
 from experiments.provenance import process_provenance, run_provenance
 from experiments.records import Reserve, drop_reserve, hold_reserve, is_disk_error, write_whole
 from experiments.schema import SCHEMA, Experiment, ExperimentError, Variant
@@ -56,8 +55,7 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     (experiments.build.refuse_route_hops) and no loss per link (experiments.build.refuse_link_loss); on
     local, a mesh
     too large for its loopback addresses or for the medium process's open-file limit
-    (experiments.backends.loopback.refuse_local); loss as radio errors (``layer: radio``) where the medium
-    can draw it (experiments.radio_loss.refuse_radio_loss).
+    (experiments.backends.loopback.refuse_local).
     """
     variants = [(v.name, v.config) for v in exp.variants]
     refuse_medium(exp.source, variants, backend, ExperimentError)
@@ -66,7 +64,6 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     refuse_local(exp.source, variants, backend, ExperimentError)
     refuse_link_loss(exp.source, variants, backend, ExperimentError)
     refuse_routing_daemon(exp.source, variants, backend, ExperimentError)
-    refuse_radio_loss(exp.source, variants, backend, ExperimentError)
     if backend != "netns":
         return
     for v in exp.variants:

@@ -85,7 +85,7 @@ def driver(cfg: dict[str, Any], seed: int, loop: EventLoop, nodes: dict[str, Sim
         return None
     medium = build_medium(cfg, seed)
     # loss that stands for radio errors, on virtual time (the nodes' t0 is 0: flows start after settling)
-    attach_radio_loss(medium, cfg, seed, cfg["etx"]["settle_s"], lambda ns: ns / 1e9)
+    attach_radio_loss(medium, cfg, seed, lambda: cfg["etx"]["settle_s"], lambda ns: ns / 1e9)
     return MediumDriver(loop, medium, nodes)
 
 

@@ -195,7 +195,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}
         proc = NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log)
         # loss that stands for radio errors: drawn per attempt here, on the nodes' clock (flows at t0 + settling)
-        attach_radio_loss(medium, cfg, conf["seed"], conf["t0"] + cfg["etx"]["settle_s"], epoch_seconds(proc))
+        attach_radio_loss(medium, cfg, conf["seed"], lambda: conf["t0"] + cfg["etx"]["settle_s"], epoch_seconds(proc))
         serve(proc, medium, log, conf, {"nodes": len(nodes)}, lambda: dict(proc.stats))
         log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
