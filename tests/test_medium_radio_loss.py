@@ -243,16 +243,16 @@ def test_sim_radio_down_interval_follows_the_flow_start(tmp_path: Path) -> None:
 
 def test_local_radio_down_interval_follows_the_nodes_clock(tmp_path: Path) -> None:
     """The local medium process starts before the nodes fix t0; it reads it (medium.t0.json) at its first draw,
-    so A-B down for 0.5 s from 0.3 s after the flow start drops A's frames to B as mac_retry inside that
+    so A-B down for 0.5 s from 0.1 s after the flow start drops A's frames to B as mac_retry inside that
     interval (a generous margin for real time), where collisions alone drop a few elsewhere."""
-    doc = _doc(None, backend="local", loss={"links": {"A-B": {"model": "none", "layer": "radio", "down": [[0.3, 0.8]]}}},
-               flows=[{"sender": "A", "receiver": "D", "segments": 300}], limits={"max_duration_s": 60})
+    doc = _doc(None, backend="local", loss={"links": {"A-B": {"model": "none", "layer": "radio", "down": [[0.1, 0.6]]}}},
+               flows=[{"sender": "A", "receiver": "D", "segments": 2000}], limits={"max_duration_s": 60})
     out = run_experiment(load_experiment(doc, "radiol.yaml"), out=tmp_path, jobs=1, plot=False,
                          progress=lambda s: None, backend="local")
     rep = out / "v/rep0"
     t_flows = json.loads((rep / "medium.t0.json").read_text())["t0"] + 1.0
     times = [e["t"] - t_flows for e in map(json.loads, (rep / "medium.log").read_text().splitlines())
              if e["ev"] == "drop" and e.get("reason") == "mac_retry" and (e["src"], e["dst"]) == ("A", "B")]
-    inside = [t for t in times if 0.3 <= t < 0.8 + 0.25]
+    inside = [t for t in times if 0.1 <= t < 0.6 + 0.25]
     # outside it only collisions drop (A and D are hidden from each other on the diamond): a few at most
     assert len(inside) >= 10 and len(times) - len(inside) <= 2, times
