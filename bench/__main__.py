@@ -3,7 +3,7 @@ import importlib
 import sys
 
 NAMES = ["local_goodput", "soak_local", "sim_speed", "netns_goodput", "netns_iperf3", "handler_cost", "ab",
-         "medium_validate", "medium_capacity", "fuzz_node", "handler_instructions", "netns_link",
+         "medium_validate", "medium_capacity", "medium_distance", "fuzz_node", "handler_instructions", "netns_link",
          "netns_medium_capacity", "relay_instructions", "mesh_scale", "hand_mutants", "soak_faults",
          "trace_closed_loop", "mutation"]
 

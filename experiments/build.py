@@ -18,6 +18,7 @@ from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
 from experiments.medium_spec import positions
+from experiments.radio_loss import is_radio, node_side
 from experiments.records import write_whole
 from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
@@ -281,19 +282,21 @@ def absolute_times(spec: dict[str, Any], t_flows: float) -> dict[str, Any]:
 
 
 def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, Any]:
-    """Node ``name``'s loss model spec, its times moved to absolute time (flows start at ``t_flows``)."""
-    return absolute_times(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"]), t_flows)
+    """Node ``name``'s loss model spec, its times moved to absolute time (flows start at ``t_flows``); none when
+    the spec is radio errors (``layer: radio``: the medium applies it, experiments/radio_loss.py)."""
+    return absolute_times(node_side(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"])), t_flows)
 
 
 def node_link_loss_specs(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, dict[str, Any]]:
     """Previous-hop name -> the loss spec of the link it sends to ``name`` over, for the links that have
     their own (``loss.links``, resolved by the schema into directed ``"X>Y"`` keys), down intervals in
-    absolute time."""
+    absolute time; none for a link whose spec is radio errors (the medium applies it, and it still wins over
+    the node's)."""
     out: dict[str, dict[str, Any]] = {}
     for key, spec in cfg["loss"].get("links", {}).items():
         frm, to = key.split(">")
         if to == name:
-            out[frm] = absolute_times(spec, t_flows)
+            out[frm] = absolute_times(node_side(spec), t_flows)
     return out
 
 
@@ -301,10 +304,10 @@ def refuse_link_loss(source: str, variants: list[tuple[str, dict[str, Any]]], ba
                      error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant with ``loss.links`` on the kernel data plane (netns; pi with
     ``pi.data_plane: kernel``): a link's own loss model needs the previous hop of every packet a node hears,
-    which the NFQUEUE handlers do not know."""
+    which the NFQUEUE handlers do not know (a ``layer: radio`` spec is the medium's, which knows the sender)."""
     for name, cfg in variants:
         kernel = backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel")
-        if kernel and cfg["loss"]["links"]:
+        if kernel and any(not is_radio(s) for s in cfg["loss"]["links"].values()):
             raise error(source, f"variants[{name}].loss.links",
                         "the kernel data plane's handlers apply the node's loss model and do not know which "
                         "neighbour sent a packet, so a loss per link would be ignored; use loss.nodes, or "

@@ -21,6 +21,7 @@ from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
 from experiments.link_spec import LINK_SCHEMA
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
+from experiments.radio_loss import LAYER_FIELD, radio_problems
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
@@ -52,6 +53,7 @@ def loss_spec() -> dict[str, Field]:
                 raise ValueError(f"routing.loss.MODELS[{name!r}] declares setting {key!r} unlike another model")
     spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
                      "where the node hears nothing")
+    spec["layer"] = LAYER_FIELD   # where its losses happen (experiments/radio_loss.py)
     return spec
 
 
@@ -258,12 +260,13 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
     full = fill(src, path, loss_spec(), spec, ExperimentError, found)
     model_ok = not any(e.path == f"{path}.model" for e in found)
     errs.extend(found)
-    allowed = (*LOSS_MODELS[full["model"]].settings, "down")
+    allowed = (*LOSS_MODELS[full["model"]].settings, "down", "layer")
     for key in (spec if model_ok and isinstance(spec, dict) else {}):
         if key != "model" and key not in allowed and key in full:
             errs.append(ExperimentError(src, f"{path}.{key}", f"not a setting of model {full['model']!r}; "
                                         f"expected one of {', '.join(allowed)}"))
-    full = {k: v for k, v in full.items() if k == "model" or k in allowed}
+    # layer: kept only when radio, so that every spec above the MAC resolves as it did before the key existed
+    full = {k: v for k, v in full.items() if k == "model" or (k in allowed and not (k == "layer" and v == "above_mac"))}
     for i, iv in enumerate(full["down"]):
         if not (isinstance(iv, list) and len(iv) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in iv)
                 and 0 <= iv[0] < iv[1]):
@@ -331,6 +334,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
         n_errs = len(errs)
         check_medium(src, cfg, ExperimentError, errs)   # fills topology.links from positions when not listed
         topology_ok = topology_ok and len(errs) == n_errs
+    errs.extend(ExperimentError(src, path, why) for path, why in radio_problems(cfg))
     if topology_ok and all(isinstance(f.get(r), str) and f[r] in nodes for f in flows for r in ("sender", "receiver")):
         check_graph(src, cfg, ExperimentError, errs)   # connected, flows joined, routes sound (issue 13)
 

@@ -60,7 +60,8 @@ Rates (issue 24, item 3; ``Phy.airtime == "txtime"``, IEEE Std 802.11-2020 via r
   without a CTS are not reported (they go at a basic rate);
 * reception: :meth:`Medium.frame_error` is the probability that a data frame no other transmission
   corrupted is lost at its rate: 0 for reception by range (every rate succeeds alike, so Minstrel climbs
-  to the top rate); the hook an error model per rate fills;
+  to the top rate); the hook an error model per rate fills; :attr:`Medium.radio_loss` beside it, a YAML loss
+  model that stands for radio errors (``layer: radio``, experiments/radio_loss.py), drawn per attempt the same way;
 * stats: data attempts and acknowledged ones per rate (``StationStats.rate_attempts``, ``rate_acks``).
 
 Simplifications, stated: a station draws a backoff before every frame (no immediate access after an
@@ -80,7 +81,7 @@ import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from routing.error_model import MODES, Mode
 from routing.minstrel import Chain, FixedRate, Minstrel, fit_retry_limit
@@ -599,6 +600,10 @@ class Medium:
         # the error model's draws (frame_error > 0 only): their own generator, so that range reception
         # draws nothing and keeps every backoff of today's runs
         self._error_rng = random.Random(seed * 1_000_003 + 17)
+        #: loss that stands for radio errors (``layer: radio``, experiments/radio_loss.py):
+        #: ``radio_loss(src, dst, now_ns, packet_bytes)`` True loses that data attempt, as a frame error
+        #: (retried up to the retry limit); None: none (nothing drawn)
+        self.radio_loss: Callable[[str, str, int, int], bool] | None = None
         self.phy = phy
         self.topo = topology
         self.queue_packets = queue_packets
@@ -679,9 +684,13 @@ class Medium:
         return 0.0
 
     def _lost_to_error(self, tx: _Tx) -> bool:
+        """Is the data attempt ``tx``, which no other transmission corrupted, lost to a frame error: the error
+        model's (:meth:`frame_error`) or a loss model's that stands for radio errors (:attr:`radio_loss`)?
+        Both are drawn, so that neither's stream depends on the other."""
         f = tx.frame
+        radio = self.radio_loss is not None and self.radio_loss(tx.src, tx.dst, tx.end, f.nbytes)
         p = self.frame_error(tx.src, tx.dst, f.rate, f.nbytes + MAC_OVERHEAD_BYTES)
-        return p > 0 and self._error_rng.random() < p
+        return (p > 0 and self._error_rng.random() < p) or radio
 
     def _choose_rate(self, frame: Frame, now: int) -> None:
         """airtime txtime: the rate of the attempt about to start.  A unicast frame asks its link's controller

@@ -122,6 +122,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                                                                deadline, time.time() + MEDIUM_START_S)
             # the nodes' clock starts once the medium is up: a slow start on a loaded machine costs no settling
             t0 = time.time() + START_MARGIN_S
+            medium_process.write_t0(rep_dir, t0)   # its radio losses follow the nodes' clock (experiments/radio_loss.py)
         deadline = t0 + settle + max_dur + 30.0
         neighbours: dict[str, list[str]] = {n: [] for n in names}
         for a, b in directed_links(cfg):

@@ -54,6 +54,13 @@ def log_mac_stats(log: EventLog, medium: Medium, now: float, elapsed_s: float) -
         log.emit(now, "mac", station=name, elapsed_s=elapsed_s, **asdict(st.stats))
 
 
+def epoch_seconds(proc: Daemon) -> Callable[[int], float]:
+    """The daemon's medium time (ns since it started: ``proc.now_ns()``) as wall-clock seconds, the nodes'
+    clock (their loss specs' times are on it: experiments/radio_loss.py)."""
+    base = time.time() - proc.now_ns() / 1e9
+    return lambda ns: base + ns / 1e9
+
+
 def serve(proc: Daemon, medium: Medium, log: EventLog, conf: dict[str, Any], started: dict[str, Any],
           stopped: Callable[[], dict[str, Any]]) -> None:
     """A medium daemon's life once ``proc`` is built: SIGTERM/SIGINT and the parent's end stop it,

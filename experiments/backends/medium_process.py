@@ -29,14 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.loopback import MEDIUM_FD_MARGIN, directed_links, local_problem, pair_address
-from experiments.backends.medium_daemon import config_main, serve
+from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
 from experiments.medium_spec import build_medium
+from experiments.radio_loss import attach as attach_radio_loss
 from experiments.records import write_whole
 from routing.eventlog import EventLog, fail_process, write_failure
 from routing.medium import Delivered, Frame, Medium, Output
 from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, PROBE
 
 PTYPE_OFFSET = 2        # routing.wire: magic, version, ptype, ...
+T0_FILE = "medium.t0.json"   # the nodes' t0, written by the runner once the process is ready (write_t0)
 MAX_SLEEP_S = 0.2
 
 
@@ -149,6 +151,7 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
     plan = [{"src": a, "dst": b, "ip": pair_address(i), "port": port} for i, (a, b) in enumerate(directed_links(cfg))]
     ready = rep_dir / "medium.ready"
     conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
+            "t0_file": str(rep_dir / T0_FILE),
             "deadline": deadline, "pairs": plan, "nodes": {n: list(a) for n, a in udp.items()}}
     cpath = rep_dir / "medium.node.json"
     write_whole(cpath, json.dumps(conf))
@@ -185,6 +188,16 @@ def _raise_open_files(need: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
 
 
+def flow_start(t0_file: Path, cfg: dict[str, Any]) -> float:
+    """When the nodes' flows start (their t0 + settling), from the file the runner writes once t0 is fixed."""
+    return float(json.loads(t0_file.read_text())["t0"]) + cfg["etx"]["settle_s"]
+
+
+def write_t0(rep_dir: Path, t0: float) -> None:
+    """The nodes' t0 for the medium process (:func:`flow_start`), written whole before any node starts."""
+    write_whole(rep_dir / T0_FILE, json.dumps({"t0": t0}))
+
+
 def run_medium(conf: dict[str, Any]) -> int:
     log = EventLog(Path(conf["log"]), "medium", batch=True)
     code = 0
@@ -194,6 +207,9 @@ def run_medium(conf: dict[str, Any]) -> int:
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
         _raise_open_files(len(pairs) + MEDIUM_FD_MARGIN)
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
+        # loss that stands for radio errors, on the nodes' clock: their t0 is fixed once this process is ready, and
+        # the runner writes it (t0_file) before any node starts, so it is there by the first frame
+        attach_radio_loss(medium, cfg, conf["seed"], lambda: flow_start(Path(conf["t0_file"]), cfg), epoch_seconds(proc))
         try:
             serve(proc, medium, log, conf, {"pairs": len(pairs)},
                   lambda: {"frames_in": proc.frames_in, "frames_out": proc.frames_out, "send_errors": proc.send_errors})

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any, Callable, Protocol
 
 from experiments.medium_spec import build_medium
+from experiments.radio_loss import attach as attach_radio_loss
 from routing.medium import Delivered, Frame, Medium, Output
 from routing.wire import PROBE, Packet, wire_size
 
@@ -82,7 +83,10 @@ def driver(cfg: dict[str, Any], seed: int, loop: EventLoop, nodes: dict[str, Sim
     """The medium of ``cfg`` driven on ``loop``; None when ``medium.model`` is none."""
     if cfg["medium"]["model"] == "none":
         return None
-    return MediumDriver(loop, build_medium(cfg, seed), nodes)
+    medium = build_medium(cfg, seed)
+    # loss that stands for radio errors, on virtual time (the nodes' t0 is 0: flows start after settling)
+    attach_radio_loss(medium, cfg, seed, lambda: cfg["etx"]["settle_s"], lambda ns: ns / 1e9)
+    return MediumDriver(loop, medium, nodes)
 
 
 class MediumPort:

@@ -28,6 +28,7 @@ from experiments.backends.netns.sh import IPTABLES, IPTABLES_RESTORE, NetnsError
 from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.build import route_hop_problems, route_tables
 from experiments.link_spec import netns_link
+from experiments.radio_loss import node_side
 from routing.ipv4 import OPTION_LEN
 from routing.link_shaper import SHAPER_QUEUE
 from routing.linkem import LinkParams
@@ -129,7 +130,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
     handler_loss: set[str] = set()
     perfect = cfg["snoop"]["policy"] == "perfect"
     for n in names:
-        spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
+        spec = node_side(cfg["loss"]["nodes"].get(n, cfg["loss"]["default"]))   # layer radio: the medium's
         plain = spec["model"] in ("none", "bernoulli") and not spec.get("down")   # down intervals: handler only
         # A node whose handler must see what it hears anyway (a forwarder; a perfect-snoop sender, whose
         # layer answers dupacks) applies its loss model there; so does one whose model the statistic
@@ -144,7 +145,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
             loss_rates[n] = float(spec["rate"])
     babel_loss = {}
     for n in names:
-        spec = cfg["loss"]["nodes"].get(n, cfg["loss"]["default"])
+        spec = node_side(cfg["loss"]["nodes"].get(n, cfg["loss"]["default"]))
         if spec["model"] == "bernoulli" and spec["rate"] > 0:
             babel_loss[n] = float(spec["rate"])
     adaptive = cfg["snoop"].get("sender_qos", "fixed") == "adaptive"

@@ -220,7 +220,7 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
     a daemon that failed early did not delete is deleted here once all are up or one failed."""
     nx = cfg["netns"]
     if plan.medium:
-        conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"),
+        conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "t0": t0,
                 "ready_file": str(rep_dir / "medium.ready"), "deadline": deadline, "queue": SHAPER_QUEUE,
                 "max_len": nx["queue_maxlen"], "probe_port": PROBE_PORT, "realtime": nx["realtime"],
                 "nodes": {n: {"ns": plan.ns(n), "devs": {dev: nbr for nbr, dev in plan.devs[n].items()}}
