@@ -281,11 +281,13 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     nodes = cfg["topology"]["nodes"] or []
     topology_ok = nodes_ok and len(errs) == n_errs
     cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"], errs)
-    for n, spec in list(cfg["loss"]["nodes"].items()):
+    node_losses = {}    # a new mapping: loss.nodes is the YAML's own dict, which each variant's check reads again
+    for n, spec in cfg["loss"]["nodes"].items():
         if nodes_ok and n not in nodes:
             errs.append(ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
             continue
-        cfg["loss"]["nodes"][n] = _check_override_loss(src, f"loss.nodes.{n}", spec, cfg["loss"]["default"], errs)
+        node_losses[n] = _check_override_loss(src, f"loss.nodes.{n}", spec, cfg["loss"]["default"], errs)
+    cfg["loss"]["nodes"] = node_losses
     cfg["loss"]["links"] = _check_link_losses(src, cfg, nodes if nodes_ok else [], errs)
     if not cfg["flows"]:
         errs.append(ExperimentError(src, "flows", "expected at least one flow"))
@@ -370,6 +372,12 @@ def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Er
                                         f"({', '.join(nodes)}), got {key!r}"))
             continue
         a, b, one_way = ends
+        if _replays_own_link(spec, cfg["loss"]["default"]):
+            # a trace without `link` under loss.links: each direction replays its own recording (issue 25)
+            for u, v in ((a, b),) if one_way else ((a, b), (b, a)):
+                (directed if one_way else out)[f"{u}>{v}"] = _check_override_loss(
+                    src, path, dict(spec, link=f"{u}>{v}"), cfg["loss"]["default"], errs)
+            continue
         full = _check_override_loss(src, path, spec, cfg["loss"]["default"], errs)
         if one_way:
             directed[f"{a}>{b}"] = full
@@ -377,6 +385,13 @@ def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Er
             out[f"{a}>{b}"] = out[f"{b}>{a}"] = full
     out.update(directed)
     return out
+
+
+def _replays_own_link(spec: Any, default: dict[str, Any]) -> bool:
+    """A ``loss.links`` spec of model ``trace`` that names no recorded link, nor inherits one from the default."""
+    if not isinstance(spec, dict) or "link" in spec or spec.get("model", default.get("model")) != "trace":
+        return False
+    return default.get("model") != "trace" or "link" not in default
 
 
 def _link_key(key: str, nodes: list[str]) -> tuple[str, str, bool] | None:
