@@ -19,7 +19,7 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
-from experiments.link_spec import LINK_SCHEMA
+from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
                        raise_all, unknown_field)
@@ -305,6 +305,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
         errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
     _check_routing(src, cfg, errs)
+    check_mahimahi(src, cfg, ExperimentError, errs)
     _check_scheme(src, cfg["snoop"], errs)
     if nodes_ok:
         n_errs = len(errs)

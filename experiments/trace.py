@@ -18,15 +18,19 @@ what the drivers said (routing/station.py): ``signal_dbm`` (B hearing A), ``tx_b
 
 Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
 RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/trace_loss.py) replays
-a link of it.
+a link of it; ``aspan trace export-mahimahi`` writes a link of it as a Mahimahi mm-link trace
+(:func:`mahimahi_opportunities`).
 """
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from routing import mahimahi, trace_loss
 
 from plots.logs import aligned_times, iter_reps, load_rep
 from plots.routing import flows_start
@@ -114,6 +118,25 @@ def extract(run_dir: Path, variant: str | None = None, repetition: int | None = 
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(parts, ignore_index=True)
+
+
+def mahimahi_opportunities(rows: list[dict[str, Any]], link: str, run: str | None, rate_mbps: float,
+                           source: str = "trace") -> list[int]:
+    """Link ``link`` of a trace as a Mahimahi mm-link trace: its delivery opportunities in ms from the recorded
+    flows' start to the end of its last interval, for a link of nominal ``rate_mbps`` (routing/mahimahi.py,
+    "Export"; the delivery at each moment as the loss model ``trace`` replays it).  TraceError naming what
+    is missing; ValueError when the link delivered nothing at all."""
+    series = trace_loss.link_series(rows, link, run, source)
+    replay = trace_loss.TraceLoss(series, at=0.0, offset_s=0.0, loop=False, rng=random.Random(0))
+    t_last, _d, dt_last = series[-1]
+    end_s = t_last + (dt_last if dt_last > 0 else 1.0)
+    if not end_s > 0:
+        raise trace_loss.TraceError("link", f"{source}: link {link!r} has no interval after the flows' start")
+    ms = mahimahi.opportunities(lambda t: 1.0 - replay.rate(t), end_s, rate_mbps)
+    if not ms or ms[-1] <= 0:
+        raise ValueError(f"{source}: link {link!r} delivered too little at {rate_mbps} Mbit/s for a delivery "
+                         "opportunity after 0 ms (Mahimahi needs one)")
+    return ms
 
 
 def write(df: pd.DataFrame, path: Path) -> None:
