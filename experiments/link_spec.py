@@ -16,11 +16,10 @@ The link rule itself (serialisation, delay, drop-tail) is routing.linkem, shared
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from routing import mahimahi
-from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range
+from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, in_range
 from routing.linkem import LinkParams, LinkQueue
 
 F = Field
@@ -61,10 +60,9 @@ def check_mahimahi(src: str, cfg: dict[str, Any], error: type[ConfigError], errs
     link = cfg["link"]
     if link.get("mahimahi") is None:
         return
-    path = (Path(src).parent / Path(link["mahimahi"]).expanduser()).resolve()
-    link["mahimahi"] = str(path)
+    link["mahimahi"] = beside_source(src, link["mahimahi"])
     try:
-        mahimahi.parse(path)
+        mahimahi.parse(link["mahimahi"])
     except mahimahi.MahimahiError as e:
         errs.append(error(src, "link.mahimahi", str(e)))
     if link.get("rate_mbps") is not None:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import copy
 import math
 import random
-from pathlib import Path
 from typing import Any
 
 from experiments.link_spec import explicit as explicit_link
 from routing import signal_trace
-from routing.fieldspec import INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of
+from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of, one_of
 from routing.graph import MeshGraph
 from routing.error_model import ErrorModelError, mode_for_rate
 from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology, default_airtime,
@@ -344,7 +343,7 @@ def _check_signal_trace(src: str, cfg: dict[str, Any], error: type[ConfigError],
     errs.extend(found)
     if found:
         return
-    st["file"] = str((Path(src).parent / Path(st["file"]).expanduser()).resolve())
+    st["file"] = beside_source(src, st["file"])
     m["signal_trace"] = st
     for key, why in signal_trace.check(st, directed_links(cfg)):
         errs.append(error(src, f"medium.signal_trace.{key}", why))

@@ -21,8 +21,8 @@ from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
 from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
-from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
-                       raise_all, unknown_field)
+from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of,
+                               one_of, one_of_int, raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
 from routing.graph import METRICS
 from experiments.topology_spec import check_graph, check_nodes_links
@@ -251,7 +251,7 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
         if not isinstance(full.get("file"), str):
             errs.append(ExperimentError(src, f"{path}.file", f"model {full['model']!r} needs a file"))
         else:   # relative to the experiment file's directory; absolute, so the nodes read it wherever they run
-            full["file"] = str((Path(src).parent / Path(full["file"]).expanduser()).resolve())
+            full["file"] = beside_source(src, full["file"])
     if kind is not None and kind.check is not None and not any(e.path.startswith(f"{path}.") for e in found):
         if all(isinstance(full.get(k), str) for k in ("file", "link")) or "file" not in kind.settings:
             for key, why in kind.check(full):

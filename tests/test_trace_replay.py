@@ -146,3 +146,45 @@ def test_a_trace_link_missing_from_the_topology_is_refused_before_the_run(tmp_pa
     # the same spec naming a link the diamond has is accepted
     spec["link"] = "C>D"
     load_experiment(doc("sim", loss), str(tmp_path / "t.yaml"))
+
+
+@pytest.mark.root
+def test_closed_loop_recorded_on_netns_replayed_on_the_sim(netns: Path) -> None:
+    """Issue 25, item 3, once (bench/trace_netns_loop.py does it over 20 repetitions and on local too):
+    kernel TCP on netns under the scripted fade and burst at B, extracted, replayed on the sim, every
+    directed link its own recording.  Binned by 2 s (about 40 probes a bin on the two links into B), the
+    replay's links lose what the recorded ones lost (mean absolute difference under 0.05, none over 0.15);
+    the goodput within 50 % (measured: 5-13 % over two repetitions; the sim's TCP is not the kernel's)."""
+    from bench.trace_netns_loop import LINKS, doc as loop_doc, goodputs, script_trace
+    script = netns / "script.csv"
+    script_trace(script, 0.08)
+    fade = {"model": "trace", "file": str(script), "link": "A>B", "down": [[4.0, 4.3]]}
+    exp = netns / "loop.yaml"
+    exp.write_text(yaml.safe_dump(loop_doc("netns", {"default": {"model": "none"}, "nodes": {"B": fade}}, 1, 1, 8000)))
+    p = start_run(exp, netns / "rec", "--no-plot")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    [rec_dir] = list((netns / "rec" / "loop-netns").iterdir())
+    recorded = extract(rec_dir)
+    trace = netns / "recorded.parquet"
+    write(recorded, trace)
+    links = {k: {"model": "trace", "file": str(trace)} for k in LINKS}
+    d = loop_doc("sim", {"default": {"model": "none"}, "links": links}, 100, 1, 8000)
+    rep_dir = run_experiment(load_experiment(d, str(netns / "loop.yaml")), out=netns / "sim", plot=False,
+                             progress=lambda s: None)
+    replayed = extract(rep_dir)
+
+    def binned(t: pd.DataFrame) -> pd.Series:
+        t = t[t["link"].isin(["A>B", "C>B"]) & (t["t_s"] >= 0) & (t["t_s"] < 10)].copy()
+        t["bin"] = (t["t_s"] // 2).astype(int)
+        g = t.groupby("bin")[["sent", "heard"]].sum()
+        return 1 - g["heard"] / g["sent"]
+
+    rec, rep = binned(recorded), binned(replayed)
+    common = rec.index.intersection(rep.index)
+    assert len(common) >= 4
+    diff = (rec[common] - rep[common]).abs()
+    assert diff.mean() < 0.05 and diff.max() < 0.15, pd.DataFrame({"recorded": rec, "replayed": rep})
+    assert rec.max() > 0.04                     # the script reached the links (the fade, the burst)
+    g_rec, g_rep = goodputs(rec_dir)[0], goodputs(rep_dir)[0]
+    assert g_rep == pytest.approx(g_rec, rel=0.5), (g_rec, g_rep)
