@@ -69,14 +69,19 @@ def check_mahimahi(src: str, cfg: dict[str, Any], error: type[ConfigError], errs
         errs.append(error(src, "link.rate_mbps", "a Mahimahi trace is the link's rate (link.mahimahi); set one of them"))
 
 
-def link_queue(cfg: dict[str, Any], params: LinkParams, t_flows: float, schedule: list[int] | None = None
+def link_schedule(cfg: dict[str, Any]) -> mahimahi.Schedule | None:
+    """``link.mahimahi``'s opportunities, read once per process (None without)."""
+    path = cfg["link"].get("mahimahi")
+    return None if path is None else mahimahi.Schedule.read(path)
+
+
+def link_queue(params: LinkParams, t_flows: float, schedule: mahimahi.Schedule | None
                ) -> LinkQueue | mahimahi.OpportunityQueue:
-    """A fresh queue for one link direction: routing.linkem's rule with ``params``, or with ``link.mahimahi``
-    the trace's opportunities (``schedule``: the parsed file, read once per process) from ``t_flows`` on."""
-    if cfg["link"].get("mahimahi") is None:
+    """A fresh queue for one link direction: routing.linkem's rule with ``params``, or with a Mahimahi
+    ``schedule`` (:func:`link_schedule`) its opportunities from ``t_flows`` on, ``params``' delay and queue."""
+    if schedule is None:
         return LinkQueue(params)
-    ms = schedule if schedule is not None else mahimahi.parse(cfg["link"]["mahimahi"])
-    return mahimahi.OpportunityQueue(ms, t_flows, params.delay_s, params.queue_packets)
+    return mahimahi.OpportunityQueue(schedule, t_flows, params.delay_s, params.queue_packets)
 
 
 def sim_link(cfg: dict[str, Any]) -> LinkParams:

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 PACKET_SIZE = 1504          # bytes one delivery opportunity carries (mahimahi link_queue.hh: PACKET_SIZE)
-MAX_LINES = 10_000_000      # a bound on what a trace file may make a node hold (8 bytes a line)
+MAX_LINES = 2_000_000       # a bound on what a trace file may make a process hold (about 50 bytes a line
+                            # while parsed, 32 after: 33 minutes of a 12 Mbit/s link)
 
 
 class MahimahiError(ValueError):
@@ -87,6 +88,21 @@ def opportunities(delivery_at: Callable[[float], float], end_s: float, rate_mbps
     return out
 
 
+class Schedule:
+    """A parsed trace's opportunities in seconds and its period, read once per process and shared by every
+    link direction it serves (a trace may hold MAX_LINES opportunities)."""
+
+    def __init__(self, ms: list[int]) -> None:
+        if not ms or ms[-1] <= 0:
+            raise ValueError("an opportunity schedule needs a last opportunity after 0 ms")
+        self.times = [t / 1000.0 for t in ms]
+        self.period = ms[-1] / 1000.0
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Schedule":
+        return cls(parse(path))
+
+
 class OpportunityQueue:
     """One link direction served by a Mahimahi schedule: the interface of routing.linkem.LinkQueue.
 
@@ -95,11 +111,9 @@ class OpportunityQueue:
     packet ended (an opportunity and the bytes left in it) and the end times of the packets still queued
     (at most ``queue_packets``)."""
 
-    def __init__(self, ms: list[int], origin: float, delay_s: float, queue_packets: int) -> None:
-        if not ms or ms[-1] <= 0:
-            raise ValueError("an opportunity schedule needs a last opportunity after 0 ms")
-        self.times = [t / 1000.0 for t in ms]
-        self.period = ms[-1] / 1000.0
+    def __init__(self, schedule: Schedule, origin: float, delay_s: float, queue_packets: int) -> None:
+        self.times = schedule.times
+        self.period = schedule.period
         self.origin = origin
         self.delay_s = delay_s
         self.queue_packets = queue_packets

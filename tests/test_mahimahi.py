@@ -18,7 +18,7 @@ from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from experiments.trace import COLUMNS, write
 from routing import mahimahi
-from routing.mahimahi import PACKET_SIZE, OpportunityQueue
+from routing.mahimahi import PACKET_SIZE, OpportunityQueue, Schedule
 from test_linkem import FakePacket
 from test_netns_backend import netns  # noqa: F401  (the fixture: skips without root, checks nothing is left)
 
@@ -70,7 +70,7 @@ def test_parse_names_the_line_that_is_not_a_trace(tmp_path: Path) -> None:
 
 
 def test_an_opportunity_carries_1504_bytes_of_the_queue_and_an_idle_one_is_wasted() -> None:
-    q = OpportunityQueue([10, 20, 20, 30], origin=100.0, delay_s=0.005, queue_packets=3)
+    q = OpportunityQueue(Schedule([10, 20, 20, 30]), origin=100.0, delay_s=0.005, queue_packets=3)
     assert q.admit(100.0, 752) == pytest.approx(100.015)          # the first opportunity: 10 ms after the origin
     assert q.admit(100.001, 752) == pytest.approx(100.015)        # the rest of the same opportunity
     assert q.admit(100.002, 2000) == pytest.approx(100.025)       # 1504 at 20 ms, 496 in the second one at 20 ms
@@ -79,7 +79,7 @@ def test_an_opportunity_carries_1504_bytes_of_the_queue_and_an_idle_one_is_waste
     assert q.admit(100.022, 100) == pytest.approx(100.035)        # 30 ms
     assert q.admit(100.031, 100) == pytest.approx(100.045)        # idle at 31 ms: the period is 30 ms, 40 ms is 10 ms
     assert q.admit(100.050, 100) == pytest.approx(100.055)        # idle: 40 ms's leftover is gone; 50 ms is 20 ms
-    early = OpportunityQueue([10, 20, 20, 30], origin=100.0, delay_s=0.0, queue_packets=3)
+    early = OpportunityQueue(Schedule([10, 20, 20, 30]), origin=100.0, delay_s=0.0, queue_packets=3)
     assert early.admit(99.975, 100) == pytest.approx(99.98)       # before the origin the trace loops too (-20 ms)
 
 
@@ -87,7 +87,7 @@ def test_a_saturated_queue_carries_the_traces_rate_second_by_second() -> None:
     """Virtual time: 1500-byte packets offered at 20 Mbit/s into a trace of 12 Mbit/s for a second, then
     3 Mbit/s: what leaves each second is the trace's opportunities x 1504 bytes, within one packet."""
     ms = list(range(1000)) + [1000 + 4 * i for i in range(250)]
-    q = OpportunityQueue(ms + [2000], origin=0.0, delay_s=0.0, queue_packets=10_000)
+    q = OpportunityQueue(Schedule(ms + [2000]), origin=0.0, delay_s=0.0, queue_packets=10_000)
     out = [q.admit(i * 0.0006, 1500) for i in range(int(2 / 0.0006))]
     done = [t for t in out if t is not None]
     for s, opp in ((0, 1000), (1, 251)):
@@ -98,7 +98,7 @@ def test_a_saturated_queue_carries_the_traces_rate_second_by_second() -> None:
 def test_the_shaper_holds_each_verdict_until_its_opportunity() -> None:
     from routing.link_shaper import LinkShaper
     t = [0.0]
-    q = OpportunityQueue([5, 10], origin=0.0, delay_s=0.001, queue_packets=5)
+    q = OpportunityQueue(Schedule([5, 10]), origin=0.0, delay_s=0.001, queue_packets=5)
     sh = LinkShaper.without_queue({3: ("A->B", q)}, lambda *a, **f: None, 100, lambda: t[0])
     pkts = [FakePacket(3, 1500), FakePacket(3, 1500)]
     for p in pkts:

@@ -24,7 +24,7 @@ from experiments.backends.netns.babel import BabelWatch
 from experiments.backends.node_main import read_key
 from experiments.build import (babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
                                route_tables)
-from experiments.link_spec import link_queue
+from experiments.link_spec import link_queue, link_schedule
 from routing.auth import MeshAuth
 from routing.capture import KernelTap
 from routing.eventlog import EventLog, fail_process
@@ -32,9 +32,9 @@ from routing.flowlog import exact_totals
 from routing.kernel import KernelForwarder
 from routing.kernel_routes import KernelRoutes
 from routing.linkstate import RouteChange, apply_changes, log_changes
-from routing import mahimahi
 from routing.link_shaper import LatenessBoard, LinkShaper
-from routing.linkem import LinkParams
+from routing.linkem import LinkParams, LinkQueue
+from routing.mahimahi import OpportunityQueue
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
 from routing.routes import RouteTable
@@ -90,13 +90,12 @@ def link_shaper(cfg: dict[str, Any], link: dict[str, Any], name: str, log: Event
     and the link's rate, delay and queue, or with ``link.mahimahi`` the trace's opportunities from the flows'
     start ``t_flows``; routing.link_shaper holds the verdicts).  ``link["board_fd"]``:
     the run's LatenessBoard, inherited from the runner (absent: every hop counts from the kernel's stamp)."""
-    links: dict[int, tuple[str, LinkParams | Any]] = {}
-    schedule = mahimahi.parse(cfg["link"]["mahimahi"]) if cfg["link"].get("mahimahi") else None
+    links: dict[int, tuple[str, LinkParams | LinkQueue | OpportunityQueue]] = {}
+    schedule = link_schedule(cfg)
     for dev, d in link["in"].items():
         rate = math.inf if d["rate_bps"] is None else float(d["rate_bps"])
         params = LinkParams(rate, d["delay_s"], d["queue_packets"])
-        links[socket.if_nametoindex(dev)] = (f"{d['from']}->{name}",
-                                             params if schedule is None else link_queue(cfg, params, t_flows, schedule))
+        links[socket.if_nametoindex(dev)] = (f"{d['from']}->{name}", link_queue(params, t_flows, schedule))
     board = LatenessBoard.from_fd(link["board_fd"]) if link.get("board_fd") is not None else None
     return LinkShaper(link["queue"], links, log.emit, max_len=max_len, board=board)
 
