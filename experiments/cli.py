@@ -147,6 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
     te.add_argument("--variant", default=None, help="only this variant")
     te.add_argument("--repetition", type=int, default=None, help="only this repetition")
     te.set_defaults(func=_cmd_trace_extract)
+    tm = tsub.add_parser("export-mahimahi", help="one directed link as a Mahimahi mm-link trace: a line per "
+                         "delivery opportunity (ms), nominal rate x recorded delivery (routing/mahimahi.py)")
+    tm.add_argument("source", metavar="RUN_DIR|TRACE", help="a run directory, or a trace (.parquet/.csv) "
+                    "aspan trace extract wrote")
+    tm.add_argument("--link", required=True, help="the directed link, \"A>B\"")
+    tm.add_argument("--run", default=None, help="<variant>/rep<k>, when the source holds more than one")
+    tm.add_argument("--rate-mbps", type=float, default=10.0,
+                    help="the link's nominal rate, what it carries at 100 %% delivery (default 10: the sim's links)")
+    tm.add_argument("-o", "--out", required=True, metavar="FILE", help="the Mahimahi trace to write")
+    tm.set_defaults(func=_cmd_trace_mahimahi)
 
     from experiments.deploy_cli import add_deploy_parser
     add_deploy_parser(sub)
@@ -169,6 +179,26 @@ def _cmd_trace_extract(args: argparse.Namespace) -> int:
     write(df, out)
     print(f"{out}: {len(df)} intervals of {df['link'].nunique()} directed links, "
           f"{df.groupby(['variant', 'repetition']).ngroups} repetition(s)")
+    return 0
+
+
+def _cmd_trace_mahimahi(args: argparse.Namespace) -> int:
+    """``aspan trace export-mahimahi``: exit 2 when the source, run or link cannot be exported (named)."""
+    from experiments.trace import extract, mahimahi_opportunities
+    from routing import mahimahi
+    from routing.trace_loss import TraceError, read_rows
+    src = Path(args.source)
+    if not args.rate_mbps > 0:
+        raise ValueError(f"--rate-mbps must be > 0, got {args.rate_mbps}")
+    try:
+        rows = extract(src).to_dict("records") if src.is_dir() else read_rows(src)
+        ms = mahimahi_opportunities(rows, args.link, args.run, args.rate_mbps, str(src))
+    except TraceError as e:
+        print(f"aspan: error: --{e.key if e.key != 'file' else 'source'}: {e}", file=sys.stderr)
+        return 2
+    n = mahimahi.write(args.out, ms)
+    print(f"{args.out}: {n} delivery opportunities over {ms[-1] / 1000:.1f} s "
+          f"({n * mahimahi.PACKET_SIZE * 8 / ms[-1] / 1000:.2f} Mbit/s on average) of {args.link}")
     return 0
 
 

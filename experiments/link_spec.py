@@ -7,7 +7,9 @@ Every field defaults to null, meaning "the backend's own links":
 * netns: plain veths (no rate limit, no delay); whatever is set explicitly is emulated by the node
   daemons holding each packet's NFQUEUE verdict (routing/link_shaper.py, docs/NETNS.md);
 * local and pi cannot emulate a link, so an explicit field is refused before the run starts
-  (:data:`LINK_REFUSED`), never ignored.
+  (:data:`LINK_REFUSED`), never ignored;
+* ``mahimahi``: a Mahimahi trace's delivery opportunities serve each link direction instead of a rate
+  (routing/mahimahi.py), on sim and netns.
 
 The link rule itself (serialisation, delay, drop-tail) is routing.linkem, shared by sim and netns.
 """
@@ -16,8 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from routing.fieldspec import INT, NUM, ConfigError, Field, in_range
-from routing.linkem import LinkParams
+from routing import mahimahi
+from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, in_range
+from routing.linkem import LinkParams, LinkQueue
 
 F = Field
 
@@ -27,6 +30,9 @@ LINK_SCHEMA: dict[str, Field] = {
     "delay_ms": F(NUM, None, in_range(0), "one-way propagation delay (null: the backend's own; sim 2, netns 0)"),
     "queue_packets": F(INT, None, in_range(1), "drop-tail queue per link direction, packets waiting or being "
                                                "serialised (null: the backend's own; sim and netns 50)"),
+    "mahimahi": F(STR, None, None, "a Mahimahi mm-link trace (one line per delivery opportunity, ms; relative to "
+                                   "the experiment file) serving every link direction instead of rate_mbps; ms 0 "
+                                   "is the flows' start (routing/mahimahi.py)"),
 }
 
 #: The sim's own links (and the default queue of an emulated netns link): the values the schema had
@@ -47,9 +53,40 @@ def explicit(cfg: dict[str, Any]) -> list[str]:
     return [k for k in LINK_SCHEMA if cfg["link"].get(k) is not None]
 
 
+def check_mahimahi(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """``link.mahimahi``: made absolute (from the experiment file's directory, so that every node daemon reads
+    it wherever it runs) and read once here, so that a file that is not a trace is reported before the run;
+    not with ``link.rate_mbps`` (two rates for one link)."""
+    link = cfg["link"]
+    if link.get("mahimahi") is None:
+        return
+    link["mahimahi"] = beside_source(src, link["mahimahi"])
+    try:
+        mahimahi.parse(link["mahimahi"])
+    except mahimahi.MahimahiError as e:
+        errs.append(error(src, "link.mahimahi", str(e)))
+    if link.get("rate_mbps") is not None:
+        errs.append(error(src, "link.rate_mbps", "a Mahimahi trace is the link's rate (link.mahimahi); set one of them"))
+
+
+def link_schedule(cfg: dict[str, Any]) -> mahimahi.Schedule | None:
+    """``link.mahimahi``'s opportunities, read once per process (None without)."""
+    path = cfg["link"].get("mahimahi")
+    return None if path is None else mahimahi.Schedule.read(path)
+
+
+def link_queue(params: LinkParams, t_flows: float, schedule: mahimahi.Schedule | None
+               ) -> LinkQueue | mahimahi.OpportunityQueue:
+    """A fresh queue for one link direction: routing.linkem's rule with ``params``, or with a Mahimahi
+    ``schedule`` (:func:`link_schedule`) its opportunities from ``t_flows`` on, ``params``' delay and queue."""
+    if schedule is None:
+        return LinkQueue(params)
+    return mahimahi.OpportunityQueue(schedule, t_flows, params.delay_s, params.queue_packets)
+
+
 def sim_link(cfg: dict[str, Any]) -> LinkParams:
     """The sim's link: each null field resolved to :data:`SIM_LINK`."""
-    v = {k: (cfg["link"][k] if cfg["link"].get(k) is not None else SIM_LINK[k]) for k in LINK_SCHEMA}
+    v = {k: (cfg["link"][k] if cfg["link"].get(k) is not None else SIM_LINK[k]) for k in SIM_LINK}
     return LinkParams(v["rate_mbps"] * 1e6, v["delay_ms"] / 1000.0, int(v["queue_packets"]))
 
 

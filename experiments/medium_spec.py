@@ -12,7 +12,8 @@ import random
 from typing import Any
 
 from experiments.link_spec import explicit as explicit_link
-from routing.fieldspec import INT, NUM, STR, ConfigError, Field, in_range, member_of, one_of
+from routing import signal_trace
+from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of, one_of
 from routing.graph import MeshGraph
 from routing.error_model import ErrorModelError, mode_for_rate
 from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology, default_airtime,
@@ -35,6 +36,17 @@ SINR_DEFAULTS: dict[str, Any] = {
     "rx_sensitivity_dbm": -82.0,   # 802.11-2016 17.3.10.6's 6 Mbit/s minimum; ns-3's preamble detection's MinimumRssi
     "cs_threshold_dbm": -82.0,                                   # IEEE 802.11-2016 17.3.10.6
     "signal_dbm": {},
+    "signal_trace": None,          # no recorded signals: the fixed ones above
+}
+
+#: ``medium.signal_trace``'s keys (routing/signal_trace.py), as the loss model ``trace`` has them
+SIGNAL_TRACE_SCHEMA: dict[str, Field] = {
+    "file": Field(STR, None, None, "a link trace with signal_dbm (aspan trace extract of a pi run), relative to "
+                                   "the experiment file's directory"),
+    "run": Field((str, type(None)), None, None, "<variant>/rep<k> of the trace, when it holds more than one"),
+    "at_s": Field(NUM, 0.0, None, "when the trace's offset_s is played (relative to the flow start)"),
+    "offset_s": Field(NUM, 0.0, None, "the trace time played at at_s"),
+    "loop": Field((bool,), False, None, "start the trace again after its last interval (else hold the last)"),
 }
 
 # Why a backend cannot run ``model: dcf`` (refused before the run starts, never ignored).  The sim
@@ -46,9 +58,18 @@ MEDIUM_REFUSED = {
 }
 
 
+#: Why a backend other than the sim cannot replay ``medium.signal_trace``.
+SIGNAL_TRACE_REFUSED = ("the medium process's clock starts with the process, not at the flows' start the trace is "
+                        "aligned to, so the replay would be shifted by the start-up; run it with --backend sim")
+
+
 def refuse_medium(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
                   error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant whose medium ``backend`` cannot emulate."""
+    for name, cfg in variants:
+        if backend != "sim" and cfg["medium"]["model"] != "none" and cfg["medium"].get("signal_trace") is not None:
+            raise error(source, f"variants[{name}].medium.signal_trace",
+                        f"cannot run on backend {backend}: {SIGNAL_TRACE_REFUSED}")
     reason = MEDIUM_REFUSED.get(backend)
     if reason is None:
         return
@@ -134,6 +155,8 @@ _SETTINGS: dict[str, Any] = {
                              "17.3.10.6)"),
     "signal_dbm": _opt((dict,), None, "sinr: measured signals, receiver -> {sender: dBm}, each replacing the "
                        "path loss and shadowing of that direction"),
+    "signal_trace": _opt((dict,), None, "sinr, sim: recorded signals per link and time, {file, run, at_s, offset_s, "
+                         "loop}, replacing every link's fixed signal (routing/signal_trace.py)"),
 }
 #: Every setting but the model takes null for its default (a variant clears the base file's positions
 #: with ``positions: null``).
@@ -215,7 +238,9 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     if links is None:   # links from the radio: every pair that hears each other
         cfg["topology"]["links"] = [list(p) for p in MeshGraph.build(
             nodes, [(a, b) for a in nodes for b in topo.hears[a] if a in topo.hears[b]]).links]
+        _check_signal_trace(src, cfg, error, errs)
         return
+    _check_signal_trace(src, cfg, error, errs)
     for a, b in links:
         for x, y in ((a, b), (b, a)):
             if x not in topo.hears[y]:
@@ -298,6 +323,30 @@ def _check_sinr(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: l
             elif _finite(power) and dbm > power:
                 errs.append(error(src, where, f"{dbm:g} dBm exceeds the transmit power {power:g} dBm (a passive "
                                   "channel cannot deliver more than was sent)"))
+
+
+def directed_links(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every directed link (a, b) of the topology: both ways of each of ``topology.links``."""
+    return [(u, v) for a, b in cfg["topology"]["links"] for u, v in ((a, b), (b, a))]
+
+
+def _check_signal_trace(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """``medium.signal_trace``: its keys, its file (made absolute from the experiment file's directory) read
+    once, a signal for every directed link of the topology in it (a trace replays only the links it recorded)."""
+    m = cfg["medium"]
+    if m["signal_trace"] is None:
+        return
+    found: list[ConfigError] = []
+    st = fill(src, "medium.signal_trace", SIGNAL_TRACE_SCHEMA, m["signal_trace"], error, found)
+    if not isinstance(st.get("file"), str):
+        found.append(error(src, "medium.signal_trace.file", "expected a trace file (aspan trace extract RUN -o FILE)"))
+    errs.extend(found)
+    if found:
+        return
+    st["file"] = beside_source(src, st["file"])
+    m["signal_trace"] = st
+    for key, why in signal_trace.check(st, directed_links(cfg)):
+        errs.append(error(src, f"medium.signal_trace.{key}", why))
 
 
 def _refuse_settings_without_medium(src: str, m: dict[str, Any], error: type[ConfigError],
@@ -420,5 +469,7 @@ def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
             control_mode = mode_for_rate(m["standard"], t["basic_rate_mbps"])
         radio = SinrReception.from_dbm(signals(cfg), m["noise_floor_dbm"], data_mode, control_mode,
                                        random.Random(f"reception:{seed}"))
+        if m["signal_trace"] is not None:   # the sim's medium clock: 0 when probing starts, flows after settling
+            radio.replay = signal_trace.build(m["signal_trace"], directed_links(cfg), cfg["etx"]["settle_s"])
     return Medium(p, topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11), radio,
                   rate_control=m["rate_control"], seed=seed)

@@ -19,11 +19,11 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backends import BACKENDS
-from experiments.link_spec import LINK_SCHEMA
+from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from experiments.radio_loss import LAYER_FIELD, radio_problems
-from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, fill, in_range, member_of, one_of, one_of_int,
-                       raise_all, unknown_field)
+from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of,
+                               one_of, one_of_int, raise_all, unknown_field)
 from routing.loss import MODELS as LOSS_MODELS
 from routing.graph import METRICS
 from experiments.topology_spec import check_graph, check_nodes_links
@@ -277,7 +277,7 @@ def _check_loss(src: str, path: str, spec: Any, errs: Errors) -> dict[str, Any]:
         if not isinstance(full.get("file"), str):
             errs.append(ExperimentError(src, f"{path}.file", f"model {full['model']!r} needs a file"))
         else:   # relative to the experiment file's directory; absolute, so the nodes read it wherever they run
-            full["file"] = str((Path(src).parent / Path(full["file"]).expanduser()).resolve())
+            full["file"] = beside_source(src, full["file"])
     if kind is not None and kind.check is not None and not any(e.path.startswith(f"{path}.") for e in found):
         if all(isinstance(full.get(k), str) for k in ("file", "link")) or "file" not in kind.settings:
             for key, why in kind.check(full):
@@ -307,11 +307,13 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     nodes = cfg["topology"]["nodes"] or []
     topology_ok = nodes_ok and len(errs) == n_errs
     cfg["loss"]["default"] = _check_loss(src, "loss.default", cfg["loss"]["default"], errs)
-    for n, spec in list(cfg["loss"]["nodes"].items()):
+    node_losses = {}    # a new mapping: loss.nodes is the YAML's own dict, which each variant's check reads again
+    for n, spec in cfg["loss"]["nodes"].items():
         if nodes_ok and n not in nodes:
             errs.append(ExperimentError(src, f"loss.nodes.{n}", f"unknown node; expected one of {', '.join(nodes)}"))
             continue
-        cfg["loss"]["nodes"][n] = _check_override_loss(src, f"loss.nodes.{n}", spec, cfg["loss"]["default"], errs)
+        node_losses[n] = _check_override_loss(src, f"loss.nodes.{n}", spec, cfg["loss"]["default"], errs)
+    cfg["loss"]["nodes"] = node_losses
     cfg["loss"]["links"] = _check_link_losses(src, cfg, nodes if nodes_ok else [], errs)
     if not cfg["flows"]:
         errs.append(ExperimentError(src, "flows", "expected at least one flow"))
@@ -329,6 +331,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     if cfg["tcp"]["min_rto_s"] > cfg["tcp"]["max_rto_s"]:
         errs.append(ExperimentError(src, "tcp.min_rto_s", "must not exceed tcp.max_rto_s"))
     _check_routing(src, cfg, errs)
+    check_mahimahi(src, cfg, ExperimentError, errs)
     _check_scheme(src, cfg["snoop"], errs)
     if nodes_ok:
         n_errs = len(errs)
@@ -397,6 +400,12 @@ def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Er
                                         f"({', '.join(nodes)}), got {key!r}"))
             continue
         a, b, one_way = ends
+        if _replays_own_link(spec, cfg["loss"]["default"]):
+            # a trace without `link` under loss.links: each direction replays its own recording (issue 25)
+            for u, v in ((a, b),) if one_way else ((a, b), (b, a)):
+                (directed if one_way else out)[f"{u}>{v}"] = _check_override_loss(
+                    src, path, dict(spec, link=f"{u}>{v}"), cfg["loss"]["default"], errs)
+            continue
         full = _check_override_loss(src, path, spec, cfg["loss"]["default"], errs)
         if one_way:
             directed[f"{a}>{b}"] = full
@@ -404,6 +413,13 @@ def _check_link_losses(src: str, cfg: dict[str, Any], nodes: list[str], errs: Er
             out[f"{a}>{b}"] = out[f"{b}>{a}"] = full
     out.update(directed)
     return out
+
+
+def _replays_own_link(spec: Any, default: dict[str, Any]) -> bool:
+    """A ``loss.links`` spec of model ``trace`` that names no recorded link, nor inherits one from the default."""
+    if not isinstance(spec, dict) or "link" in spec or spec.get("model", default.get("model")) != "trace":
+        return False
+    return default.get("model") != "trace" or "link" not in default
 
 
 def _link_key(key: str, nodes: list[str]) -> tuple[str, str, bool] | None:

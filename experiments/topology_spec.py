@@ -166,4 +166,22 @@ def check_graph(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: E
             errs.append(error(src, "loss.links", f"{a} and {b} are not linked (topology.links): a loss on "
                               f"{a}>{b} would never apply"))
             break
+    errs.extend(error(src, path, why) for path, why in trace_link_problems(cfg, linked))
     errs.extend(error(src, path, why) for path, why in route_problems(topo))
+
+
+def trace_link_problems(cfg: dict[str, Any], linked: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(path, why) for each loss spec of model ``trace`` whose recorded ``link`` is not a directed link of this
+    topology: a trace replays only on the links it recorded (issue 25), on every backend."""
+    loss = cfg.get("loss") or {}
+    specs = [("loss.default", loss.get("default"))] + [(f"loss.nodes.{n}", s) for n, s in (loss.get("nodes") or {}).items()] \
+        + [(f"loss.links.{k}", s) for k, s in (loss.get("links") or {}).items()]
+    out = []
+    for path, spec in specs:
+        if not (isinstance(spec, dict) and spec.get("model") == "trace" and isinstance(spec.get("link"), str)):
+            continue
+        a, _, b = spec["link"].partition(">")
+        if (a, b) not in linked:
+            out.append((f"{path}.link", f"the trace's link {spec['link']!r} is not a link of this topology "
+                                        "(topology.links): a trace replays only on the links it recorded"))
+    return out

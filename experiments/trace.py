@@ -18,15 +18,20 @@ what the drivers said (routing/station.py): ``signal_dbm`` (B hearing A), ``tx_b
 
 Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
 RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/trace_loss.py) replays
-a link of it.
+a link of it; ``aspan trace export-mahimahi`` writes a link of it as a Mahimahi mm-link trace
+(:func:`mahimahi_opportunities`).
 """
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+from routing import mahimahi, trace_loss
 
 from plots.logs import aligned_times, iter_reps, load_rep
 from plots.routing import flows_start
@@ -75,35 +80,40 @@ def _add_station_columns(df: pd.DataFrame, ev: pd.DataFrame, meta: dict[str, Any
     """The Pis' driver view (``station`` events, routing/station.py) beside each row of link A>B: the signal B
     heard A at (B's dump, the last sample of the interval), and A's sending to B (A's dump): its bitrate, its
     retries and failures during the interval, the driver's expected throughput.  Empty without the events
-    (every backend but pi) or without the MAC addresses meta.json's ``mac_filter`` records."""
+    (every backend but pi) or without the MAC addresses meta.json's ``mac_filter`` records.  O((rows + events)
+    log events): each interval's samples found by binary search."""
     st = ev[ev["ev"] == "station"] if "mac" in ev else ev.iloc[0:0]
     macs = {str(n): str(m).lower() for n, m in ((meta.get("mac_filter") or {}).get("macs") or {}).items()}
     if st.empty or not macs or df.empty:
         return
-    st = st.assign(ta=aligned_times(st, meta) - t0).sort_values("ta")
+    st = st.assign(ta=aligned_times(st, meta) - t0).sort_values("ta", kind="stable")
     by = {k: g for k, g in st.groupby(["node", "mac"])}
 
-    def sample(node: str, of: str, t: float, dt: float) -> tuple[pd.Series | None, pd.Series | None]:
-        g = by.get((node, macs.get(of, "")))
-        if g is None:
-            return None, None
-        inside = g[(g["ta"] > t) & (g["ta"] <= t + dt)]
-        before = g[g["ta"] <= t]
-        return (inside.iloc[-1] if not inside.empty else None), (before.iloc[-1] if not before.empty else None)
+    def column(g: pd.DataFrame, col: str, j: np.ndarray) -> np.ndarray:
+        return g[col].to_numpy(dtype=float)[np.maximum(j, 0)] if col in g else np.full(len(j), np.nan)
 
-    for i, (link, t, dt) in enumerate(zip(df["link"], df["t_s"], df["dt_s"])):
+    # per link, each interval's samples found by binary search (the events sorted once), not by a scan
+    for link, idx in df.groupby("link").groups.items():
         a, b = str(link).split(">")
-        heard, _ = sample(b, a, t, dt)
-        sent, base = sample(a, b, t, dt)
-        if heard is not None and pd.notna(heard.get("signal_dbm")):
-            df.at[i, "signal_dbm"] = heard["signal_dbm"]
-        if sent is not None:
+        t = df.loc[idx, "t_s"].to_numpy(dtype=float)
+        end = t + df.loc[idx, "dt_s"].to_numpy(dtype=float)
+        heard = by.get((b, macs.get(a, "")))
+        if heard is not None:                        # B's dump about A: the interval's last sample
+            ta = heard["ta"].to_numpy(dtype=float)
+            j = np.searchsorted(ta, end, side="right") - 1
+            inside = (j >= 0) & (ta[np.maximum(j, 0)] > t)
+            df.loc[idx[inside], "signal_dbm"] = column(heard, "signal_dbm", j)[inside]
+        sent = by.get((a, macs.get(b, "")))
+        if sent is not None:                         # A's dump about B: the last sample, and the one before
+            ta = sent["ta"].to_numpy(dtype=float)
+            j = np.searchsorted(ta, end, side="right") - 1
+            inside = (j >= 0) & (ta[np.maximum(j, 0)] > t)
+            k = np.searchsorted(ta, t, side="right") - 1
             for col in ("tx_bitrate_mbps", "expected_mbps"):
-                if pd.notna(sent.get(col)):
-                    df.at[i, col] = sent[col]
+                df.loc[idx[inside], col] = column(sent, col, j)[inside]
             for col in ("tx_retries", "tx_failed"):
-                if base is not None and pd.notna(sent.get(col)) and pd.notna(base.get(col)):
-                    df.at[i, col] = sent[col] - base[col]
+                during = column(sent, col, j) - column(sent, col, k)
+                df.loc[idx[inside & (k >= 0)], col] = during[inside & (k >= 0)]
 
 
 def extract(run_dir: Path, variant: str | None = None, repetition: int | None = None) -> pd.DataFrame:
@@ -114,6 +124,25 @@ def extract(run_dir: Path, variant: str | None = None, repetition: int | None = 
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(parts, ignore_index=True)
+
+
+def mahimahi_opportunities(rows: list[dict[str, Any]], link: str, run: str | None, rate_mbps: float,
+                           source: str = "trace") -> list[int]:
+    """Link ``link`` of a trace as a Mahimahi mm-link trace: its delivery opportunities in ms from the recorded
+    flows' start to the end of its last interval, for a link of nominal ``rate_mbps`` (routing/mahimahi.py,
+    "Export"; the delivery at each moment as the loss model ``trace`` replays it).  TraceError naming what
+    is missing; ValueError when the link delivered nothing at all."""
+    series = trace_loss.link_series(rows, link, run, source)
+    replay = trace_loss.TraceLoss(series, at=0.0, offset_s=0.0, loop=False, rng=random.Random(0))
+    t_last, _d, dt_last = series[-1]
+    end_s = t_last + (dt_last if dt_last > 0 else 1.0)
+    if not end_s > 0:
+        raise trace_loss.TraceError("link", f"{source}: link {link!r} has no interval after the flows' start")
+    ms = mahimahi.opportunities(lambda t: 1.0 - replay.rate(t), end_s, rate_mbps)
+    if not ms or ms[-1] <= 0:
+        raise ValueError(f"{source}: link {link!r} delivered too little at {rate_mbps} Mbit/s for a delivery "
+                         "opportunity after 0 ms (Mahimahi needs one)")
+    return ms
 
 
 def write(df: pd.DataFrame, path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Collection
 
 __all__ = ["ConfigError", "raise_all", "Field", "Check", "in_range", "one_of", "member_of", "one_of_int", "type_name",
@@ -167,3 +168,9 @@ def fill(src: str, path: str, schema: dict[str, Any], data: Any,
             except ConfigError as e:
                 fail(e)
     return out
+
+
+def beside_source(src: str, path: str) -> str:
+    """A file a config names, relative to the config file's directory, made absolute (processes started
+    elsewhere read it: the node daemons, the medium process)."""
+    return str((Path(src).parent / Path(path).expanduser()).resolve())

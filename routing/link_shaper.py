@@ -38,6 +38,7 @@ import zlib
 from typing import Any, Callable
 
 from routing.linkem import LinkParams, LinkQueue
+from routing.mahimahi import OpportunityQueue
 from routing.step import DropLines
 
 SO_TIMESTAMP = getattr(socket, "SO_TIMESTAMP", 29)   # Python does not export it; asm-generic/socket.h: 29
@@ -122,9 +123,9 @@ class LatenessBoard:
 
 
 class LinkShaper:
-    """The incoming link directions of one node: ``links`` maps an ifindex to (link name, params)."""
+    """The incoming link directions of one node: ``links`` maps an ifindex to (link name, params or queue)."""
 
-    def __init__(self, queue_num: int, links: dict[int, tuple[str, LinkParams]], emit: Emit,
+    def __init__(self, queue_num: int, links: dict[int, tuple[str, LinkParams | LinkQueue | OpportunityQueue]], emit: Emit,
                  max_len: int = 4096, sock_len: int = 8 * 1024 * 1024, board: LatenessBoard | None = None) -> None:
         from netfilterqueue import NetfilterQueue  # here: the arithmetic needs no C extension
 
@@ -134,17 +135,19 @@ class LinkShaper:
         self._queue.bind(queue_num, self._on_packet, max_len=max_len, sock_len=sock_len)
 
     @classmethod
-    def without_queue(cls, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
+    def without_queue(cls, links: dict[int, tuple[str, LinkParams | LinkQueue | OpportunityQueue]], emit: Emit, max_len: int,
                       clock: Callable[[], float], board: LatenessBoard | None = None) -> "LinkShaper":
         """The callback and the release alone, on a given clock (tests feed them fake packets)."""
         self = cls.__new__(cls)
         self._init_state(links, emit, max_len, clock, board)
         return self
 
-    def _init_state(self, links: dict[int, tuple[str, LinkParams]], emit: Emit, max_len: int,
+    def _init_state(self, links: dict[int, tuple[str, LinkParams | LinkQueue | OpportunityQueue]], emit: Emit, max_len: int,
                     clock: Callable[[], float], board: LatenessBoard | None) -> None:
         self.clock = clock
-        self.links = {ifx: (name, LinkQueue(p)) for ifx, (name, p) in links.items()}
+        # a link's rule: routing.linkem's from its LinkParams, or a queue with the same admit() (a Mahimahi
+        # schedule: routing.mahimahi.OpportunityQueue)
+        self.links = {ifx: (name, LinkQueue(p) if isinstance(p, LinkParams) else p) for ifx, (name, p) in links.items()}
         self._emit = emit
         self.max_len = max_len
         self._held: list[tuple[float, int, Any, int]] = []     # (release time, order, packet, key): a heap

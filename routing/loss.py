@@ -477,7 +477,8 @@ MODELS: dict[str, ModelKind] = {
     "trace": ModelKind(trace_loss.build, {
         "file": Field(STR, None, None, "a link trace (aspan trace extract RUN -o FILE: .parquet or .csv), relative "
                                        "to the experiment file's directory"),
-        "link": Field(STR, None, None, "the recorded directed link to replay, \"A>B\""),
+        "link": Field(STR, None, None, "the recorded directed link to replay, \"A>B\", a link of the topology "
+                                       "(under loss.links: by default the link itself)"),
         "run": Field(STR, None, None, "<variant>/rep<k> of the trace, when it holds more than one"),
         "at_s": Field(NUM, 0.0, None, "when the trace's offset_s is played (relative to the flow start)"),
         "offset_s": Field(NUM, 0.0, None, "the trace time played at at_s (its t_s counts from the recorded flow start)"),

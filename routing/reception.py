@@ -40,6 +40,7 @@ from typing import Iterable
 
 from routing.error_model import MODES, Mode, chunk_success_rate
 from routing.propagation import dbm_to_mw, log_distance_loss_db, shadowing_db
+from routing.signal_trace import SignalReplay
 
 __all__ = ["SinrReception", "frame_success", "phy_sections", "signals_dbm", "hears_and_senses",
            "DSSS_HEADER_NS", "OFDM_SIGNAL_NS"]
@@ -118,6 +119,16 @@ class SinrReception:
     data_mode: Mode
     control_mode: Mode
     rng: random.Random
+    #: recorded signals replacing ``rx_mw`` of the links they cover, by time (routing.signal_trace)
+    replay: SignalReplay | None = None
+
+    def signal_mw(self, rx: str, src: str, t_ns: int) -> float:
+        """The signal of ``src`` at ``rx`` at ``t_ns``: the replayed one where a trace covers the pair."""
+        if self.replay is not None:
+            mw = self.replay.mw(rx, src, t_ns)
+            if mw is not None:
+                return mw
+        return self.rx_mw[rx][src]
 
     @classmethod
     def from_dbm(cls, signals: dict[str, dict[str, float]], noise_dbm: float, data_mode: Mode,
@@ -130,15 +141,15 @@ class SinrReception:
         """The probability that ``rx`` receives the frame ``src`` sends over [start, end), given the other
         transmissions (sender, from, to) that overlapped it: 0 if ``rx`` itself sent one (half duplex) or
         one was at least as strong at ``rx`` (capture by the stronger frame), else :func:`frame_success`."""
-        row = self.rx_mw[rx]
-        signal = row[src]
+        signal = self.signal_mw(rx, src, start)
         interferers = []
         for o_src, a, b in overlaps:
             if min(b, end) <= max(a, start):
                 continue   # touches it only at an edge
-            if o_src == rx or row[o_src] >= signal:
+            other = self.signal_mw(rx, o_src, start) if o_src != rx else 0.0
+            if o_src == rx or other >= signal:
                 return 0.0
-            interferers.append((a, b, row[o_src]))
+            interferers.append((a, b, other))
         return frame_success(mode, start, end, preamble_ns, signal, self.noise_mw, interferers)
 
     def draw(self, p: float) -> bool:

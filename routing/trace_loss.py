@@ -72,9 +72,10 @@ def _num(v: Any) -> float:
 
 
 def link_series(rows: list[dict[str, Any]], link: str, run: str | None,
-                source: str = "trace") -> list[tuple[float, float, float]]:
-    """(t_s, delivery, dt_s) of ``link`` in time order, measured intervals only (TraceError naming what is
-    missing)."""
+                source: str = "trace", column: str = "delivery") -> list[tuple[float, float, float]]:
+    """(t_s, value, dt_s) of ``link`` in time order, measured intervals only (TraceError naming what is
+    missing); the value is ``column``'s: the delivery (a share, 0 to 1) or another column of the trace
+    (``signal_dbm``: routing/signal_trace.py)."""
     runs = sorted({f"{r.get('variant')}/rep{int(_num(r.get('repetition')))}" for r in rows})
     if run is None:
         if len(runs) > 1:
@@ -87,10 +88,12 @@ def link_series(rows: list[dict[str, Any]], link: str, run: str | None,
     links = sorted({str(r.get("link")) for r in mine})
     if link not in links:
         raise TraceError("link", f"{source} recorded no link {link!r} (run {run}); it has {', '.join(links) or 'none'}")
-    out = sorted((_num(r["t_s"]), _num(r["delivery"]), _num(r.get("dt_s"))) for r in mine if str(r.get("link")) == link)
-    out = [(t, d, dt) for t, d, dt in out if not math.isnan(t) and not math.isnan(d) and 0.0 <= d <= 1.0]
+    out = sorted((_num(r["t_s"]), _num(r.get(column)), _num(r.get("dt_s"))) for r in mine if str(r.get("link")) == link)
+    out = [(t, d, dt) for t, d, dt in out if not math.isnan(t) and not math.isnan(d)
+           and (column != "delivery" or 0.0 <= d <= 1.0)]
     if not out:
-        raise TraceError("link", f"{source}: link {link!r} has no measured interval")
+        raise TraceError("link", f"{source}: link {link!r} has no measured interval"
+                         + ("" if column == "delivery" else f" with a {column}"))
     return out
 
 
@@ -138,27 +141,42 @@ def check(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-class TraceLoss:
-    """Loses a packet with probability 1 - the recorded delivery at its moment (module docstring)."""
+class HeldSeries:
+    """A recorded series played back on a clock (module docstring): trace time = ``offset_s`` + (now - ``at``);
+    each interval's value holds until the next one; before the first, the first; after the last, the last,
+    or with ``loop`` the series starts again from its first interval."""
 
-    def __init__(self, series: list[tuple[float, float, float]], at: float, offset_s: float, loop: bool,
-                 rng: random.Random) -> None:
-        self.times = [t for t, _d, _dt in series]
-        self.loss = [1.0 - d for _t, d, _dt in series]
+    def __init__(self, series: list[tuple[float, float, float]], at: float, offset_s: float, loop: bool) -> None:
+        self.times = [t for t, _v, _dt in series]
+        self.values = [v for _t, v, _dt in series]
         self.at = at
         self.offset_s = offset_s
         self.loop = loop
-        self.rng = rng
         last_dt = series[-1][2]
         #: the trace's length when looped: from its first interval's start to its last one's end
         self.span = self.times[-1] + (last_dt if last_dt > 0 else 1.0) - self.times[0]
 
-    def rate(self, now: float) -> float:
+    def index(self, now: float) -> int:
         t = self.offset_s + (now - self.at)
         if self.loop and t >= self.times[0] + self.span:
             t = self.times[0] + (t - self.times[0]) % self.span
-        i = bisect.bisect_right(self.times, t) - 1
-        return self.loss[max(i, 0)]
+        return max(bisect.bisect_right(self.times, t) - 1, 0)
+
+    def value(self, now: float) -> float:
+        return self.values[self.index(now)]
+
+
+class TraceLoss(HeldSeries):
+    """Loses a packet with probability 1 - the recorded delivery at its moment (module docstring)."""
+
+    def __init__(self, series: list[tuple[float, float, float]], at: float, offset_s: float, loop: bool,
+                 rng: random.Random) -> None:
+        super().__init__(series, at, offset_s, loop)
+        self.loss = [1.0 - d for d in self.values]
+        self.rng = rng
+
+    def rate(self, now: float) -> float:
+        return self.loss[self.index(now)]
 
     def drop(self, now: float) -> bool:
         return self.rng.random() < self.rate(now)

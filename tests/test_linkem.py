@@ -72,7 +72,7 @@ def cfg(link: dict | None = None, **extra) -> dict:
 
 
 def test_null_fields_are_the_sims_own_links_exactly_as_before():
-    assert cfg()["link"] == {"rate_mbps": None, "delay_ms": None, "queue_packets": None}
+    assert cfg()["link"] == {"rate_mbps": None, "delay_ms": None, "queue_packets": None, "mahimahi": None}
     assert sim_link(cfg()) == LinkParams(SIM_LINK["rate_mbps"] * 1e6, SIM_LINK["delay_ms"] / 1000, 50)
     assert sim_link(cfg({"rate_mbps": 2})) == LinkParams(2e6, 0.002, 50)
 

@@ -130,7 +130,8 @@ def test_emulated_links_on_every_edge_of_the_wheel(netns):
     """``link:`` on a graph: every node's shaper holds each of its veths, 16 directed links in all."""
     exp, cfg = write_graph_exp(netns, WHEEL, WHEEL_FLOWS, {}, link={"rate_mbps": 20, "delay_ms": 2})
     rep, meta = run_and_check(netns, exp, cfg)
-    assert meta["netns"]["link"] == {"rate_mbps": 20, "delay_ms": 2, "queue_packets": None}
+    assert meta["netns"]["link"] == {"rate_mbps": 20, "delay_ms": 2, "queue_packets": None,
+                                     "mahimahi": None}
     held = {}
     for n in WHEEL["nodes"]:
         [stop] = [e for e in events(rep, n) if e["ev"] == "node_stop"]

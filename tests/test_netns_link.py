@@ -132,7 +132,8 @@ def test_a_run_with_a_small_link_queue_drops_tail_and_counts_it(netns):
     rd = run_dir(netns / "runs")
     rep = rd / "sack" / "rep0"
     meta = json.loads((rep / "meta.json").read_text())
-    assert meta["status"] == "ok" and meta["netns"]["link"] == {"rate_mbps": 4, "delay_ms": 5, "queue_packets": 4}
+    assert meta["status"] == "ok" and meta["netns"]["link"] == {"rate_mbps": 4, "delay_ms": 5, "queue_packets": 4,
+                                                           "mahimahi": None}
     link_drops = [e for n in "ABCD" for e in events(rep, n) if e["ev"] == "drop" and "link" in e]
     assert link_drops and {e["reason"] for e in link_drops} == {"queue"}
     assert {e["link"] for e in link_drops} <= {"A->B", "B->C", "C->D", "D->C", "C->B", "B->A"}

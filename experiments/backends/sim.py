@@ -13,11 +13,12 @@ from typing import Any, Callable
 
 from experiments.backends import sim_medium
 from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
-from experiments.link_spec import sim_link
+from experiments.link_spec import link_queue, link_schedule, sim_link
 from experiments.schema import Variant
 from routing.eventlog import EventLog, WriteError, close_logs
 from routing.flowlog import exact_totals
-from routing.linkem import LinkParams, LinkQueue
+from routing.linkem import LinkQueue
+from routing.mahimahi import OpportunityQueue
 from routing.node import NodeCore
 from routing.wire import Packet, wire_size
 
@@ -55,10 +56,10 @@ class SimLink:
     """A directed link: the rule of routing.linkem (serialisation at ``rate_bps`` behind the queue, then
     ``delay_s``; drop-tail at ``queue_packets``), in virtual time."""
 
-    def __init__(self, loop: EventLoop, rate_bps: float, delay_s: float, queue_packets: int,
+    def __init__(self, loop: EventLoop, queue: LinkQueue | OpportunityQueue,
                  deliver: Callable[[Packet], None], on_queue_drop: Callable[[Packet], None]) -> None:
         self.loop = loop
-        self.queue = LinkQueue(LinkParams(rate_bps, delay_s, queue_packets))
+        self.queue = queue
         self.deliver = deliver
         self.on_queue_drop = on_queue_drop
 
@@ -118,6 +119,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         nodes = {n: SimNode(loop, build_node(cfg, n, seed, logs[n], 0.0, routes=routes), logs[n]) for n in names}
         by_addr = {addrs[n]: nodes[n] for n in names}
         link = sim_link(cfg)   # null fields: the sim's own 10 Mbit/s, 2 ms, 50 packets
+        schedule = link_schedule(cfg)   # link.mahimahi: its opportunities instead of the rate (else None)
         medium = sim_medium.driver(cfg, seed, loop, nodes)  # None for medium.model none: the links below
         name_of = {a: n for n, a in addrs.items()}
         for n, node in nodes.items():
@@ -135,7 +137,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                 # (and a link's own loss model, loss.links, is chosen by it)
                 named = tap is not None or bool(dst.core.engine.step.link_lost)
                 deliver = partial(dst.receive, frm=addrs[n]) if named else dst.receive
-                node.links[nbr] = SimLink(loop, link.rate_bps, link.delay_s, link.queue_packets, deliver,
+                node.links[nbr] = SimLink(loop, link_queue(link, cfg["etx"]["settle_s"], schedule), deliver,
                                           node.queue_drop)
         if medium and (taps or any(node.core.engine.step.link_lost for node in nodes.values())):
             medium.previous_hop = dict(addrs)   # a capture names the previous hop, a link's loss model needs it

@@ -24,6 +24,7 @@ from experiments.backends.netns.babel import BabelWatch
 from experiments.backends.node_main import read_key
 from experiments.build import (adaptive_qos, babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
                                route_tables)
+from experiments.link_spec import link_queue, link_schedule
 from routing.auth import MeshAuth
 from routing.capture import KernelTap
 from routing.eventlog import EventLog, fail_process
@@ -32,7 +33,8 @@ from routing.kernel import KernelForwarder
 from routing.kernel_routes import KernelRoutes
 from routing.linkstate import RouteChange, apply_changes, log_changes
 from routing.link_shaper import LatenessBoard, LinkShaper
-from routing.linkem import LinkParams
+from routing.linkem import LinkParams, LinkQueue
+from routing.mahimahi import OpportunityQueue
 from routing.loss import build_loss_model, node_rng
 from routing.nfq import NfqDriver
 from routing.routes import RouteTable
@@ -82,14 +84,18 @@ def go_realtime() -> None:
     os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
 
 
-def link_shaper(link: dict[str, Any], name: str, log: EventLog, max_len: int) -> LinkShaper:
+def link_shaper(cfg: dict[str, Any], link: dict[str, Any], name: str, log: EventLog, max_len: int,
+                t_flows: float) -> LinkShaper:
     """The emulated links into node ``name`` (``link["in"]``: its veth -> the neighbour at the other end
-    and the link's rate, delay and queue; routing.link_shaper holds the verdicts).  ``link["board_fd"]``:
+    and the link's rate, delay and queue, or with ``link.mahimahi`` the trace's opportunities from the flows'
+    start ``t_flows``; routing.link_shaper holds the verdicts).  ``link["board_fd"]``:
     the run's LatenessBoard, inherited from the runner (absent: every hop counts from the kernel's stamp)."""
-    links = {}
+    links: dict[int, tuple[str, LinkParams | LinkQueue | OpportunityQueue]] = {}
+    schedule = link_schedule(cfg)
     for dev, d in link["in"].items():
         rate = math.inf if d["rate_bps"] is None else float(d["rate_bps"])
-        links[socket.if_nametoindex(dev)] = (f"{d['from']}->{name}", LinkParams(rate, d["delay_s"], d["queue_packets"]))
+        params = LinkParams(rate, d["delay_s"], d["queue_packets"])
+        links[socket.if_nametoindex(dev)] = (f"{d['from']}->{name}", link_queue(params, t_flows, schedule))
     board = LatenessBoard.from_fd(link["board_fd"]) if link.get("board_fd") is not None else None
     return LinkShaper(link["queue"], links, log.emit, max_len=max_len, board=board)
 
@@ -159,7 +165,7 @@ def run_node(conf: dict[str, Any]) -> int:
             if tap is not None:
                 tap.writer.flush()
         if conf.get("link"):
-            shaper = link_shaper(conf["link"], name, log, conf["max_len"])
+            shaper = link_shaper(cfg, conf["link"], name, log, conf["max_len"], t_flows)
         if conf["queue_bound"]:
             driver = NfqDriver(conf["queue"], fw, log.emit, flush, max_len=conf["max_len"])
 

@@ -1,0 +1,111 @@
+"""Recorded signals replayed into the medium's reception sinr (issue 25, item 2; routing/signal_trace.py),
+in virtual time on the sim: the link A-B is strong (-50 dBm) until 2 s after the flow starts, then weak
+(-82 dBm, SINR 12 dB over the default noise floor); Minstrel moves the frames to low MCSs and the goodput
+falls with it; the same run without the trace stays at the top rates."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from experiments.runner import check_backend_support, run_experiment
+from experiments.schema import ExperimentError, load_experiment
+from experiments.trace import COLUMNS, write
+from plots.logs import load_rep
+from routing.propagation import dbm_to_mw
+from routing.signal_trace import SignalReplay
+
+STRONG, WEAK, FADE_S = -50.0, -82.0, 2.0
+
+
+def write_trace(tmp: Path, links: tuple[str, ...] = ("A>B", "B>A")) -> Path:
+    rows = []
+    for link in links:
+        for t in range(-5, 60):
+            rows.append({"variant": "pi", "repetition": 0, "link": link, "t_s": float(t), "dt_s": 1.0, "sent": 10,
+                         "heard": 10, "delivery": 1.0, "etx": 1.0, "signal_dbm": STRONG if t < FADE_S else WEAK})
+    p = tmp / "sig.csv"
+    write(pd.DataFrame(rows, columns=COLUMNS), p)
+    return p
+
+
+def doc(medium: dict[str, Any] | None = None, **over: Any) -> dict[str, Any]:
+    m = {"model": "dcf", "standard": "n", "reception": "sinr", "rate_control": "minstrel",
+         "positions": {"A": [0, 0], "B": [10, 0]}}
+    m.update(medium or {})
+    d = {"name": "sig", "backend": "sim", "seed": 1, "repetitions": 1, "topology": {"chain": ["A", "B"]},
+         "medium": m, "etx": {"settle_s": 1.0}, "limits": {"max_duration_s": 120},
+         "flows": [{"sender": "A", "receiver": "B", "segments": 6000}], "variants": [{"name": "v"}]}
+    d.update(over)
+    return d
+
+
+def test_the_replay_holds_each_recorded_signal_from_the_flows_start():
+    r = SignalReplay({("B", "A"): [(0.0, -50.0, 1.0), (2.0, -80.0, 1.0)]}, at_s=1.0, offset_s=0.0, loop=False)
+    assert r.mw("B", "A", int(0.5e9)) == pytest.approx(dbm_to_mw(-50.0))      # before the first: the first
+    assert r.mw("B", "A", int(2.9e9)) == pytest.approx(dbm_to_mw(-50.0))
+    assert r.mw("B", "A", int(3.1e9)) == pytest.approx(dbm_to_mw(-80.0))
+    assert r.mw("A", "B", int(3.1e9)) is None                                  # not replayed: the fixed signal
+
+
+def rates_and_goodput(run_dir: Path) -> tuple[dict[str, int], float, float]:
+    """A's data attempts per rate, and the goodput (Mbit/s) before the fade and from 1 s after it."""
+    rep = run_dir / "v" / "rep0"
+    ev = load_rep(rep).events
+    mac = ev[(ev["ev"] == "mac") & (ev["node"] == "A")].iloc[0]
+    attempts = mac["rate_attempts"] if isinstance(mac["rate_attempts"], dict) else json.loads(mac["rate_attempts"])
+    start = float(ev[ev["ev"] == "flow_start"]["t"].iloc[0])
+    d = ev[(ev["ev"] == "deliver") & (ev["node"] == "B")][["t", "bytes"]].astype(float)
+    d["t"] -= start
+
+    def rate(t0: float, t1: float) -> float:
+        w = d[(d["t"] >= t0) & (d["t"] < t1)]
+        return (w["bytes"].iloc[-1] - w["bytes"].iloc[0]) * 8 / (w["t"].iloc[-1] - w["t"].iloc[0]) / 1e6
+    return attempts, rate(0.2, FADE_S), rate(FADE_S + 1.0, d["t"].max() + 1)
+
+
+def low_share(attempts: dict[str, int]) -> float:
+    low = sum(n for r, n in attempts.items() if int(re.search(r"(\d+)$", r).group(1)) <= 3)
+    return low / sum(attempts.values())
+
+
+def test_minstrel_follows_the_recorded_signal_down(tmp_path: Path) -> None:
+    write_trace(tmp_path)
+    replayed = run_experiment(load_experiment(doc({"signal_trace": {"file": "sig.csv"}}), str(tmp_path / "t.yaml")),
+                              out=tmp_path / "replay", plot=False, progress=lambda s: None)
+    fixed = run_experiment(load_experiment(doc(), str(tmp_path / "t.yaml")), out=tmp_path / "fixed", plot=False,
+                           progress=lambda s: None)
+    for r in (replayed, fixed):
+        df = pd.read_csv(r / "summary.csv")
+        assert (df["status"] == "ok").all() and df["integrity_ok"].all(), df.to_string()
+    att_r, strong_r, weak_r = rates_and_goodput(replayed)
+    att_f, strong_f, weak_f = rates_and_goodput(fixed)
+    print(f"replayed: low-MCS share {low_share(att_r):.2f}, goodput {strong_r:.1f} -> {weak_r:.1f} Mbit/s; "
+          f"fixed: {low_share(att_f):.2f}, {strong_f:.1f} -> {weak_f:.1f}; {att_r}")
+    assert low_share(att_f) < 0.05 and low_share(att_r) > 0.3
+    # measured: 13.8 -> 8.3 Mbit/s replayed (MCS 2 mostly), 13.8 -> 15.9 fixed (MCS 7)
+    assert weak_r < 0.75 * strong_r and weak_r < 0.7 * weak_f    # the goodput falls with the signal ...
+    assert weak_f > 0.9 * strong_f                               # ... and not without the trace
+    assert strong_r == pytest.approx(strong_f, rel=0.2)   # before the fade the two runs are alike
+
+
+def test_a_link_missing_from_the_signal_trace_is_refused_before_the_run(tmp_path: Path) -> None:
+    write_trace(tmp_path, links=("A>B",))
+    with pytest.raises(ExperimentError, match=r"medium\.signal_trace\.link: .*no link 'B>A'"):
+        load_experiment(doc({"signal_trace": {"file": "sig.csv"}}), str(tmp_path / "t.yaml"))
+    write_trace(tmp_path)
+    with pytest.raises(ExperimentError, match=r"medium\.signal_trace\.file: .*no such trace file"):
+        load_experiment(doc({"signal_trace": {"file": "nope.csv"}}), str(tmp_path / "t.yaml"))
+    with pytest.raises(ExperimentError, match=r"medium\.signal_trace\.lop: unknown field"):
+        load_experiment(doc({"signal_trace": {"file": "sig.csv", "lop": True}}), str(tmp_path / "t.yaml"))
+    with pytest.raises(ExperimentError, match=r"medium\.signal_trace: set to .* but medium\.reception is 'range'"):
+        load_experiment(doc({"signal_trace": {"file": "sig.csv"}, "reception": "range"}), str(tmp_path / "t.yaml"))
+    exp = load_experiment(doc({"signal_trace": {"file": "sig.csv"}}), str(tmp_path / "t.yaml"))
+    check_backend_support(exp, "sim")
+    for backend in ("local", "netns"):
+        with pytest.raises(ExperimentError, match=r"medium\.signal_trace: cannot run on backend"):
+            check_backend_support(exp, backend)
