@@ -5,6 +5,9 @@ docs/REPRODUCTION.md ("The adaptive sender")::
 
     .venv/bin/python -m plots.adaptive RUN_DIR [RUN_DIR ...]
 
+A later RUN_DIR's variants replace an earlier one's of the same scenario and setting (list a rerun of a
+few variants after the full run).
+
 A variant's name is ``[<scenario>-]<setting>``; the settings are ``sack``, ``classic``, ``ackall``, the
 fixed A-SPAN settings ``q<pkt_qos>-<dupack rule>`` and the adaptive sender ``adaptive-<dupack rule>``.
 A repetition's goodput is the mean over its flows (the grid has four); a variant's is the mean over its
@@ -48,7 +51,9 @@ def per_setting(run_dirs: list[Path]) -> pd.DataFrame:
             rows.append({"scenario": scenario, "setting": m["setting"], "reps": len(part),
                          "goodput": part["goodput"].mean(), "goodput_sd": part["goodput"].std(),
                          "losses": part["losses"].mean()})
-    return pd.DataFrame(rows)
+    # a later run's variant replaces an earlier run's of the same scenario and setting (a rerun of a few
+    # variants is listed after the full run)
+    return pd.DataFrame(rows).drop_duplicates(["scenario", "setting"], keep="last").reset_index(drop=True)
 
 
 def judge(table: pd.DataFrame, candidate: str = "adaptive-once") -> tuple[pd.DataFrame, pd.DataFrame]:
