@@ -106,6 +106,41 @@ def markdown(verdict: pd.DataFrame, averaged: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def choices(run_dirs: list[Path]) -> pd.DataFrame:
+    """What the adaptive senders chose: per (scenario, variant), over repetitions and flows, the share of
+    scored epochs that ran each arm, the incumbent at the end (how many flows ended on each) and the
+    switches of the incumbent, from the ``qos`` events (aspan.adaptive)."""
+    from plots.logs import load_rep
+    rows = {}
+    for d in run_dirs:
+        name = d.parent.name if d.parent.name.startswith("adaptive-") else d.name
+        for vdir in sorted(p for p in d.iterdir() if p.is_dir()):
+            m = SETTING.match(vdir.name)
+            if m is None or not m["setting"].startswith("adaptive-"):
+                continue
+            scenario = name.removeprefix("adaptive-") + (f"/{m['scenario']}" if m["scenario"] else "")
+            ran: dict[float, int] = {}
+            final: dict[float, int] = {}
+            switches = 0
+            for rep in sorted(vdir.glob("rep*")):
+                ev = load_rep(rep).events
+                q = ev[ev["ev"] == "qos"] if "ev" in ev else ev
+                for _flow, part in q.groupby("flow"):
+                    scored = part[part["score_mbps"].notna()] if "score_mbps" in part else part.iloc[0:0]
+                    for v in scored["pkt_qos"]:
+                        ran[round(float(v), 2)] = ran.get(round(float(v), 2), 0) + 1
+                    last = round(float(part["incumbent"].iloc[-1]), 2)
+                    final[last] = final.get(last, 0) + 1
+                    switches += int((part["decision"] == "switched").sum())
+            total = sum(ran.values()) or 1
+            rows[(scenario, m["setting"])] = {
+                "scenario": scenario, "setting": m["setting"],
+                "epochs at each pkt_qos": ", ".join(f"{k:.2f}: {v / total:.0%}" for k, v in sorted(ran.items())),
+                "incumbent at the end": ", ".join(f"{k:.2f} x{v}" for k, v in sorted(final.items())),
+                "switches": switches}
+    return pd.DataFrame(list(rows.values()))
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
@@ -117,6 +152,13 @@ def main(argv: list[str]) -> int:
         return 2
     verdict, averaged = judge(per_setting(dirs))
     print(markdown(verdict, averaged))
+    chosen = choices(dirs)
+    if not chosen.empty:
+        print("\n| scenario | sender | epochs at each pkt_qos | incumbent at the end (flows) | switches |")
+        print("|---|---|---|---|---|")
+        for r in chosen.to_dict("records"):
+            print(f"| {r['scenario']} | {r['setting']} | {r['epochs at each pkt_qos']} | "
+                  f"{r['incumbent at the end']} | {r['switches']} |")
     ok = verdict[["within 5 % of best", "not 5 % below sack", "losses <= best's"]].all(axis=None)
     best_single = averaged.drop(index=[s for s in averaged.index if s.startswith("adaptive")])["mean"].max()
     print(f"\ntargets: every scenario within 5 % of best and of SACK, losses no higher: {bool(ok)}; "

@@ -352,3 +352,34 @@ def test_the_qos_series_steps_through_what_each_epoch_ran(tmp_path):
     assert list(s.t) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and list(s.qos) == [1.0, 0.0, 1.0, 0.0, 0.0, 0.0]
     assert list(s.switches) == [4.0]
     assert qos_series(reps["w"]) is None
+
+
+def _summary(run: "Path", rows: dict[str, list[float]], losses: int = 10) -> "Path":
+    run.mkdir(parents=True)
+    lines = ["variant,flow,repetition,goodput_mbps,losses_dupack,losses_rto"]
+    for variant, goodputs in rows.items():
+        lines += [f"{variant},A->D:6000,{i},{g},{losses},0" for i, g in enumerate(goodputs)]
+    (run / "summary.csv").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def test_the_judge_finds_the_best_fixed_setting_and_says_which_target_is_missed(tmp_path):
+    """plots.adaptive: the best fixed A-SPAN setting of a scenario, the candidate against it and SACK, the
+    average over scenarios of goodput as a fraction of each scenario's best; a later run replaces a variant."""
+    from plots.adaptive import judge, per_setting
+    base = {"sack": [4.0, 4.0], "classic": [5.0, 5.0], "ackall": [9.0, 9.0], "q1.00-once": [6.0, 6.0],
+            "q0.90-once": [4.0, 4.0], "adaptive-once": [5.0, 5.0]}
+    a = _summary(tmp_path / "adaptive-x" / "1", base)
+    b = _summary(tmp_path / "adaptive-x" / "2", {"adaptive-once": [5.8, 5.9]})
+    c = _summary(tmp_path / "adaptive-y" / "1", {**base, "cell-sack": [1.0], "cell-classic": [1.0],
+                                                 "cell-ackall": [1.0], "cell-q1.00-once": [1.0],
+                                                 "cell-adaptive-once": [1.0]})
+    table = per_setting([a, b, c])
+    verdict, averaged = judge(table)
+    v = verdict.set_index("scenario")
+    assert v.loc["x", "best fixed"] == "q1.00-once"                 # ACK-all is not an A-SPAN setting
+    assert v.loc["x", "adaptive-once"] == pytest.approx(5.85)       # the rerun replaced the first run's
+    assert bool(v.loc["x", "within 5 % of best"]) and not bool(v.loc["y", "within 5 % of best"])
+    assert set(v.index) == {"x", "y", "y/cell"}
+    assert averaged.loc["q1.00-once", "mean"] == pytest.approx(1.0)
+    assert averaged.loc["adaptive-once", "mean"] == pytest.approx((5.85 / 6 + 5 / 6 + 1.0) / 3)
