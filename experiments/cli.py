@@ -157,6 +157,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the link's nominal rate, what it carries at 100 %% delivery (default 10: the sim's links)")
     tm.add_argument("-o", "--out", required=True, metavar="FILE", help="the Mahimahi trace to write")
     tm.set_defaults(func=_cmd_trace_mahimahi)
+    tc = tsub.add_parser("compare", help="the loss of every directed link over time, of two or more runs or "
+                         "traces side by side: a markdown table (e.g. a recording and its replay)")
+    tc.add_argument("sources", nargs="+", metavar="RUN_DIR|TRACE", help="run directories, or traces (.parquet/.csv)")
+    tc.add_argument("--run", action="append", default=None, metavar="V|V/repK",
+                    help="once per source, in order: only this variant (or repetition); 'all': every one")
+    tc.add_argument("--label", action="append", default=None, metavar="TEXT",
+                    help="once per source, in order (default: 1, 2, ...)")
+    tc.add_argument("--bin-s", type=float, default=4.0, help="bin width in seconds after the flows' start (default 4)")
+    tc.set_defaults(func=_cmd_trace_compare)
 
     from experiments.deploy_cli import add_deploy_parser
     add_deploy_parser(sub)
@@ -199,6 +208,32 @@ def _cmd_trace_mahimahi(args: argparse.Namespace) -> int:
     n = mahimahi.write(args.out, ms)
     print(f"{args.out}: {n} delivery opportunities over {ms[-1] / 1000:.1f} s "
           f"({n * mahimahi.PACKET_SIZE * 8 / ms[-1] / 1000:.2f} Mbit/s on average) of {args.link}")
+    return 0
+
+
+def _cmd_trace_compare(args: argparse.Namespace) -> int:
+    """``aspan trace compare``: exit 1 when a source recorded no link, 2 on a bad argument (named)."""
+    from experiments.trace import compare_table, extract, select, table
+    from routing.trace_loss import TraceError, read_rows
+    n = len(args.sources)
+    if n < 2:
+        raise ValueError("give at least two runs or traces to compare")
+    for opt, given in (("--run", args.run), ("--label", args.label)):
+        if given is not None and len(given) != n:
+            raise ValueError(f"{opt} given {len(given)} time(s) for {n} sources; give one per source, in order")
+    labels = args.label or [str(i + 1) for i in range(n)]
+    tables = []
+    for i, src in enumerate(map(Path, args.sources)):
+        try:
+            df = extract(src) if src.is_dir() else table(read_rows(src))
+        except TraceError as e:
+            raise ValueError(str(e)) from e
+        if df.empty:
+            print(f"aspan: error: {src}: no etx events with probe counters", file=sys.stderr)
+            return 1
+        run = args.run[i] if args.run else None
+        tables.append(select(df, None if run == "all" else run, str(src)))
+    print(compare_table(tables, labels, args.bin_s))
     return 0
 
 

@@ -153,3 +153,60 @@ def write(df: pd.DataFrame, path: Path) -> None:
         df.to_csv(path, index=False)
     else:
         raise ValueError(f"{path}: expected a .parquet or .csv file name")
+
+
+def table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """A trace file's rows (routing.trace_loss.read_rows: a csv's are strings) as a table, numbers as numbers."""
+    df = pd.DataFrame(rows, columns=COLUMNS if not rows else None)
+    for col in COLUMNS[3:]:
+        if col in df:
+            df[col] = pd.to_numeric(df[col].replace("", np.nan))
+    return df
+
+
+def select(df: pd.DataFrame, run: str | None, source: str = "trace") -> pd.DataFrame:
+    """The rows of ``run`` (``"V"``: every repetition of variant V; ``"V/repK"``: one; None: all).
+    ValueError naming ``source`` and what it holds when nothing matches."""
+    if run is None:
+        return df
+    variant, _, rep = run.partition("/")
+    rows = df[df["variant"].astype(str) == variant]
+    if rep:
+        if not (rep.startswith("rep") and rep[3:].isdigit()):
+            raise ValueError(f"{source}: run {run!r}: expected VARIANT or VARIANT/repK")
+        rows = rows[rows["repetition"].astype(int) == int(rep[3:])]
+    if rows.empty:
+        have = sorted({f"{v}/rep{int(k)}" for v, k in zip(df["variant"], df["repetition"])})
+        raise ValueError(f"{source}: no run {run!r}; it holds {', '.join(have) or 'nothing'}")
+    return rows
+
+
+def loss_bins(df: pd.DataFrame, bin_s: float) -> pd.DataFrame:
+    """Loss per directed link (columns) and bin of ``bin_s`` seconds after the flows' start (index: the bin's
+    start): 1 - Σheard / Σsent over the bin's intervals (an interval counts in the bin its start is in),
+    pooled over every repetition in ``df``.  Settling (t_s < 0) is left out; NaN where no probe was sent."""
+    if not bin_s > 0:
+        raise ValueError(f"bin_s must be > 0, got {bin_s}")
+    rows = df[pd.to_numeric(df["t_s"]) >= 0].copy()
+    rows["bin"] = (pd.to_numeric(rows["t_s"]) // bin_s) * bin_s
+    sums = rows.groupby(["bin", "link"])[["sent", "heard"]].sum()
+    loss = 1.0 - sums["heard"] / sums["sent"].where(sums["sent"] > 0)
+    return loss.unstack("link").sort_index()
+
+
+def compare_table(tables: list[pd.DataFrame], labels: list[str], bin_s: float) -> str:
+    """A markdown table of the loss per link and bin (:func:`loss_bins`) of each trace side by side: a row per
+    bin, per link a column per trace (``A>B recorded``), in %; ``-`` where a trace has no interval."""
+    bins = [loss_bins(t, bin_s) for t in tables]
+    links = sorted(set().union(*(b.columns for b in bins)))
+    index = sorted(set().union(*(b.index for b in bins)))
+    head = ["t (s)"] + [f"{link} {label}" for link in links for label in labels]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for t in index:
+        cells = [f"{t:g}-{t + bin_s:g}"]
+        for link in links:
+            for b in bins:
+                v = b[link].get(t, float("nan")) if link in b.columns else float("nan")
+                cells.append("-" if pd.isna(v) else f"{100 * v:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
