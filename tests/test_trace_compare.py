@@ -98,3 +98,18 @@ def test_the_recording_and_its_replay_pair_up() -> None:
         assert set(links) == {"A>B", "B>A", "B>C", "C>B", "C>D", "D>C"} or set(links) == {"A-B", "B-C", "C-D"}
     with pytest.raises(ExperimentError, match="link.rate_mbps: cannot run on backend local"):
         check_backend_support(replay, "local")
+
+
+def test_trace_compare_on_a_diamond_from_csv_rows() -> None:
+    """Any topology: the links are whatever the traces hold (here a diamond's four, as a csv reads them:
+    strings), each trace's bins side by side, a link one trace lacks shown as ``-``."""
+    def rows(links: dict[str, list[int]]) -> list[dict[str, str]]:
+        return [{"variant": "v", "repetition": "0", "link": link, "t_s": str(t), "dt_s": "1.0", "sent": "10",
+                 "heard": str(h), "delivery": str(h / 10), "etx": ""}
+                for link, heard in links.items() for t, h in enumerate(heard, start=-1)]
+    a = table(rows({"A>B": [10, 9, 10], "A>C": [10, 5, 5], "B>D": [10, 10, 10], "C>D": [10, 10, 8]}))
+    b = table(rows({"A>B": [10, 10, 10], "A>C": [10, 7, 6], "B>D": [10, 10, 10]}))
+    assert a["sent"].dtype.kind in "if" and a["etx"].isna().all()
+    lines = compare_table([a, b], ["a", "b"], 2.0).splitlines()
+    assert lines[0] == ("| t (s) | A>B a | A>B b | A>C a | A>C b | B>D a | B>D b | C>D a | C>D b |")
+    assert lines[2:] == ["| 0-2 | 5.0 | 0.0 | 50.0 | 35.0 | 0.0 | 0.0 | 10.0 | - |"]   # settling (t -1) left out
