@@ -16,8 +16,8 @@ from routing import signal_trace
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of, one_of
 from routing.graph import MeshGraph
 from routing.error_model import ErrorModelError, mode_for_rate
-from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, Topology, default_airtime,
-                            error_mode, timing_problems)
+from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, RangeCapture, Topology,
+                            default_airtime, error_mode, timing_problems)
 from routing.medium import rate_problems as medium_rate_problems
 from routing.propagation import CHANNEL1_HZ, KTB_20MHZ_DBM, friis_loss_db, thermal_noise_dbm
 from routing.reception import SinrReception, hears_and_senses, signals_dbm
@@ -124,6 +124,11 @@ _SETTINGS: dict[str, Any] = {
     "nav": _opt(STR, member_of(NAV_MODELS), "exchange: each node sensing the sender defers for its whole exchange | "
                 "duration: NAV from the Duration fields, EIFS after an undecodable frame (default: duration with "
                 "rts_threshold, else exchange)"),
+    "capture_db": _opt(NUM, None, "reception range with positions: ns-2's capture (mac-802_11.cc, CPThresh): a frame "
+                       "being received survives a transmission that starts during it and is at least this many dB "
+                       "weaker at the receiver (ns-2: 10); null: none, any overlap within cs_range_m loses it"),
+    "capture_exponent": _opt(NUM, None, "with capture_db: the path-loss exponent that turns distances into the "
+                             "power ratio, 1 to 8 (default 4: ns-2's TwoRayGround beyond its crossover)"),
     "queue_packets": F(INT, 50, in_range(1), "interface queue per node, drop-tail"),
     "spacing_m": F(NUM, 200.0, in_range(0, lo_open=True), "placement line: the nodes on a line, this far apart"),
     "placement": F(STR, "line", one_of("line", "random"),
@@ -227,6 +232,7 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
     if len(errs) > n_errs:
         return
     _refuse_shared_positions(src, cfg, error, errs)
+    _check_capture(src, cfg, error, errs)
     if m["reception"] == "sinr" and positions(cfg) is None:
         errs.append(error(src, "medium.reception", "reception sinr computes the signal from distances: give "
                           "medium.positions (or placement random); with listed links and no positions the links "
@@ -249,6 +255,35 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 errs.append(error(src, f"{where}.{y}", f"{what} {x} and {y}: {y} does not hear {x} "
                                   f"(out of communication range)"))
                 break
+
+
+CAPTURE_EXPONENT = 4.0   # ns-2's TwoRayGround beyond its crossover distance: power falls as d^-4
+
+
+def _check_capture(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+    """``capture_db`` (ns-2's capture rule, routing.medium.RangeCapture): reception range, positions to measure
+    distances from, a power ratio above 0 dB; ``capture_exponent`` only with it (null: 4)."""
+    m = cfg["medium"]
+    if m["capture_db"] is None:
+        if m["capture_exponent"] is not None:
+            errs.append(error(src, "medium.capture_exponent", "only with medium.capture_db (it turns distances into "
+                              "the power ratio of the capture rule); remove it or set capture_db"))
+        return
+    if m["capture_exponent"] is None:
+        m["capture_exponent"] = CAPTURE_EXPONENT
+    if not (_finite(m["capture_db"]) and 0 < m["capture_db"] <= 100):
+        errs.append(error(src, "medium.capture_db", f"expected more than 0 and at most 100 dB (a power ratio; "
+                          f"ns-2's CPThresh is 10 dB), got {m['capture_db']!r}"))
+    if not (_finite(m["capture_exponent"]) and 1 <= m["capture_exponent"] <= 8):
+        errs.append(error(src, "medium.capture_exponent", f"expected 1 to 8 (a path-loss exponent; two-ray ground "
+                          f"4, free space 2), got {m['capture_exponent']!r}"))
+    if m["reception"] == "sinr":
+        errs.append(error(src, "medium.capture_db", "reception sinr captures by SINR (the stronger frame, either "
+                          "order); capture_db is ns-2's rule for reception range: remove it"))
+    elif positions(cfg) is None:
+        errs.append(error(src, "medium.capture_db", "the capture rule compares distances: give medium.positions "
+                          "(or placement line / random); with medium.hears or listed links alone nobody has a "
+                          "position"))
 
 
 def _refuse_sinr_settings(src: str, m: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
@@ -471,5 +506,8 @@ def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
                                        random.Random(f"reception:{seed}"))
         if m["signal_trace"] is not None:   # the sim's medium clock: 0 when probing starts, flows after settling
             radio.replay = signal_trace.build(m["signal_trace"], directed_links(cfg), cfg["etx"]["settle_s"])
+    capture = None
+    if m["capture_db"] is not None:   # reception range, with positions (check_medium)
+        capture = RangeCapture(positions(cfg), m["capture_db"], m["capture_exponent"])  # type: ignore[arg-type]
     return Medium(p, topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11), radio,
-                  rate_control=m["rate_control"], seed=seed)
+                  rate_control=m["rate_control"], seed=seed, capture=capture)

@@ -17,8 +17,9 @@ The rules, each in one place, named as IEEE Std 802.11-2020 names them:
 * reception (:meth:`Medium._overlap`): a frame is lost at its receiver when another transmission
   from a node in the receiver's interference (= carrier-sense) range overlaps it, or the receiver
   itself transmits (half duplex).  When the sender could not sense the interferer it is a hidden
-  terminal; otherwise both picked the same slot.  No capture.  With a ``radio``
-  (routing.reception.SinrReception, ``medium.reception: sinr``) instead (:meth:`Medium._receive`,
+  terminal; otherwise both picked the same slot.  No capture, unless ``capture`` (:class:`RangeCapture`,
+  ``medium.capture_db``) gives ns-2's rule: a frame being received survives a later one capture_db weaker.
+  With a ``radio`` (routing.reception.SinrReception, ``medium.reception: sinr``) instead (:meth:`Medium._receive`,
   :meth:`Medium._decodes`): each frame's fate at a receiver is drawn at its end from the error model's
   success probability for its SINR, chunk by chunk, with interference from every overlapping
   transmission summed in mW; the stronger of overlapping frames can be captured; ``Topology`` then
@@ -69,8 +70,8 @@ idle DIFS); a failed exchange keeps the sender as long as a successful one (ACKT
 propagation delay is zero; with ``airtime == "simple"`` (b and g at a fixed rate, the default) OFDM
 symbol padding and the signal extension are not modelled (airtime = preamble + bits / rate, as issue 11
 defines it; ``txtime`` has them); no A-MPDU (one MPDU per channel access); no capture with range
-reception; a NAV set by an RTS is not reset when no data follows.  Times are integer nanoseconds, so the
-arithmetic is exact and runs repeat.
+reception unless ``capture_db`` gives ns-2's rule; a NAV set by an RTS is not reset when no data follows.
+Times are integer nanoseconds, so the arithmetic is exact and runs repeat.
 """
 from __future__ import annotations
 
@@ -89,7 +90,8 @@ from routing.rates import (DSSS, HR_DSSS, HT, MANDATORY_KBPS, Rate, RateError, T
                            dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns)
 from routing.reception import SinrReception
 
-__all__ = ["PRESETS", "Phy", "Topology", "Frame", "Delivered", "Dropped", "StationStats", "Medium", "MediumError",
+__all__ = ["PRESETS", "Phy", "Topology", "RangeCapture", "Frame", "Delivered", "Dropped", "StationStats", "Medium",
+           "MediumError",
            "MAC_OVERHEAD_BYTES", "ACK_BYTES", "RTS_BYTES", "CTS_BYTES", "LONG_RETRY_LIMIT", "NAV_MODELS",
            "timing_problems", "AIRTIMES", "RATE_CONTROLS", "HT_STANDARDS", "default_airtime", "fixed_rate",
            "basic_rate_set", "rate_problems", "RateController", "chain_stages", "chain_rate", "error_mode"]
@@ -434,6 +436,28 @@ class Phy:
 
 
 @dataclass(frozen=True)
+class RangeCapture:
+    """ns-2's capture on reception by range (``medium.capture_db``): ns-2's MAC (mac-802_11.cc,
+    ``Mac802_11::recv``; ns-default.tcl ``Phy/WirelessPhy set CPThresh_ 10.0``) keeps the frame it is receiving
+    when a frame that arrives during it is at least CPThresh weaker, and otherwise loses both; a frame that
+    arrives while another is being received is never kept, whatever its strength (the MAC stays on the first).
+    Signals from distances under d^-``exponent`` (ns-2's TwoRayGround beyond its crossover: 4)."""
+
+    positions: dict[str, tuple[float, float]]
+    capture_db: float
+    exponent: float = 4.0
+
+    def keeps(self, victim: "_Tx", interferer: "_Tx", rx: str) -> bool:
+        """Does ``rx``, receiving ``victim``, keep it against ``interferer``: ``victim`` began first (not in the
+        same slot), ``rx`` sends neither, and the interferer is ``capture_db`` weaker at ``rx``."""
+        if rx in (interferer.src, victim.src) or not victim.start < interferer.start:
+            return False
+        d_signal = math.dist(self.positions[victim.src], self.positions[rx])
+        d_interferer = math.dist(self.positions[interferer.src], self.positions[rx])
+        return 10 * self.exponent * math.log10(d_interferer / d_signal) >= self.capture_db
+
+
+@dataclass(frozen=True)
 class Topology:
     """Who hears whom.  ``hears[n]``: the nodes whose frames n decodes (communication range);
     ``senses[n]``: the nodes n senses as busy and that interfere at n (carrier-sense range, a superset)."""
@@ -588,7 +612,12 @@ class Medium:
     receiver) its own controller, seeded from ``seed`` and the link's names (:meth:`controller`)."""
 
     def __init__(self, phy: Phy, topology: Topology, queue_packets: int, rng: random.Random,
-                 radio: SinrReception | None = None, rate_control: str = "fixed", seed: int = 0) -> None:
+                 radio: SinrReception | None = None, rate_control: str = "fixed", seed: int = 0,
+                 capture: RangeCapture | None = None) -> None:
+        if capture is not None and radio is not None:
+            raise MediumError("capture_db: ns-2's capture rule is for reception range; reception sinr captures by SINR")
+        #: reception range: ns-2's capture rule (RangeCapture); None: any overlap sensed at the receiver loses a frame
+        self.capture = capture
         if rate_control not in RATE_CONTROLS:
             raise MediumError(f"rate_control: expected one of {', '.join(RATE_CONTROLS)}, got {rate_control!r}")
         if rate_control != "fixed" and not phy.txtime:
@@ -994,9 +1023,12 @@ class Medium:
             self._freeze(s, now)
 
     def _garble(self, victim: _Tx, interferer: _Tx) -> None:
-        """nav "duration": ``victim`` cannot be decoded wherever ``interferer`` is sensed, nor at its sender."""
+        """nav "duration": ``victim`` cannot be decoded wherever ``interferer`` is sensed (unless captured there:
+        :class:`RangeCapture`), nor at its sender."""
         victim.garbled.add(interferer.src)
-        victim.garbled.update(self._sensed_by[interferer.src])
+        capture = self.capture
+        victim.garbled.update(self._sensed_by[interferer.src] if capture is None else
+                              (s for s in self._sensed_by[interferer.src] if not capture.keeps(victim, interferer, s)))
 
     def _receive(self, tx: _Tx) -> None:
         """reception sinr, at the end of ``tx``: its addressee receives it with the probability the error model
@@ -1034,6 +1066,8 @@ class Medium:
         or from the receiver itself (half duplex).  Hidden: the victim's sender could not sense it."""
         rx = victim.dst
         if interferer.src == rx or interferer.src in self.topo.senses[rx]:
+            if self.capture is not None and self.capture.keeps(victim, interferer, rx):
+                return
             if not victim.corrupted:
                 victim.corrupted = True
                 victim.hidden = interferer.src != victim.src and interferer.src not in self.topo.senses[victim.src]
