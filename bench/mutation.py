@@ -1,6 +1,6 @@
 """Mutation testing of the protocol cores with mutmut (issue 30, item 3; docs/MUTATION.md).
 
-``python -m bench mutation [MODULE ...] [--report] [--survivors] [--equivalents]`` (or ``make mutation``)
+``python -m bench mutation [MODULE ...] [--report | --resume] [--survivors] [--equivalents]`` (or ``make mutation``)
 runs mutmut on each core module named (default: all of ``MODULE_TESTS``), one module at a time, under
 ``nice -n 19`` with one worker, over the unit tests that cover that module only (``MODULE_TESTS``; no
 root, no real-time tests).  It is slow and not run in CI; ``pip install -e '.[mutation]'`` installs mutmut.
@@ -54,8 +54,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "routing/propagation.py": ["tests/test_error_model.py", "tests/test_rules_propagation.py"],
     "routing/reception.py": ["tests/test_medium_sinr.py", "tests/test_rules_reception.py"],
     "routing/station.py": ["tests/test_station.py", "tests/test_rules_station.py"],
-    # (tests/test_linkstate.py runs whole meshes, 20 s for the file: left out, as for etx/estimator.py)
-    "routing/linkstate.py": ["tests/test_babel.py", "tests/test_rules_linkstate.py"],
+    "routing/linkstate.py": ["tests/test_linkstate.py", "tests/test_babel.py", "tests/test_rules_linkstate.py"],
     "routing/trace_loss.py": ["tests/test_trace.py", "tests/test_rules_trace_loss.py"],
     # (tests/test_mesh_topology.py runs meshes too, a minute for the file: left out)
     "routing/graph.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
@@ -70,6 +69,15 @@ DESELECT: dict[str, list[str]] = {
     # statistical runs of a million packets (1 to 3 s each, and a CPU limit per mutant that grows with them
     # for the mutants of GilbertElliott.advance that loop forever); tests/test_rules_loss.py pins the same
     # rules exactly, against the model's own random streams
+    # whole meshes on a backend, 1 to 15 s each (the router's rules are pinned one by one in
+    # tests/test_rules_linkstate.py and the rest of tests/test_linkstate.py)
+    "routing/linkstate.py": [f"tests/test_linkstate.py::{t}" for t in (
+        "test_the_local_backend_reroutes_with_the_mac_on",
+        "test_no_walk_of_next_hops_repeats_a_node_when_costs_move_within_the_margin",
+        "test_the_diamond_reroutes_around_a_failed_link_within_dead_s_and_static_routes_wait_for_it",
+        "test_crossing_flows_on_a_grid_reroute_round_a_dead_centre_without_loops",
+        "test_the_time_axis_marks_the_failure_the_reroute_and_the_recovery",
+        "test_two_equally_lossy_paths_on_the_sim_do_not_flap_the_route")],
     "routing/loss.py": ["tests/test_loss.py::test_ge_stationary_fractions_and_bursts",
                         "tests/test_loss.py::test_ge_bursts_contiguous_in_time"],
 }
@@ -109,7 +117,64 @@ _FIRST_PROBE = ("read only once a probe is heard (_highest >= 0), and the first 
 _TABLE_LOOKUP = "the fast path of EtxTable.quality: link() returns the same estimator"
 _ETX = "etx.estimator.x"
 _STEP = "routing.step.x"
+_RATES = "routing.rates."
+_KBPS_SET = "a DSSS/HR-DSSS rate is 1000, 2000, 5500 or 11000 kbit/s (dsss_rate refuses others): no rate lies between"
+_BANDS = "a band is 2.4 or 5 GHz (the rate tables' only values): no band lies between 3 and 4 GHz"
+_EM = "routing.error_model."
+_IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imported (building OFDM_MODES and "
+                "HT_MODES), before mutmut switches a mutant on; applied by hand, each fails "
+                "tests/test_rules_error_model.py::test_the_mode_tables")
+_ML = "routing.minstrel.xǁMinstrelǁ"
+_JOIN = ("the join's bound only shows when a dump hangs for more than 6 s, and a dump is a subprocess with "
+         "timeout=5: the thread ends sooner (a test of it would wait 6 s in real time)")
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    # routing/error_model.py
+    _EM + "x__ofdm__mutmut_1": ("Mode(None, rate, modulation, code)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_2": ("Mode(name, None, modulation, code)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_3": ("Mode(name, rate, None, code)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_4": ("Mode(name, rate, modulation, None)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_5": ("Mode(rate, modulation, code)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_6": ("Mode(name, modulation, code)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_7": ("Mode(name, rate, code)", _IMPORT_TIME),
+    _EM + "x__ofdm__mutmut_8": ("Mode(name, rate, modulation, )", _IMPORT_TIME),
+    _EM + "x_qam_ber__mutmut_4": (
+        "((2 * (m - 1)) / 3)", "2 (M - 1) is a multiple of 3 for M = 16 and 64, the only QAM orders: / and // agree"),
+    _EM + "x__ofdm_success__mutmut_4": (
+        "if ber == 1.0:", "an uncoded BER is at most 0.5, and at BER 0 the formula gives (1 - 0) ** n = 1, what the "
+        "shortcut returns"),
+    # routing/propagation.py
+    "routing.propagation.x_log_distance_loss_db__mutmut_1": (
+        "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
+    "routing.propagation.x_log_distance_loss_db__mutmut_7": (
+        "math.log10(distance_m * REFERENCE_M)", "d0 is 1 m: d x d0 = d / d0"),
+    # routing/station.py
+    "routing.station.xǁStationRecorderǁstop__mutmut_1": ("self._thread.join(timeout=None)", _JOIN),
+    "routing.station.xǁStationRecorderǁstop__mutmut_2": ("self._thread.join(timeout=7.0)", _JOIN),
+    # routing/reception.py
+    "routing.reception.x_frame_success__mutmut_14": (
+        "if min(b, end) >= max(a, start)]", "an interferer that only touches the frame becomes a span of length 0 "
+        "at the frame's start or end: no cut inside a section, and no chunk (t0 < t1) lies within it"),
+    "routing.reception.x_frame_success__mutmut_31": ("if s0 <= t < s1)", "s0 is in the set of cuts already"),
+    "routing.reception.x_frame_success__mutmut_32": ("if s0 < t <= s1)", "s1 is in the set of cuts already"),
+    # routing/minstrel.py
+    _ML + "_update__mutmut_41": (
+        "if self.throughput(i) > 1)", "a throughput above 0 is at least 10 % / the longest average frame (1200 "
+        "bytes at 1 Mb/s with its Ack and contention, 10.5 ms): 9.5 frames a second, above 1"),
+    _ML + "_retry_count__mutmut_21": (
+        "tx_time += slot_ns * cw / 2 + per_try", "slot_ns is slot_us x 1000, so slot_ns x cw is even: / and // agree"),
+    _ML + "_sample_rate__mutmut_18": ("if delta >= 2 * n:", "at delta == 2 n it forgives delta - 2 n = 0 frames"),
+    # routing/rates.py
+    _RATES + "x_dsss_rate__mutmut_23": ("DSSS if kbps <= 2001 else HR_DSSS", _KBPS_SET),
+    _RATES + "x_control_response_rate__mutmut_30": ("data_rate.short_preamble and kbps > 1001)", _KBPS_SET),
+    _RATES + "x_ofdm_rate__mutmut_19": (
+        "n_dbps=OFDM_N_DBPS[mbps], )", "band_ghz=2.4 is Rate's default: the same Rate without it"),
+    _RATES + "x_ht20_rate__mutmut_16": (
+        "kbps = round(n_dbps * 1000001.0 /", "1 ppm more moves no HT20 rate across a rounding boundary: the "
+        "16 rates of Table 19-27 (tests/test_rates.py lists them) round to the same kbit/s"),
+    _RATES + "x_ht20_rate__mutmut_30": ('("" if band_ghz <= 3 else "-5g")', _BANDS),
+    _RATES + "x_ht20_rate__mutmut_31": ('("" if band_ghz < 4 else "-5g")', _BANDS),
+    _RATES + "x__response_class__mutmut_5": ("(ERP_OFDM,) if rate.band_ghz <= 3 else (OFDM,)", _BANDS),
+    _RATES + "x__response_class__mutmut_6": ("(ERP_OFDM,) if rate.band_ghz < 4 else (OFDM,)", _BANDS),
     # routing/step.py
     _STEP + "ǁForwardingStepǁlost_from__mutmut_3": (
         "if (frm is not None) or True else None", "link_lost has no None key: the lookup gives None, "
@@ -325,9 +390,34 @@ def mutmut() -> str:
     return str(exe)
 
 
-def run_module(module: str) -> None:
-    work = prepare(module)
-    cmd = ["nice", "-n", "19", mutmut(), "run", "--max-children", "1"]
+def resume(module: str) -> list[str]:
+    """Bring the tests of ``module``'s last run up to date, for a run of its survivors only.
+
+    Only the test files are copied again: the mutated module and the ``[tool.mutmut]`` table stay as
+    they were (mutmut resets every result when its test selection changes, so a module whose list of
+    test files changed needs a fresh run).  A test added cannot revive a killed mutant, so the killed
+    keep their verdict; mutmut traces the new tests before it runs the survivors again."""
+    work = WORK / slug(module)
+    toml = work / "pyproject.toml"
+    if not toml.exists():
+        raise SystemExit(f"{work}: no earlier run of {module} to resume")
+    if mutmut_table(module) not in toml.read_text():
+        raise SystemExit(f"{module}: its test files or settings changed since its last run: run it afresh")
+    src = (ROOT / module).read_text()
+    if (work / module).read_text() != src:
+        raise SystemExit(f"{module} changed since its last run: run it afresh")
+    shutil.rmtree(work / "tests")
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return score(module).survivors
+
+
+def run_module(module: str, only: list[str] | None = None) -> None:
+    """mutmut on ``module`` in a fresh copy, or (``only``) on those mutants of its last run."""
+    if only is not None and not only:
+        print(f"== {module}: no survivor to run again")
+        return
+    work = WORK / slug(module) if only is not None else prepare(module)
+    cmd = ["nice", "-n", "19", mutmut(), "run", "--max-children", "1", *(only or [])]
     print(f"== {module}: {' '.join(cmd)} (in {work.relative_to(ROOT)})", flush=True)
     t0 = time.monotonic()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -384,6 +474,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench mutation", description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"core modules (default all): {', '.join(MODULE_TESTS)}")
     ap.add_argument("--report", action="store_true", help="score the last runs again without running mutmut")
+    ap.add_argument("--resume", action="store_true",
+                    help="copy the tests again into each module's last run and run its survivors only "
+                         "(the module and its list of test files unchanged since)")
     ap.add_argument("--survivors", action="store_true", help="print each surviving mutant's diff")
     ap.add_argument("--equivalents", action="store_true",
                     help="print the equivalent mutants of the modules, with their reasons, as markdown")
@@ -397,7 +490,9 @@ def main(argv: list[str]) -> int:
         return 0
     results = []
     for module in modules:
-        if not args.report:
+        if args.resume:
+            run_module(module, resume(module))
+        elif not args.report:
             run_module(module)
         results.append(score(module))
         if args.survivors:

@@ -237,3 +237,118 @@ def test_the_counters_reset_at_10000_frames():
     assert (m._total_packets, m._sample_packets) == (PACKETS_WRAP - 1, 998)
     m.choose(0)
     assert (m._total_packets, m._sample_packets) == (0, 0)
+
+
+def test_a_rate_listed_twice_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"^Minstrel: a rate is listed twice$"):
+        minstrel(rates=[ht20_rate(0), ht20_rate(1), ht20_rate(0)])
+
+
+def test_throughput_is_in_frames_per_second():
+    m = minstrel(sampling_percent=0)
+    i = m.rates.index(ht20_rate(4))
+    m._stats[i].prob = 0.5
+    assert m.throughput(i) == pytest.approx(0.5 / (m._frame_ns[i] * 1e-9), rel=1e-13)
+
+
+def test_with_nothing_measured_an_update_keeps_the_slowest_rate_everywhere():
+    m = minstrel(sampling_percent=0)
+    m.choose(0)
+    assert m.choose(UPDATE_INTERVAL_NS + 1) == [(ht20_rate(0), MAX_RETRY)]
+    assert m.updates == 1 and m.max_prob == m._lowest and m.max_tp == [m._lowest, m._lowest]
+
+
+def test_a_rate_at_exactly_75_percent_is_not_good_for_max_prob():
+    m = minstrel(sampling_percent=0)
+    m.choose(0)
+    fold(m, 0, {ht20_rate(1): (5, 4), ht20_rate(5): (4, 3)})      # MCS 1: 80 %, MCS 5: 75 % (faster)
+    assert m.max_prob == m.rates.index(ht20_rate(1))
+
+
+def reference_retry_count(rate, timing, basic, p):
+    """minstrel_calc_retransmit (Linux 5.10) as the module docstring states it: 2 tries below p = 20 %;
+    else tries while the stage's airtime, each try's contention (aCWmin doubling, up to 1023 slots, half of
+    it on average) plus DIFS, data, SIFS and Ack, stays under 6 ms; at least 2, at most 7."""
+    from routing.rates import exchange_ns
+    if p is None or p < 0.2:
+        return 2
+    per_try = timing.difs_ns + exchange_ns(rate, 1200, timing, basic)
+    cw, total, count = timing.cw_min, 0, 0
+    while True:
+        total += timing.slot_us * 1000 * cw // 2 + per_try
+        cw = min(2 * cw + 1, 1023)
+        if count >= 2 and total >= 6_000_000:
+            return count
+        count += 1
+        if count == 7:
+            return 7
+
+
+@pytest.mark.parametrize("std, timing", [("b", "b"), ("g", "g"), ("a", "a"), ("n", "n"), ("n-sgi", "n")])
+def test_the_tries_per_stage_of_every_rate_of_every_phy(std, timing):
+    from routing.rates import dsss_rate
+    basic = {"b": [dsss_rate(1), dsss_rate(2)], "g": BASIC, "n": BASIC,
+             "a": [ofdm_rate(6, erp=False), ofdm_rate(12, erp=False), ofdm_rate(24, erp=False)]}[timing]
+    m = Minstrel(rate_set(std), TIMINGS[timing], basic, seed=1)
+    for st in m._stats:
+        st.prob = 0.9
+    m._update_retry_counts()
+    want = [reference_retry_count(r, TIMINGS[timing], basic, 0.9) for r in m.rates]
+    assert [st.retry_count for st in m._stats] == want
+    if std == "b":
+        assert want[0] == 2            # 1 Mb/s: three tries already take more than 6 ms, but 2 is the floor
+
+
+def test_at_most_seven_tries_when_the_segment_holds_more():
+    from routing.rates import Timing
+    fast = Timing(1, 1, 1)             # a PHY with almost no contention: 7 tries fit in 6 ms
+    m = Minstrel([ofdm_rate(54), ofdm_rate(48)], fast, BASIC, seed=1)
+    for st in m._stats:
+        st.prob = 1.0
+    m._update_retry_counts()
+    assert [st.retry_count for st in m._stats] == [7, 7]
+
+
+def test_a_new_interval_allows_three_slow_samples_again():
+    m = minstrel()
+    for _ in range(2):
+        m._update()
+        for st in m._stats:
+            st.prob, st.sample_skipped = 0.5, SAMPLE_SKIPPED_SLOW
+        m.max_tp, m.max_prob = [7, 6], 7
+        assert [m._may_sample(i) for i in (1, 2, 3, 4, 5)] == [True, True, True, False, False]
+
+
+def test_sampling_filters_at_their_edges():
+    m = minstrel()
+    for st in m._stats:
+        st.prob, st.sample_skipped = 0.5, SAMPLE_SKIPPED_SLOW
+    m.max_tp, m.max_prob = [7, 6], 7
+    m._stats[5].prob = 0.95
+    assert m._may_sample(5)                             # 95 % itself is still sampled
+    m._update()                                         # (a new interval: the slow quota again)
+    for st in m._stats:
+        st.prob, st.sample_skipped = 0.5, SAMPLE_SKIPPED_SLOW
+    m.max_tp, m.max_prob = [7, 6], 7
+    m._frame_ns[4] = 3 * m._frame_ns[7]
+    assert m._may_sample(4)                             # exactly 3 x max_prob's airtime is not "more than"
+    # max_tp[1] faster than max_tp[0] (a higher p made the slower rate first): the faster one, already tried
+    # this interval, is not sampled
+    m.max_tp, m.max_prob = [5, 6], 5
+    m._stats[6].attempts = 1
+    assert not m._may_sample(6)
+
+
+@pytest.mark.parametrize("percent", [35, 10])
+def test_the_forgiven_backlog_keeps_whole_frame_counts(percent):
+    m = minstrel(seed=3, sampling_percent=percent)
+    m._may_sample = lambda idx: False
+    total = samples = 0
+    for _ in range(400):
+        m.choose(0)
+        total += 1
+        delta = total * percent // 100 - samples
+        if delta >= 0 and delta > 2 * len(N):
+            samples += delta - 2 * len(N)
+    assert (m._total_packets, m._sample_packets) == (total, samples)
+    assert isinstance(m._sample_packets, int) and samples > 0

@@ -119,3 +119,30 @@ def test_dsss_responses_keep_the_preamble_and_fall_back_to_the_mandatory_rates()
     # an HR/DSSS basic rate answers a DSSS frame only when not above it
     assert control_response_rate(dsss_rate(2), [dsss_rate(1), dsss_rate(11)]) == dsss_rate(1)
     assert control_response_rate(dsss_rate(11, True), [dsss_rate(5.5)]) == dsss_rate(5.5, True)
+
+
+def test_the_n_sgi_set_holds_both_guard_intervals_of_every_mcs():
+    sgi = rate_set("n-sgi")
+    assert sorted((r.mcs, r.short_gi) for r in sgi) == [(m, g) for m in range(8) for g in (False, True)]
+    # rate_by_name knows every HT rate: long and short GI, both bands
+    for m in range(8):
+        for g in (False, True):
+            for band in (2.4, 5.0):
+                r = ht20_rate(m, g, band)
+                assert rate_by_name(r.name) == r
+
+
+def test_an_ampdu_of_one_mpdu_is_the_mpdu_and_its_delimiter():
+    from routing.rates import ampdu_psdu_bytes
+    assert ampdu_psdu_bytes(1, 1537) == 4 + 1537          # the last subframe is not padded
+    assert ampdu_psdu_bytes(1, 1536) == 1540
+    with pytest.raises(RateError, match=r"^A-MPDU of 0 MPDUs: expected at least 1$"):
+        ampdu_psdu_bytes(0, 1536)
+
+
+def test_mac_efficiency_is_exactly_the_bits_over_the_access_time_and_the_rate():
+    from routing.rates import access_ns, mac_efficiency
+    basic = [ofdm_rate(6), ofdm_rate(12), ofdm_rate(24)]
+    t = access_ns(ht20_rate(7), 1536, TIMINGS["n"], basic)
+    assert mac_efficiency(ht20_rate(7), 1500, TIMINGS["n"], basic) == pytest.approx(12000 / (t * 1e-9) / 65e6,
+                                                                                    rel=1e-14)

@@ -127,3 +127,22 @@ def test_draw_is_certain_at_0_and_1_and_else_u_below_p():
     assert r.draw(1.0) is True and r.draw(1.5) is True and r.draw(0.0) is False and r.draw(-1) is False
     assert rng.calls == 0                                       # no draw when the outcome is certain
     assert r.draw(0.25) is False and r.draw(0.25) is True and rng.calls == 2
+
+
+def test_every_sender_has_its_signal_at_every_other_receiver_measured_or_not():
+    pos = {"A": (0.0, 0.0), "B": (10.0, 0.0), "C": (20.0, 0.0)}
+    out = signals_dbm(pos, 20.0, 40.0, 3.0, 0.0, 1, {"B": {"A": -50.0}, "A": {"A": -1.0}})
+    assert {r: sorted(row) for r, row in out.items()} == {"A": ["B", "C"], "B": ["A", "C"], "C": ["A", "B"]}
+    assert out["B"]["C"] == pytest.approx(20.0 - 40.0 - 30.0)
+
+
+def test_a_frame_at_exactly_the_carrier_sense_threshold_is_sensed_without_being_decoded():
+    hears, senses = hears_and_senses({"R": {"x": -90.0, "y": -90.5}}, -82.0, -90.0)
+    assert hears["R"] == frozenset() and senses["R"] == frozenset({"x"})
+
+
+def test_an_overlap_after_one_that_only_touches_still_counts():
+    r = reception({"R": {"S": 1e-6, "U": 2e-6}})
+    assert r.success_probability("S", "R", 0, 100_000, 20_000, OFDM54, [("U", -5, 0), ("R", 50_000, 60_000)]) == 0.0
+    assert r.success_probability("S", "R", 0, 100_000, 20_000, OFDM54,
+                                 [("U", 100_000, 100_005), ("U", 50_000, 60_000)]) == 0.0

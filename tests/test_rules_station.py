@@ -141,3 +141,61 @@ def test_a_recorder_only_where_the_config_asks_for_one(monkeypatch):
         assert rec2.interval_s == STATION_DUMP_S
     finally:
         rec2.stop()
+
+
+def test_every_counter_is_an_int():
+    (st,) = parse_station_dump("Station 02:00:00:00:00:01 (on wlan0)\n\ttx retries:\t3\n\ttx failed:\t4\n"
+                               "\ttx packets:\t5\n\trx packets:\t6\n\tsignal:\t-70 dBm\n")
+    assert st == {"mac": "02:00:00:00:00:01", "tx_retries": 3, "tx_failed": 4, "tx_packets": 5, "rx_packets": 6,
+                  "signal_dbm": -70}
+    assert all(type(v) is int for k, v in st.items() if k != "mac")
+
+
+def test_the_label_ends_at_the_first_colon():
+    (st,) = parse_station_dump("Station 02:00:00:00:00:01 (on wlan0)\n\tsignal:\t-52 dBm (chains: -54 -55)\n")
+    assert st == {"mac": "02:00:00:00:00:01", "signal_dbm": -52}
+
+
+def test_each_failed_dump_is_counted():
+    def dump(iface):
+        raise OSError("no")
+
+    rec = StationRecorder("wlan0", lambda *a, **k: None, dump=dump)
+    assert rec.record(1.0) is False and rec.record(2.0) is False
+    assert rec.stats["errors"] == 2
+
+
+def test_the_loop_stamps_each_event_with_the_wall_clock():
+    import time as _time
+    got = []
+    done = threading.Event()
+
+    def emit(t, ev, **f):
+        got.append((t, ev))
+        done.set()
+
+    rec = StationRecorder("wlan0", emit, interval_s=30.0, dump=lambda iface: "Station 02:00:00:00:00:01 (on x)\n")
+    before = _time.time()
+    rec.start()
+    try:
+        assert done.wait(10)
+    finally:
+        rec.stop()
+    assert got[0][1] == "station" and before <= got[0][0] <= _time.time()
+
+
+def test_the_recorder_from_the_config_logs_through_the_emit_it_is_given(monkeypatch):
+    monkeypatch.setattr(station.subprocess, "run", FakeRun(0, stdout="Station 02:00:00:00:00:09 (on wlan0)\n"))
+    got = []
+    done = threading.Event()
+
+    def emit(t, ev, **f):
+        got.append((ev, f))
+        done.set()
+
+    rec = recorder_from_config({"iface": "wlan0", "interval_s": 30}, emit)
+    try:
+        assert done.wait(10)
+    finally:
+        rec.stop()
+    assert got[0] == ("station", {"mac": "02:00:00:00:00:09"})
