@@ -125,6 +125,7 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
                 "HT_MODES), before mutmut switches a mutant on; applied by hand, each fails "
                 "tests/test_rules_error_model.py::test_the_mode_tables")
 _ML = "routing.minstrel.xǁMinstrelǁ"
+_LOSS = "routing.loss."
 _JOIN = ("the join's bound only shows when a dump hangs for more than 6 s, and a dump is a subprocess with "
          "timeout=5: the thread ends sooner (a test of it would wait 6 s in real time)")
 EQUIVALENT: dict[str, tuple[str, str]] = {
@@ -142,6 +143,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _EM + "x__ofdm_success__mutmut_4": (
         "if ber == 1.0:", "an uncoded BER is at most 0.5, and at BER 0 the formula gives (1 - 0) ** n = 1, what the "
         "shortcut returns"),
+    # routing/loss.py
+    _LOSS + "xǁLinkDownǁ__init____mutmut_11": (
+        "math.isnan(start) and math.isnan(end)", "`not start < end` refuses any NaN end too: NaN compares false"),
+    _LOSS + "xǁRampǁrate__mutmut_1": (
+        "if now < self.start:", "at now == start the linear formula gives rate_from + 0: what the branch returns"),
+    _LOSS + "xǁBitErrorǁ__init____mutmut_18": (
+        "else +math.inf", "_log1m is read only for ber < 1 (packet_loss returns first at ber >= 1)"),
+    _LOSS + "xǁBitErrorǁdrop__mutmut_1": (
+        "return self.drop_sized(None, self.default_size)", "a bit error does not depend on the time"),
+    _LOSS + "x_node_rng__mutmut_22": ('.encode("UTF-8")', "codec names are case-insensitive: the same encoder"),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),

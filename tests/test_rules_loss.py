@@ -468,3 +468,35 @@ def test_node_rng_folds_the_seed_zigzag_above_the_crc(seed, z):
 def test_node_rng_seed_must_be_an_int(seed):
     with pytest.raises(ValueError, match=r"^seed must be an int, got"):
         node_rng(seed, "B")
+
+
+def test_ramp_reaches_rate_to_exactly_at_end():
+    m = Ramp(0.3, 0.9, 0.0, 10.0, random.Random(1))
+    assert m.rate(10.0) == 0.9                # the formula would give 0.9000000000000001
+
+
+def test_bit_error_keeps_a_packet_whose_draw_equals_its_loss_probability():
+    m = BitError(1e-4, Draws(0.0))
+    p = m.packet_loss(40)
+    m.rng = Draws(p, p)
+    assert m.drop_sized(0.0, 40) is False
+    m40 = BitError(1e-4, Draws(BitError(1e-4, None).packet_loss(1000)))
+    assert m40.drop(0.0) is False
+
+
+def test_the_ramp_builder_hands_the_nodes_rng_on():
+    rng_a, rng_b = random.Random(8), random.Random(8)
+    r = build_loss_model({"model": "ramp", "rate_from": 0.5, "rate_to": 0.5}, rng_a)
+    assert [r.drop(1.0) for _ in range(40)] == [rng_b.random() < 0.5 for _ in range(40)]
+
+
+@pytest.mark.parametrize("name", [["bernoulli"], {"a": 1}, None])
+def test_a_model_name_that_is_not_a_string_is_a_clear_error(name):
+    with pytest.raises(ValueError, match=r"^loss spec key 'model' must be one of"):
+        build_loss_model({"model": name}, random.Random(1))
+
+
+def test_ge_keeps_a_packet_whose_draw_equals_the_state_loss():
+    g = GilbertElliott(random.Random(1), good_mean_s=1e300, loss_good=0.25)
+    g._loss_rng = Draws(0.25, 0.2499)                 # the loss stream the docstring names, scripted
+    assert [g.drop(0.0), g.drop(1.0)] == [False, True]
