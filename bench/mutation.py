@@ -152,6 +152,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "else +math.inf", "_log1m is read only for ber < 1 (packet_loss returns first at ber >= 1)"),
     _LOSS + "xǁBitErrorǁdrop__mutmut_1": (
         "return self.drop_sized(None, self.default_size)", "a bit error does not depend on the time"),
+    _LOSS + "xǁGilbertElliottǁ__init____mutmut_46": (
+        "self._switch_at = None", "set by the first call to advance before anything reads it"),
+    _LOSS + "xǁPacketGilbertElliottǁdrop__mutmut_7": (
+        "self._good = None", "_good is read only as a truth value (and `state` says bad for it): None is False"),
     _LOSS + "x_node_rng__mutmut_22": ('.encode("UTF-8")', "codec names are case-insensitive: the same encoder"),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (

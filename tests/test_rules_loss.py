@@ -148,13 +148,14 @@ def test_ge_skips_several_sojourns_in_one_call():
     assert g.advance(t) == ("good" if good else "bad")   # five switches at once: bad after an odd number
 
 
-def test_ge_loss_draw_is_u_below_the_state_loss_from_the_loss_stream():
-    _, losses = _ge_streams(9)
-    g = GilbertElliott(random.Random(9), good_mean_s=1e300, loss_good=0.3, loss_bad=1.0)
+@pytest.mark.parametrize("seed", [9, 11])    # (seed 11: the 65th bit of both streams' seeds is 1)
+def test_ge_loss_draw_is_u_below_the_state_loss_from_the_loss_stream(seed):
+    _, losses = _ge_streams(seed)
+    g = GilbertElliott(random.Random(seed), good_mean_s=1e300, loss_good=0.3, loss_bad=1.0)
     want = [losses.random() < 0.3 for _ in range(200)]
     assert [g.drop(k * 0.1) for k in range(200)] == want
     assert any(want) and not all(want)
-    b = GilbertElliott(random.Random(9), bad_mean_s=1e300, start_good=False, loss_good=1.0, loss_bad=0.3)
+    b = GilbertElliott(random.Random(seed), bad_mean_s=1e300, start_good=False, loss_good=1.0, loss_bad=0.3)
     assert [b.drop(k * 0.1) for k in range(200)] == want
 
 
@@ -500,3 +501,10 @@ def test_ge_keeps_a_packet_whose_draw_equals_the_state_loss():
     g = GilbertElliott(random.Random(1), good_mean_s=1e300, loss_good=0.25)
     g._loss_rng = Draws(0.25, 0.2499)                 # the loss stream the docstring names, scripted
     assert [g.drop(0.0), g.drop(1.0)] == [False, True]
+
+
+def test_ge_names_each_bad_loss_probability():
+    with pytest.raises(ValueError, match=r"^loss_good must be a probability in \[0, 1\], got 2"):
+        GilbertElliott(random.Random(1), loss_good=2)
+    with pytest.raises(ValueError, match=r"^loss_bad must be a probability in \[0, 1\], got -1"):
+        GilbertElliott(random.Random(1), loss_bad=-1)
