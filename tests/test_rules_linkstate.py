@@ -84,3 +84,144 @@ def test_route_events_carry_the_metric_to_4_places_and_none_without_a_route():
                 lambda now, ev, **f: got.append((now, ev, f)), 7.5)
     assert got == [(7.5, "route", {"dst": "C", "old": "B", "new": "C", "metric": 2.1235}),
                    (7.5, "route", {"dst": "B", "old": "B", "new": None, "metric": None})]
+
+
+# ---- computing routes: when, from what, with which hysteresis -------------------------------------------
+
+from test_linkstate import DIAMOND, Mesh, _diamond_to_d, _set_paths  # noqa: E402  (the mesh of LSAs handed by hand)
+
+
+def test_due_only_with_a_changed_database_and_recompute_s_after_the_last_computation():
+    r = router(heard={"B": 0.0, "C": 0.0})
+    assert r.due(0.0) is False and r.due(1e9) is False            # nothing changed
+    r.originate(5.0)
+    assert r.due(5.0) is True
+    r.compute(5.0)
+    assert r.due(5.0) is False and r.due(100.0) is False          # computed: clean
+    r.originate(5.0)
+    assert r.due(5.0) is False and r.due(5.0 + S.recompute_s - 1e-9) is False
+    assert r.due(5.0 + S.recompute_s) is True                     # exactly recompute_s later
+
+
+def test_ready_once_every_node_advertised_or_hold_s_after_the_first_moment():
+    r = router(heard={"B": 0.0, "C": 0.0})
+    assert r.ready(10.0, 10.0) is False                           # nothing but... nothing at all yet
+    assert r.ready(10.0 + S.hold_s - 1e-9, 10.0) is False
+    assert r.ready(10.0 + S.hold_s, 10.0) is True                 # a node that never advertised is down
+    r.originate(0.0)
+    r.on_lsa(Lsa("B", 1, (("A", 1.0),)), "B", 0.0)
+    assert r.ready(10.0, 10.0) is False                           # two of the three nodes
+    r.on_lsa(Lsa("C", 1, (("A", 1.0),)), "C", 0.0)
+    assert r.ready(10.0, 10.0) is True and r.ready(9.99, 10.0) is False
+
+
+def test_without_its_own_lsa_a_node_computes_no_route_and_keeps_its_initial_ones():
+    r = router(initial={"B": "B"})
+    assert r.compute(0.0) == [] and r.routes == {"B": "B"}
+
+
+def test_a_destination_not_yet_reached_does_not_stop_the_others():
+    # nodes B (never heard of), C (reached): B comes first in order and keeps its initial route
+    r = router(nodes=("A", "B", "C"), neighbours=("C",), heard={"C": 0.0}, initial={"B": "C", "C": "C"})
+    r.originate(0.0)
+    r.on_lsa(Lsa("C", 1, (("A", 2.0),)), "C", 0.0)
+    assert r.compute(0.0) == []                        # C: the route it had; B: not reached, skipped
+    assert r.metric == {"C": 1.0} and r.routes == {"B": "C", "C": "C"}
+
+
+def test_a_lost_route_is_removed_once_and_counted_once():
+    mesh = Mesh([["A", "B"]], {})
+    mesh.converge(0.0)
+    a = mesh.routers["A"]
+    assert a.routes == {"B": "B"} and a.stats["route_changes"] == 1
+    assert a.compute(100.0) == [RouteChange("B", "B", None, None)]   # everything expired
+    assert a.routes == {} and a.metric == {}
+    a._dirty = True
+    assert a.compute(200.0) == [] and a.stats["route_changes"] == 2
+
+
+def test_the_first_computation_takes_the_best_path_whatever_the_initial_route():
+    # A starts with hop-count routes (D via C); the link state says B is better by less than the margin:
+    # hysteresis protects only routes the link state chose, so B at once
+    mesh = _diamond_to_d(1.5, 1.6)
+    mesh.routers["A"].routes["D"] = "C"
+    mesh.converge(0.0)
+    assert mesh.routers["A"].routes["D"] == "B"
+
+
+def test_a_pinned_route_through_a_neighbour_without_an_advertised_link_has_no_metric():
+    mesh = Mesh(DIAMOND, {}, pinned={"A": {"D": "C"}})
+    mesh.hear(0.0)
+    for u in ("A", "B", "D"):                        # C never advertises: A's link to it is one-way
+        mesh.advertise(u, 0.0)
+    changes = mesh.routers["A"].compute(0.0)
+    assert RouteChange("D", None, "C", None) in changes and mesh.routers["A"].routes["D"] == "C"
+    assert math.isinf(mesh.routers["A"].metric["D"])
+
+
+def test_equal_costs_go_to_the_neighbour_listed_first_even_over_a_kept_route():
+    mesh = _diamond_to_d(1.0, 1.5)
+    mesh.converge(0.0)
+    _set_paths(mesh, 1.8, 1.5)
+    mesh.converge(0.5)
+    assert mesh.routers["A"].routes["D"] == "C"
+    _set_paths(mesh, 1.5, 1.5)                       # equal: the tie-break's choice, B, at once
+    assert mesh.converge(1.0)["A"] == [RouteChange("D", "C", "B", 2.5)]
+
+
+def test_a_candidate_interrupted_by_a_tie_starts_its_wait_again():
+    mesh = _diamond_to_d(1.6, 1.5)                   # via C 2.5 is best: C
+    mesh.converge(0.0)
+    assert mesh.routers["A"].routes["D"] == "C"
+    _set_paths(mesh, 1.45, 1.5)                      # via B 2.45: better within the margin; candidate at 1 s
+    mesh.converge(1.0)
+    _set_paths(mesh, 1.5, 1.5)                       # a tie: B at once (tie-break), the candidate forgotten
+    mesh.converge(2.0)
+    _set_paths(mesh, 1.6, 1.5)                       # C better again within the margin: a new candidate
+    assert mesh.converge(3.0)["A"] == []
+    assert mesh.converge(3.0 + S.switch_after_s - 0.01)["A"] == []
+    assert mesh.converge(3.0 + S.switch_after_s)["A"] == [RouteChange("D", "B", "C", 2.5)]
+
+
+def test_a_kept_next_hop_only_as_far_as_this_node_is_not_feasible():
+    # A-B 1, B-D 29 (A's distance 30); A-C 1, C-D 30: C is as far from D as A is, so it may not be kept,
+    # although its path (31) is within the margin of the best (30)
+    links = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
+    cost = {("B", "D"): 29.0, ("D", "B"): 29.0, ("C", "D"): 30.0, ("D", "C"): 30.0}
+    mesh = Mesh(links, cost)
+    mesh.converge(0.0)
+    a = mesh.routers["A"]
+    assert a.routes["D"] == "B"
+    a.routes["D"] = "C"
+    a._reached.add("D")
+    a._dirty = True
+    assert a.compute(0.5) == [RouteChange("D", "C", "B", 30.0)]
+
+
+def test_a_kept_next_hop_that_no_longer_reaches_the_destination_is_dropped():
+    mesh = _diamond_to_d(1.0, 1.2)
+    mesh.converge(0.0)
+    a = mesh.routers["A"]
+    a.routes["D"] = "C"                               # as if C had been chosen
+    mesh.cost[("C", "D")] = mesh.cost[("D", "C")] = math.inf   # C's link to D dies
+    assert RouteChange("D", "C", "B", 2.0) in mesh.converge(0.5)["A"]
+
+
+class Table:
+    def __init__(self):
+        self.replaced = []
+
+    def replace(self, routes):
+        self.replaced.append(dict(routes))
+
+
+def test_apply_changes_installs_the_routes_and_logs_each_change_only_when_there_are_changes():
+    from routing.linkstate import apply_changes
+    mesh = Mesh([["A", "B"]], {})
+    changes = mesh.converge(0.0)["A"]
+    t, got = Table(), []
+    apply_changes(mesh.routers["A"], changes, t, lambda now, ev, **f: got.append((now, ev, f)), 3.0)
+    assert t.replaced == [{"B": "B"}]
+    assert got == [(3.0, "route", {"dst": "B", "old": None, "new": "B", "metric": 1.0})]
+    apply_changes(mesh.routers["A"], [], t, lambda *a, **k: got.append(a), 4.0)
+    assert len(t.replaced) == 1 and len(got) == 1
