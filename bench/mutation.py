@@ -126,6 +126,16 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
                 "tests/test_rules_error_model.py::test_the_mode_tables")
 _ML = "routing.minstrel.xǁMinstrelǁ"
 _LOSS = "routing.loss."
+_LS = "routing.linkstate."
+_DONE = ("the done set and the strict test only spare work: a node popped again, or a path of equal cost pushed "
+         "again, finds no shorter distance and leaves dist as it was")
+_IN_GRAPH = ("every node Dijkstra reaches is a key of the graph: a link counts only when both ends advertise it, "
+             "so its far end has an LSA")
+_SELF_DIST = "dist_from[v] is Dijkstra from v, which gives v itself 0.0: the same as the shortcut"
+_REACHED = ("the check runs only when some neighbour has a finite path to d (else the function returned first), "
+            "so this node's distance to d is known")
+_AFTER_TIE = ("it runs after the tie test: best's cost is the least, so unless best is old it is strictly lower, "
+              "and both forms agree")
 _JOIN = ("the join's bound only shows when a dump hangs for more than 6 s, and a dump is a subprocess with "
          "timeout=5: the thread ends sooner (a test of it would wait 6 s in real time)")
 EQUIVALENT: dict[str, tuple[str, str]] = {
@@ -157,6 +167,28 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _LOSS + "xǁPacketGilbertElliottǁdrop__mutmut_7": (
         "self._good = None", "_good is read only as a truth value (and `state` says bad for it): None is False"),
     _LOSS + "x_node_rng__mutmut_22": ('.encode("UTF-8")', "codec names are case-insensitive: the same encoder"),
+    # routing/linkstate.py
+    _LS + "xǁLinkStateRouterǁoriginate__mutmut_34": (
+        "self._store(lsa, None)", "the time a node's own LSA was stored is never read: expire skips the own "
+        "origin and _refused answers lsa_own before it looks at the held copy"),
+    _LS + "x__dijkstra__mutmut_10": ("done.add(None)", _DONE),
+    _LS + "x__dijkstra__mutmut_17": ("if dv <= dist.get(v, math.inf):", _DONE),
+    _LS + "x__dijkstra__mutmut_12": ("g.get(u, None).items()", _IN_GRAPH),
+    _LS + "x__dijkstra__mutmut_14": ("g.get(u, ).items()", _IN_GRAPH),
+    _LS + "xǁLinkStateRouterǁ_choose__mutmut_2": ("(0.0 if (v == d) and False else", _SELF_DIST),
+    _LS + "xǁLinkStateRouterǁ_feasible__mutmut_2": ("dv = 0.0 if (v == d) and False else", _SELF_DIST),
+    _LS + "xǁLinkStateRouterǁ_feasible__mutmut_4": (
+        "dv = 1.0 if v == d else", "differs only when this node's distance to d is 1, its direct link at the "
+        "least cost: then d itself is the best next hop and the old one, kept or not"),
+    _LS + "xǁLinkStateRouterǁ_feasible__mutmut_12": ("return dv < my_dist.get(d, None)", _REACHED),
+    _LS + "xǁLinkStateRouterǁ_feasible__mutmut_14": ("return dv < my_dist.get(d, )", _REACHED),
+    _LS + "xǁLinkStateRouterǁ_choose__mutmut_17": (
+        "self._better.pop(None, None)", "when no neighbour reaches d the route is removed, and the next "
+        "computation that finds one has no old next hop: that branch forgets the candidate"),
+    _LS + "xǁLinkStateRouterǁ_choose__mutmut_45": (
+        "math.isclose(best_cost, old_cost, )", "rel_tol=1e-9 is math.isclose's default"),
+    _LS + "xǁLinkStateRouterǁ_choose__mutmut_50": ("if best == old and not best_cost < old_cost:", _AFTER_TIE),
+    _LS + "xǁLinkStateRouterǁ_choose__mutmut_53": ("if best == old or not best_cost <= old_cost:", _AFTER_TIE),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),

@@ -225,3 +225,33 @@ def test_apply_changes_installs_the_routes_and_logs_each_change_only_when_there_
     assert got == [(3.0, "route", {"dst": "B", "old": None, "new": "B", "metric": 1.0})]
     apply_changes(mesh.routers["A"], [], t, lambda *a, **k: got.append(a), 4.0)
     assert len(t.replaced) == 1 and len(got) == 1
+
+
+def test_counters_start_at_zero_and_a_copy_not_flooded_counts_no_flooding():
+    r = router()
+    assert set(r.stats.values()) == {0} and len(r.stats) == 4 + 4
+    assert r.on_lsa(Lsa("B", 1, (("A", 1.0),)), "B", 0.0, flood=False) == []
+    assert r.stats["lsa_accepted"] == 1 and r.stats["lsa_flooded"] == 0
+    assert r.on_lsa(Lsa("B", 2, (("A", 1.0),)), "B", 0.0) == ["C"] and r.stats["lsa_flooded"] == 1
+
+
+def test_the_link_cost_is_asked_at_the_moment_of_origination():
+    asked = []
+    r = LinkStateRouter("A", ("B",), ("A", "B"), S, lambda v, now: asked.append((v, now)) or 2.0, lambda v: 7.0)
+    assert r.originate(7.5).links == (("B", 2.0),) and asked == [("B", 7.5)]
+
+
+def test_an_expired_copy_makes_the_routes_due_again():
+    r = router(heard={"B": 0.0, "C": 0.0})
+    r.originate(0.0)
+    r.on_lsa(Lsa("B", 1, (("A", 1.0),)), "B", 0.0)
+    r.compute(0.0)
+    assert r.due(1.0) is False
+    r.expire(S.hold_s + 1.0)
+    assert r.due(S.hold_s + 1.0) is True and "B" not in r.database()
+
+
+def test_path_costs_add_up_from_zero_at_the_source():
+    mesh = Mesh([["A", "B"], ["B", "C"]], {("A", "B"): 2.0, ("B", "C"): 3.0})
+    changes = mesh.converge(0.0)["A"]
+    assert RouteChange("B", None, "B", 2.0) in changes and RouteChange("C", None, "B", 5.0) in changes
