@@ -209,6 +209,9 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "bytes at 1 Mb/s with its Ack and contention, 10.5 ms): 9.5 frames a second, above 1"),
     _ML + "_retry_count__mutmut_21": (
         "tx_time += slot_ns * cw / 2 + per_try", "slot_ns is slot_us x 1000, so slot_ns x cw is even: / and // agree"),
+    _ML + "_retry_count__mutmut_14": (
+        "tx_time = 1", "every term of tx_time is a multiple of 500 ns (slot_ns x cw / 2, DIFS, TXTIMEs, SIFS in "
+        "whole microseconds): tx + 1 >= 6 ms exactly when tx >= 6 ms"),
     _ML + "_sample_rate__mutmut_18": ("if delta >= 2 * n:", "at delta == 2 n it forgives delta - 2 n = 0 frames"),
     # routing/rates.py
     _RATES + "x_dsss_rate__mutmut_23": ("DSSS if kbps <= 2001 else HR_DSSS", _KBPS_SET),

@@ -352,3 +352,19 @@ def test_the_forgiven_backlog_keeps_whole_frame_counts(percent):
             samples += delta - 2 * len(N)
     assert (m._total_packets, m._sample_packets) == (total, samples)
     assert isinstance(m._sample_packets, int) and samples > 0
+
+
+@pytest.mark.parametrize("slot, sifs, cw_min, tries", [
+    (12, 39, 15, 2),   # the third try ends exactly at 6 ms: the segment holds only what ends before it
+    (7, 24, 31, 3),    # contention of slot x CW / 2 in whole ns: 3 tries end just under 6 ms
+    (4, 7, 63, 3),     # CW doubles as 2 CW + 1 (63, 127, 255): a slower growth would fit a fourth
+])
+def test_the_segment_at_its_edges_on_synthetic_phys(slot, sifs, cw_min, tries):
+    from routing.rates import Timing, exchange_ns
+    t = Timing(slot, sifs, cw_min)
+    m = Minstrel([ofdm_rate(6)], t, BASIC, seed=1)
+    m._stats[0].prob = 1.0
+    assert m._retry_count(0) == tries == reference_retry_count(ofdm_rate(6), t, BASIC, 1.0)
+    if tries == 2:
+        per_try = t.difs_ns + exchange_ns(ofdm_rate(6), 1200, t, BASIC)
+        assert sum(slot * 1000 * (cw_min * 2 ** k + 2 ** k - 1) // 2 + per_try for k in range(3)) == 6_000_000
