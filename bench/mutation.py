@@ -47,6 +47,14 @@ MODULE_TESTS: dict[str, list[str]] = {
     "routing/auth.py": ["tests/test_auth.py", "tests/test_wire.py", "tests/test_auth_mutants.py"],
     "routing/medium.py": ["tests/test_medium.py", "tests/test_medium_rts.py", "tests/test_medium_sinr.py"],
     "routing/loss.py": ["tests/test_loss.py", "tests/test_loss_packet_ge.py", "tests/test_rules_loss.py"],
+    # the other cores of aspan/ and tcp_user/
+    "aspan/policy.py": ["tests/test_aspan_policy.py", "tests/test_aspan_agent.py", "tests/test_snoop_classic.py",
+                        "tests/test_rules_policy.py"],
+    "aspan/fields.py": ["tests/test_aspan_policy.py", "tests/test_aspan_agent.py", "tests/test_rules_fields.py"],
+    "aspan/ackall.py": ["tests/test_slack_ackall.py", "tests/test_rules_ackall.py"],
+    "aspan/snoop_classic.py": ["tests/test_snoop_classic.py", "tests/test_rules_snoop_classic.py"],
+    "tcp_user/sack.py": ["tests/test_tcp_sack.py", "tests/test_tcp_parts.py", "tests/test_congestion_mutants.py",
+                         "tests/test_rules_sack.py"],
     # the modules later issues added (issue 30, item 4)
     "routing/rates.py": ["tests/test_rates.py", "tests/test_rules_rates.py"],
     "routing/minstrel.py": ["tests/test_minstrel.py", "tests/test_rules_minstrel.py"],
