@@ -135,6 +135,8 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
 _ML = "routing.minstrel.xǁMinstrelǁ"
 _LOSS = "routing.loss."
 _LS = "routing.linkstate."
+_TWO_WAY = ("the kept next hop is in mine, a two-way link, and d is reachable (else the function returned): "
+            "the next hop reaches d through this node at worst, so its distance is known")
 _DONE = ("the done set and the strict test only spare work: a node popped again, or a path of equal cost pushed "
          "again, finds no shorter distance and leaves dist as it was")
 _IN_GRAPH = ("every node Dijkstra reaches is a key of the graph: a link counts only when both ends advertise it, "
@@ -190,6 +192,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "least cost: then d itself is the best next hop and the old one, kept or not"),
     _LS + "xǁLinkStateRouterǁ_feasible__mutmut_12": ("return dv < my_dist.get(d, None)", _REACHED),
     _LS + "xǁLinkStateRouterǁ_feasible__mutmut_14": ("return dv < my_dist.get(d, )", _REACHED),
+    _LS + "x__dijkstra__mutmut_2": (
+        "dist = {src: 1.0}", "the search starts from the heap's (0.0, src), and dist[src] is read only for an edge "
+        "back to src, whose path (every link costs >= 1) is never below 1: all other distances are the same"),
+    _LS + "xǁLinkStateRouterǁ_feasible__mutmut_7": ("dist_from[v].get(d, None)", _TWO_WAY),
+    _LS + "xǁLinkStateRouterǁ_feasible__mutmut_9": ("dist_from[v].get(d, )", _TWO_WAY),
     _LS + "xǁLinkStateRouterǁ_choose__mutmut_17": (
         "self._better.pop(None, None)", "when no neighbour reaches d the route is removed, and the next "
         "computation that finds one has no old next hop: that branch forgets the candidate"),

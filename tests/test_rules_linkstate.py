@@ -255,3 +255,42 @@ def test_path_costs_add_up_from_zero_at_the_source():
     mesh = Mesh([["A", "B"], ["B", "C"]], {("A", "B"): 2.0, ("B", "C"): 3.0})
     changes = mesh.converge(0.0)["A"]
     assert RouteChange("B", None, "B", 2.0) in changes and RouteChange("C", None, "B", 5.0) in changes
+
+
+THREE_PATHS = [["A", "B"], ["A", "C"], ["A", "E"], ["B", "D"], ["C", "D"], ["E", "D"]]   # A's neighbours: B, C, E
+
+
+def _three(mesh, bd, cd, ed):
+    mesh.cost.update({("B", "D"): bd, ("D", "B"): bd, ("C", "D"): cd, ("D", "C"): cd, ("E", "D"): ed, ("D", "E"): ed})
+
+
+@pytest.mark.parametrize("how, bd, cd, ed", [
+    ("infeasible", 1.5, 10.0, 1.9),   # C can reach D only back through A: dropped, B (2.5) taken
+    ("margin", 1.0, 1.5, 1.9),        # B (2.0) better than C (3.0, still closer) by more than the margin
+    ("tie", 2.0, 1.5, 2.5),           # B and C both 3.0: the tie-break's B, at once
+])
+def test_every_change_of_next_hop_forgets_the_pending_candidate(how, bd, cd, ed):
+    mesh = Mesh(THREE_PATHS, {("A", "C"): 1.5, ("C", "A"): 1.5})
+    _three(mesh, 3.0, 1.5, 2.5)       # via B 4, via C 3, via E 3.5
+    mesh.converge(0.0)
+    a = mesh.routers["A"]
+    assert a.routes["D"] == "C"
+    _three(mesh, 3.0, 1.5, 1.9)       # E: 2.9 against C's 3.0, within the margin: a candidate from 1 s
+    assert mesh.converge(1.0)["A"] == []
+    _three(mesh, bd, cd, ed)
+    assert [c.new for c in mesh.converge(2.0)["A"] if c.dst == "D"] == ["B"], how
+    _three(mesh, 2.0, 10.0, 1.8)      # E: 2.8 against B's 3.0, within the margin: a new candidate from 3 s
+    assert mesh.converge(3.0)["A"] == []
+    assert mesh.converge(3.0 + S.switch_after_s - 0.5)["A"] == []      # not 5 s after the forgotten one
+    assert [c.new for c in mesh.converge(3.0 + S.switch_after_s)["A"] if c.dst == "D"] == ["E"]
+
+
+def test_better_by_exactly_the_margin_is_not_better_by_the_margin():
+    settings = LinkStateSettings(margin=0.5)
+    mesh = _diamond_to_d(5.0, 1.5, settings)          # via B 6, via C 1.5 + 1.5 = 3: C
+    mesh.cost.update({("A", "C"): 1.5, ("C", "A"): 1.5})
+    mesh.converge(0.0)
+    assert mesh.routers["A"].routes["D"] == "C"
+    _set_paths(mesh, 1.0, 1.5)                        # via B 2: 2 x 1.5 = 3, not below C's 3 (C still closer)
+    assert mesh.converge(1.0)["A"] == []
+    assert mesh.routers["A"].routes["D"] == "C"
