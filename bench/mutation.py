@@ -39,7 +39,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "etx/estimator.py": ["tests/test_etx_estimator.py", "tests/test_etx_mutants.py"],
     "tcp_user/congestion.py": ["tests/test_tcp_rules.py", "tests/test_tcp_parts.py", "tests/test_tcp_reno.py",
                                "tests/test_tcp_sack.py", "tests/test_tcp_harness.py", "tests/test_tcp_transfer.py",
-                               "tests/test_congestion_mutants.py"],
+                               "tests/test_congestion_mutants.py", "tests/test_tcp_cwnd_limited.py",
+                               "tests/test_rules_congestion.py"],
     # (tests/test_header_extremes.py and tests/test_flowlog.py drive whole nodes, 2 to 10 s a test, for
     # every mutant of the step; they are left out)
     "routing/step.py": ["tests/test_step_conformance.py", "tests/test_drop_log.py", "tests/test_linkem.py",
