@@ -136,6 +136,7 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
 _ML = "routing.minstrel.xǁMinstrelǁ"
 _LOSS = "routing.loss."
 _LS = "routing.linkstate."
+_CLAMP = "clamping x == 0 to 0.0 or x == 1 to 1.0 gives x itself"
 _TWO_WAY = ("the kept next hop is in mine, a two-way link, and d is reachable (else the function returned): "
             "the next hop reaches d through this node at worst, so its distance is known")
 _DONE = ("the done set and the strict test only spare work: a node popped again, or a path of equal cost pushed "
@@ -205,6 +206,13 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "math.isclose(best_cost, old_cost, )", "rel_tol=1e-9 is math.isclose's default"),
     _LS + "xǁLinkStateRouterǁ_choose__mutmut_50": ("if best == old and not best_cost < old_cost:", _AFTER_TIE),
     _LS + "xǁLinkStateRouterǁ_choose__mutmut_53": ("if best == old or not best_cost <= old_cost:", _AFTER_TIE),
+    # aspan/fields.py
+    "aspan.fields.x_to_fixed__mutmut_7": ("(0.0 if x <= 0.0 else", _CLAMP),
+    "aspan.fields.x_to_fixed__mutmut_12": ("1.0 if x >= 1.0 else x)", _CLAMP),
+    "aspan.fields.x_quantise__mutmut_8": ("(0.0 if x <= 0.0 else", _CLAMP),
+    "aspan.fields.x_quantise__mutmut_13": ("1.0 if x >= 1.0 else x)", _CLAMP),
+    "aspan.fields.xǁAspanFieldsǁstamped__mutmut_12": (
+        "return cls(1.0, quantise(pkt_qos), snoop_after, snoop_limit, )", "snoop_count's default is 0"),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
