@@ -136,6 +136,8 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
 _ML = "routing.minstrel.xǁMinstrelǁ"
 _LOSS = "routing.loss."
 _LS = "routing.linkstate."
+_SACK = "tcp_user.sack."
+_ADDS_ZERO = "at equality the branch adds min(x, y) - y = 0 octets"
 _CLAMP = "clamping x == 0 to 0.0 or x == 1 to 1.0 gives x itself"
 _TWO_WAY = ("the kept next hop is in mine, a two-way link, and d is reachable (else the function returned): "
             "the next hop reaches d through this node at worst, so its distance is known")
@@ -213,6 +215,26 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "aspan.fields.x_quantise__mutmut_13": ("1.0 if x >= 1.0 else x)", _CLAMP),
     "aspan.fields.xǁAspanFieldsǁstamped__mutmut_12": (
         "return cls(1.0, quantise(pkt_qos), snoop_after, snoop_limit, )", "snoop_count's default is 0"),
+    # tcp_user/sack.py
+    _SACK + "xǁScoreboardǁadd__mutmut_43": ("if blocks[j][1] >= new_end:", _SAME_VALUE),
+    _SACK + "xǁScoreboardǁadvance__mutmut_5": (
+        "while blocks and blocks[0][0] <= una:", "a range starting at SND.UNA is trimmed by 0 octets to start at it"),
+    _SACK + "xǁScoreboardǁadvance__mutmut_22": ("return", "the loop is the function's last statement: leaving it is returning"),
+    _SACK + "xǁScoreboardǁskip__mutmut_15": ("if i >= 0 and blocks[i][1] >= seq:", "at seq == the range's end it returns that end: seq"),
+    _SACK + "xǁScoreboardǁsacked_between__mutmut_3": ("if s > hi:", _ADDS_ZERO),
+    _SACK + "xǁScoreboardǁsacked_between__mutmut_5": ("if e >= lo:", _ADDS_ZERO),
+    _SACK + "xǁScoreboardǁpipe__mutmut_7": ("if high_rxt >= a:", _ADDS_ZERO),
+    _SACK + "xǁScoreboardǁpipe__mutmut_21": ("if high_data >= top:", _ADDS_ZERO),
+    _SACK + "xǁScoreboardǁpipe__mutmut_25": ("if high_rxt >= top:", _ADDS_ZERO),
+    _SACK + "xǁReassemblyǁadd__mutmut_30": ("if start <= b[0]:", "at start == b[0] it prepends nothing"),
+    _SACK + "xǁReassemblyǁadd__mutmut_39": ("added = b[0] - start", "added is 0 there: = and += agree"),
+    _SACK + "xǁReassemblyǁpull__mutmut_13": ("if e >= rcv_nxt:", _ADDS_ZERO),
+    _SACK + "xǁReassemblyǁsack_blocks__mutmut_6": (
+        "if seq <= rcv_nxt:", "no held block starts at or below RCV.NXT (the connection stores only data above it "
+        "and pulls every block it reaches), so an entry equal to RCV.NXT lies in no block and is skipped anyway"),
+    _SACK + "xǁReassemblyǁsack_blocks__mutmut_22": (
+        "if seq > s + len(data) or s in seen:", "an entry is the start of data the node stored (never empty), "
+        "and blocks merge when they touch: no held block ends at an entry"),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),

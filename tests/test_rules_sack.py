@@ -113,3 +113,48 @@ def test_sack_blocks_most_recent_first_each_once_within_the_limit():
     quiet = Reassembly(sack=False)
     quiet.add(10, b"a")
     assert quiet.sack_blocks(0, 4) == []                 # no recency kept: nothing to report
+
+
+def test_the_highest_sacked_octet_is_the_last_range_s_end():
+    assert board((10, 20), (30, 40), (50, 60)).highest() == 60
+
+
+def test_is_lost_by_the_count_of_ranges_alone_and_by_the_sum_of_octets_alone():
+    tiny = board((20, 21), (30, 31), (40, 41))            # 3 octets in 3 ranges, SMSS 10
+    assert tiny.is_lost(10, 3, 10) is True and tiny.is_lost(10, 4, 10) is False
+    assert tiny.holes(10, 3, 10)[0] == (10, 20, True) and tiny.holes(10, 3, 10)[1] == (21, 30, False)
+    two = board((20, 35), (40, 55))                       # 30 octets in 2 ranges: more than 2 x 10
+    assert two.is_lost(10, 3, 10) is True
+
+
+def test_reassembly_merges_data_that_touches_a_block_on_either_side():
+    r = Reassembly()
+    r.add(10, b"ab")
+    assert r.add(8, b"xy") == 2 and r.blocks == [[8, bytearray(b"xyab")]]     # ends where it starts
+    assert r.add(12, b"cd") == 2 and r.blocks == [[8, bytearray(b"xyabcd")]]  # starts where it ends
+
+
+def test_reassembly_fills_gaps_across_several_blocks_counting_every_new_octet():
+    r = Reassembly()
+    r.add(0, b"A")
+    r.add(10, b"bb")
+    r.add(20, b"cc")
+    r.add(30, b"dd")
+    # from 8 to 26: 2 new on the left of [10, 12), the gap 12..20, over [20, 22), then 22..26 new
+    assert r.add(8, bytes(range(18))) == 2 + 8 + 4
+    assert [(s, len(d)) for s, d in r.blocks] == [(0, 1), (8, 18), (30, 2)]
+    assert bytes(r.blocks[1][1]) == bytes(range(2)) + b"bb" + bytes(range(4, 12)) + b"cc" + bytes(range(14, 18))
+    assert r.nbytes == 1 + 18 + 2
+
+
+def test_sack_blocks_skip_stale_and_repeated_entries_not_the_rest():
+    r = Reassembly()
+    r.add(20, b"bb")
+    r.add(10, b"aa")
+    r.add(11, b"a")                                       # a repeat inside [10, 12)
+    assert r.sack_blocks(0, 4) == [(10, 12), (20, 22)]
+    r2 = Reassembly()
+    r2.add(20, b"b")
+    r2.add(10, b"a")
+    r2.pull(10, bytearray())                              # the block at 10 is delivered
+    assert r2.sack_blocks(5, 4) == [(20, 21)]             # its entry is stale: skipped
