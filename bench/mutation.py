@@ -141,6 +141,9 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
 _ML = "routing.minstrel.xǁMinstrelǁ"
 _LOSS = "routing.loss."
 _LS = "routing.linkstate."
+_AA = "aspan.ackall.xǁAckAllSnoopAgentǁ"
+_UNUSED_ARG = "the classic agent's method does not read that argument (_generate: the flow; _may_rxmit: only the entry)"
+_CLASSIC_ON_ACK = "ClassicSnoopAgent.on_ack reads neither the window, the SNACK entries nor the packet"
 _SACK = "tcp_user.sack."
 _ADDS_ZERO = "at equality the branch adds min(x, y) - y = 0 octets"
 _CLAMP = "clamping x == 0 to 0.0 or x == 1 to 1.0 gives x itself"
@@ -240,6 +243,21 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _SACK + "xǁReassemblyǁsack_blocks__mutmut_22": (
         "if seq > s + len(data) or s in seen:", "an entry is the start of data the node stored (never empty), "
         "and blocks merge when they touch: no held block ends at an entry"),
+    # aspan/ackall.py
+    _AA + "on_data__mutmut_21": ("if length >= st.seg_len:", _SAME_VALUE),
+    _AA + "on_data__mutmut_27": (
+        "if not st.caching and st.template is None or", "a flow that never cached has no template: on_ack "
+        "returns before it records one (caching, once set, stays set)"),
+    _AA + "_ack_sender__mutmut_1": (
+        "assert st.acked_to is not None or st.edge is not None", "every caller has checked both already"),
+    _AA + "_ack_sender__mutmut_17": ("self._generate(None, st.template", _UNUSED_ARG),
+    _AA + "on_ack__mutmut_5": ("super().on_ack(flow, ack, now, window=None, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _AA + "on_ack__mutmut_6": ("super().on_ack(flow, ack, now, window=window, snack=None, packet=packet)", _CLASSIC_ON_ACK),
+    _AA + "on_ack__mutmut_7": ("super().on_ack(flow, ack, now, window=window, snack=snack, packet=None)", _CLASSIC_ON_ACK),
+    _AA + "on_ack__mutmut_11": ("super().on_ack(flow, ack, now, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _AA + "on_ack__mutmut_12": ("super().on_ack(flow, ack, now, window=window, packet=packet)", _CLASSIC_ON_ACK),
+    _AA + "_may_rxmit__mutmut_5": ("return super()._may_rxmit(None, useq, entry)", _UNUSED_ARG),
+    _AA + "_may_rxmit__mutmut_6": ("return super()._may_rxmit(st, None, entry)", _UNUSED_ARG),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
