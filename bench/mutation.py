@@ -92,6 +92,13 @@ DESELECT: dict[str, list[str]] = {
         "test_crossing_flows_on_a_grid_reroute_round_a_dead_centre_without_loops",
         "test_the_time_axis_marks_the_failure_the_reroute_and_the_recovery",
         "test_two_equally_lossy_paths_on_the_sim_do_not_flap_the_route")],
+    # runs that record a mesh (a 2.4 s fixture, again for every mutant) to test the trace's extraction
+    # (experiments/trace.py), not the replay this module does
+    "routing/trace_loss.py": [f"tests/test_trace.py::{t}" for t in (
+        "test_every_etx_event_carries_the_probe_counters",
+        "test_the_trace_has_every_directed_link_and_what_it_delivered",
+        "test_closed_loop_on_the_sim_the_replayed_links_lose_what_the_recorded_ones_did",
+        "test_trace_extract_command")],
     "routing/loss.py": ["tests/test_loss.py::test_ge_stationary_fractions_and_bursts",
                         "tests/test_loss.py::test_ge_bursts_contiguous_in_time"],
 }
