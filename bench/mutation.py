@@ -148,6 +148,9 @@ _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imp
 _ML = "routing.minstrel.xǁMinstrelǁ"
 _LOSS = "routing.loss."
 _LS = "routing.linkstate."
+_VIEW = "the reversed graph is only read: a view and a copy give the same distances"
+_NODE_ADDRS = ("a route table built here holds node addresses only (its neighbours' and the overrides', "
+               "checked): every next hop is some node's")
 _AA = "aspan.ackall.xǁAckAllSnoopAgentǁ"
 _UNUSED_ARG = "the classic agent's method does not read that argument (_generate: the flow; _may_rxmit: only the entry)"
 _CLASSIC_ON_ACK = "ClassicSnoopAgent.on_ack reads neither the window, the SNACK entries nor the packet"
@@ -265,6 +268,20 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _AA + "on_ack__mutmut_12": ("super().on_ack(flow, ack, now, window=window, packet=packet)", _CLASSIC_ON_ACK),
     _AA + "_may_rxmit__mutmut_5": ("return super()._may_rxmit(None, useq, entry)", _UNUSED_ARG),
     _AA + "_may_rxmit__mutmut_6": ("return super()._may_rxmit(st, None, entry)", _UNUSED_ARG),
+    # routing/graph.py and routing/routes.py
+    "routing.graph.x_least_cost_next_hops__mutmut_4": (
+        "cost = link_cost or (lambda u, v: 2.0)", "every link costing 2 instead of 1 scales every path alike: "
+        "the same least-cost paths and ties"),
+    "routing.graph.x_least_cost_next_hops__mutmut_25": ("rev = dg.reverse(copy=None)", _VIEW),
+    "routing.graph.x_least_cost_next_hops__mutmut_26": ("rev = dg.reverse(copy=True)", _VIEW),
+    "routing.graph.x_least_cost_next_hops__mutmut_39": (
+        "if n == d and n not in dist:", "d itself: no neighbour's cost (> 0) plus distance equals its 0; an "
+        "unreachable n: none of its neighbours with a link from it is reachable either (`v in dist` comes "
+        "first): no entry either way"),
+    "routing.graph.x_least_cost_next_hops__mutmut_55": ("):", "_REL_TOL is 1e-9, math.isclose's default rel_tol"),
+    "routing.routes.xǁRouteTableǁ__init____mutmut_3": ("self._next: dict[str, str] = None", "_set replaces it at once"),
+    "routing.routes.x__walk_problems__mutmut_9": ("if nxt is None and nxt not in name_of:", _NODE_ADDRS),
+    "routing.routes.x_route_summary__mutmut_13": ("if d in name_of or v in name_of}", _NODE_ADDRS),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),

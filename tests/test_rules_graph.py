@@ -124,3 +124,40 @@ def test_the_summary_names_nodes_in_node_order():
     s = route_summary(topo, tables)
     assert list(s["A"]) == ["B", "C", "D"] and s["A"] == {"B": "B", "C": "C", "D": "B"}
     assert list(s) == ["A", "B", "C", "D"]
+
+
+def test_links_sort_by_their_first_node_then_their_second():
+    g = MeshGraph.build(["A", "B", "C", "D"], [["B", "C"], ["A", "D"]])
+    assert g.links == (("A", "D"), ("B", "C"))
+
+
+def test_a_lone_node_is_a_component_of_its_own():
+    g = MeshGraph.build(["A", "B", "C"], [["B", "C"]])
+    assert g.components() == [["A"], ["B", "C"]]
+
+
+LOSSY_AB = {("A", "B"): 4.0, ("B", "A"): 4.0}
+
+
+def test_the_link_costs_reach_the_route_tables():
+    topo = {"nodes": list("ABCD"), "links": [list(l) for l in DIAMOND.links], "addresses": ADDR}
+    cost = lambda u, v: LOSSY_AB.get((u, v), 1.0)
+    assert graph_tables(DIAMOND, ADDR, cost)["A"].next_hop("b") == "c"
+    assert topology_routes(topo, cost)["A"].next_hop("b") == "c"
+    assert topology_routes(topo)["A"].next_hop("b") == "b"
+
+
+def test_a_route_into_a_node_without_one_names_the_path_walked():
+    topo = {"chain": ["A", "B", "C", "D"], "addresses": {"A": "a", "B": "b", "C": "c", "D": "d"},
+            "routes": {"A": {"D": "B"}}}
+    dead = lambda u, v: math.inf if (u, v) == ("C", "D") else 1.0   # (a neighbour is still reached directly)
+    with pytest.raises(RouteError) as e:
+        topology_routes(topo, dead)
+    assert ("topology.routes.B", "no route from B to D (path A -> B)") in e.value.problems
+
+
+def test_the_summary_follows_node_order_not_address_order():
+    addrs = {"A": "10.0.0.9", "B": "10.0.0.8", "C": "10.0.0.7"}
+    topo = {"chain": ["A", "B", "C"], "addresses": addrs}
+    s = route_summary(topo, topology_routes(topo))
+    assert list(s["B"]) == ["A", "C"] and list(s["A"]) == ["B", "C"]
