@@ -72,3 +72,80 @@ def test_link_series_keeps_measured_intervals_in_time_order():
         link_series(rows, "C>A", None)
     with pytest.raises(ValueError, match=r"has no run 'v/rep1'; it has v/rep0"):
         link_series(rows, "A>B", "v/rep1")
+
+
+# ---- the file, the spec, the check: through build(), as the loss registry calls it --------------------
+
+import csv as _csv  # noqa: E402
+
+from routing.trace_loss import TraceError, build, check, link_counts, read_rows  # noqa: E402
+
+FIELDS = ["variant", "repetition", "link", "t_s", "dt_s", "delivery", "sent", "heard"]
+
+
+def write(tmp_path, rows, name="t.csv"):
+    p = tmp_path / name
+    with p.open("w", newline="") as f:
+        w = _csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(dict(zip(FIELDS, r)))
+    return p
+
+
+ROWS = [("v", 0, "A>B", 0, 1, 1.0, 10, 10), ("v", 0, "A>B", 1, 1, 0.0, 30, 0), ("v", 0, "A>B", 2, 1, 0.5, 10, 5),
+        ("v", 0, "B>A", 0, 1, 0.25, 4, 1)]
+
+
+def test_build_replays_the_named_link_from_the_file_at_its_time(tmp_path):
+    p = write(tmp_path, ROWS)
+    m = build({"file": str(p), "link": "A>B", "at_s": 10.0, "offset_s": 1.0, "loop": True}, random.Random(1))
+    assert (m.at, m.offset_s, m.loop) == (10.0, 1.0, True)
+    assert [m.rate(t) for t in (10.0, 11.0, 12.0)] == [1.0, 0.5, 0.0]      # trace time 1, 2, then 0 (looped)
+    d = build({"file": str(p), "link": "B>A"}, random.Random(1))
+    assert (d.at, d.offset_s, d.loop, d.rate(0.0)) == (0.0, 0.0, False, 0.75)
+
+
+def test_build_smooths_with_the_counts_of_the_file(tmp_path):
+    p = write(tmp_path, ROWS)
+    m = build({"file": str(p), "link": "A>B", "smooth_s": 2.0}, random.Random(1))
+    # each interval over its neighbours within 1 s: sent 40/50/40, heard 10/15/5
+    assert [m.rate(t) for t in (0.0, 1.0, 2.0)] == [1 - 10 / 40, 1 - 15 / 50, 1 - 5 / 40]
+    assert link_counts(read_rows(p), "A>B", None, [(0.0, 1.0, 1.0), (7.0, 1.0, 1.0)]) is None   # 7 s: no counts
+
+
+def test_what_build_and_check_refuse_names_the_setting(tmp_path):
+    p = write(tmp_path, ROWS)
+    with pytest.raises(ValueError, match=r"^loss spec of model 'trace' needs 'file' and 'link'$"):
+        build({"file": str(p)}, random.Random(1))
+    with pytest.raises(ValueError, match=r"^loss spec key 'link': .*recorded no link 'C>A'"):
+        build({"file": str(p), "link": "C>A"}, random.Random(1))
+    with pytest.raises(ValueError, match=r"^loss spec key 'file': .*no such trace file"):
+        build({"file": str(tmp_path / "none.csv"), "link": "A>B"}, random.Random(1))
+    assert check({"file": str(p), "link": "A>B"}) == []
+    [(key, why)] = check({"file": str(p), "link": "C>A"})
+    assert key == "link" and "recorded no link 'C>A'" in why
+    [(key, why)] = check({"file": str(tmp_path / "x.txt"), "link": "A>B"})
+    assert key == "file" and "no such trace file" in why
+    (tmp_path / "x.txt").write_text("a,b\n")
+    [(key, why)] = check({"file": str(tmp_path / "x.txt"), "link": "A>B"})
+    assert key == "file" and why.endswith("expected a .parquet or .csv trace (aspan trace extract)")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("variant,repetition,link\nv,0,A>B\n")
+    [(key, why)] = check({"file": str(bad), "link": "A>B"})
+    assert key == "file" and "cannot read it as a trace" in why
+
+
+def test_a_file_of_several_runs_needs_one_named(tmp_path):
+    p = write(tmp_path, ROWS + [("w", 1, "A>B", 0, 1, 0.5, 2, 1)])
+    with pytest.raises(TraceError, match=r"holds 2 runs \(v/rep0, w/rep1\): name one with `run`") as e:
+        link_series(read_rows(p), "A>B", None, "t.csv")
+    assert e.value.key == "run"
+    assert link_series(read_rows(p), "A>B", "w/rep1") == [(0.0, 0.5, 1.0)]
+
+
+def test_a_parquet_trace_reads_as_the_csv_one(tmp_path):
+    import pandas as pd
+    p = tmp_path / "t.parquet"
+    pd.DataFrame([dict(zip(FIELDS, r)) for r in ROWS]).to_parquet(p)
+    assert link_series(read_rows(p), "A>B", None) == link_series(read_rows(write(tmp_path, ROWS)), "A>B", None)
