@@ -44,3 +44,22 @@ def test_each_held_back_ack_is_counted_once():
     ack(a, 3 * MSS, 0.04)
     assert a.stats["suppressed"] - before == 2
 
+
+
+def test_a_receiver_ack_below_cached_data_is_replaced_by_an_ack_of_that_data():
+    a, _ = started()
+    feed(a, [1], t=0.02)
+    feed(a, [3, 4], t=0.03)                               # 2 bypassed this node's cache
+    assert [(g.ack, g.reason) for g in a.take_generated()] == [(2000, "ackall"), (2000, "ackall"), (2000, "ackall")]
+    v = ack(a, 3 * MSS, 0.05)                             # the receiver got 2: we hold 3 and 4 beyond it
+    assert not v.forward
+    assert a.take_generated() == [GeneratedAck("ack", 5000, 3000 + 64_000 - 5000, "ackall")]   # to the edge
+
+
+def test_a_duplicate_ack_repeats_the_window_the_receiver_last_gave():
+    a, _ = make(AckAllSnoopAgent, "ackall")
+    feed(a, [0])
+    assert ack(a, 1 * MSS, 0.01, window=10_000).forward    # edge 11000
+    assert ack(a, 2 * MSS, 0.02, window=5_000).forward     # 1 bypassed the node: passed on, window 5000
+    feed(a, [3], t=0.03)                                  # above a hole: a duplicate ACK, same window
+    assert a.take_generated() == [GeneratedAck("ack", 2000, 5000, "ackall")]
