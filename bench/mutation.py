@@ -255,9 +255,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "and blocks merge when they touch: no held block ends at an entry"),
     # aspan/ackall.py
     _AA + "on_data__mutmut_21": ("if length >= st.seg_len:", _SAME_VALUE),
-    _AA + "on_data__mutmut_27": (
-        "if not st.caching and st.template is None or", "a flow that never cached has no template: on_ack "
-        "returns before it records one (caching, once set, stays set)"),
     _AA + "_ack_sender__mutmut_1": (
         "assert st.acked_to is not None or st.edge is not None", "every caller has checked both already"),
     _AA + "_ack_sender__mutmut_17": ("self._generate(None, st.template", _UNUSED_ARG),
@@ -265,6 +262,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _AA + "on_ack__mutmut_6": ("super().on_ack(flow, ack, now, window=window, snack=None, packet=packet)", _CLASSIC_ON_ACK),
     _AA + "on_ack__mutmut_7": ("super().on_ack(flow, ack, now, window=window, snack=snack, packet=None)", _CLASSIC_ON_ACK),
     _AA + "on_ack__mutmut_11": ("super().on_ack(flow, ack, now, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _AA + "on_ack__mutmut_13": ("super().on_ack(flow, ack, now, window=window, snack=snack, )", _CLASSIC_ON_ACK),
     _AA + "on_ack__mutmut_12": ("super().on_ack(flow, ack, now, window=window, packet=packet)", _CLASSIC_ON_ACK),
     _AA + "_may_rxmit__mutmut_5": ("return super()._may_rxmit(None, useq, entry)", _UNUSED_ARG),
     _AA + "_may_rxmit__mutmut_6": ("return super()._may_rxmit(st, None, entry)", _UNUSED_ARG),
