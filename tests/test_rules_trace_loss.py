@@ -149,3 +149,76 @@ def test_a_parquet_trace_reads_as_the_csv_one(tmp_path):
     p = tmp_path / "t.parquet"
     pd.DataFrame([dict(zip(FIELDS, r)) for r in ROWS]).to_parquet(p)
     assert link_series(read_rows(p), "A>B", None) == link_series(read_rows(write(tmp_path, ROWS)), "A>B", None)
+
+
+def test_build_names_the_run_and_the_file_in_its_errors(tmp_path):
+    two = write(tmp_path, ROWS + [("w", 1, "A>B", 0, 1, 0.5, 2, 1)], "two.csv")
+    with pytest.raises(ValueError, match=r"^loss spec key 'run': .*two.csv holds 2 runs \(v/rep0, w/rep1\)"):
+        build({"file": str(two), "link": "A>B"}, random.Random(1))
+    with pytest.raises(ValueError, match=r"^loss spec key 'run': .*two.csv has no run 'x/rep0'; it has v/rep0, w/rep1$"):
+        build({"file": str(two), "link": "A>B", "run": "x/rep0"}, random.Random(1))
+    m = build({"file": str(two), "link": "A>B", "run": "w/rep1", "smooth_s": 0.5}, random.Random(1))
+    assert m.rate(0.0) == 0.5                                   # w's counts: heard 1 of 2
+    empty = write(tmp_path, [("v", 0, "A>B", 0, 1, "", 0, 0)], "empty.csv")
+    with pytest.raises(ValueError, match=r"^loss spec key 'link': .*empty.csv: link 'A>B' has no measured interval$"):
+        build({"file": str(empty), "link": "A>B"}, random.Random(1))
+    none = write(tmp_path, [], "none.csv")
+    with pytest.raises(TraceError, match=r"none.csv recorded no link 'A>B' \(run None\); it has none$"):
+        link_series(read_rows(none), "A>B", None, "none.csv")
+    with pytest.raises(TraceError, match=r"^trace has no run 'v/rep0'; it has none$"):
+        link_series([], "A>B", "v/rep0")
+    [(key, why)] = check({"file": str(two), "link": "A>B"})
+    assert key == "run" and why.startswith(f"{two} holds 2 runs")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("variant,repetition,link\nv,0,A>B\n")
+    assert check({"file": str(bad), "link": "A>B"})[0][1].startswith(f"{bad}: cannot read it as a trace")
+
+
+@pytest.mark.parametrize("n, tail", [(6, ""), (7, ", ...")])
+def test_the_runs_listed_are_at_most_six(n, tail):
+    rows = [{"variant": f"v{k}", "repetition": 0, "link": "A>B", "t_s": 0, "delivery": 1.0} for k in range(n)]
+    runs = ", ".join(f"v{k}/rep0" for k in range(6))
+    with pytest.raises(TraceError) as e:
+        link_series(rows, "A>B", None)
+    assert str(e.value) == f"trace holds {n} runs ({runs}{tail}): name one with `run`" and e.value.key == "run"
+
+
+def test_a_file_is_read_up_to_max_rows(tmp_path, monkeypatch):
+    import pandas as pd
+    import routing.trace_loss as tl
+    monkeypatch.setattr(tl, "MAX_ROWS", 3)
+    ok, over = write(tmp_path, ROWS[:3], "ok.csv"), write(tmp_path, ROWS, "over.csv")
+    assert len(read_rows(ok)) == 3
+    with pytest.raises(TraceError, match=r"over.csv: more than 3 rows$") as e:
+        read_rows(over)
+    assert e.value.key == "file"
+    pq_ok, pq_over = tmp_path / "ok.parquet", tmp_path / "over.parquet"
+    pd.DataFrame([dict(zip(FIELDS, r)) for r in ROWS[:3]]).to_parquet(pq_ok)
+    pd.DataFrame([dict(zip(FIELDS, r)) for r in ROWS]).to_parquet(pq_over)
+    assert len(read_rows(pq_ok)) == 3
+    with pytest.raises(TraceError, match=r"over.parquet: 4 rows, more than 3$") as e:
+        read_rows(pq_over)
+    assert e.value.key == "file"
+
+
+def test_smoothing_edges_one_probe_no_probe_and_a_window_below_a_second():
+    series = [(0.0, 0.25, 2.0), (5.0, 0.75, 2.0)]
+    assert [d for _t, d, _dt in smoothed(series, [(1, 1), (0, 0)], 1.0)] == [1.0, 0.75]
+    assert link_counts([{"link": "A>B", "t_s": 0, "sent": 1, "heard": ""}], "A>B", None, [(0.0, 1.0, 1.0)]) is None
+
+
+def test_build_smooths_only_when_asked_even_below_a_second(tmp_path):
+    rows = [("v", 0, "A>B", 0, 1, 0.9, 10, 5)]                 # delivery as recorded 0.9, counts say 0.5
+    p = write(tmp_path, rows, "one.csv")
+    assert build({"file": str(p), "link": "A>B"}, random.Random(1)).rate(0.0) == pytest.approx(0.1)
+    assert build({"file": str(p), "link": "A>B", "smooth_s": 0.5}, random.Random(1)).rate(0.0) == 0.5
+
+
+def test_a_looped_trace_that_does_not_start_at_zero():
+    m = TraceLoss([(1.0, 1.0, 1.0), (2.0, 0.0, 1.0), (3.0, 1.0, 1.0)], 0.0, 0.0, True, random.Random(1))
+    assert m.span == 3.0
+    assert [m.rate(t) for t in (0.5, 4.0, 5.0, 6.0)] == [0.0, 0.0, 1.0, 0.0]
+    short = TraceLoss([(0.0, 1.0, 0.5), (0.5, 0.0, 0.5)], 0.0, 0.0, True, random.Random(1))
+    assert short.span == 1.0 and short.rate(1.0) == 0.0          # an interval of 0.5 s counts 0.5 s
+    before = TraceLoss(SERIES, 0.0, 0.0, True, random.Random(1))
+    assert before.rate(7.0) == 0.0                               # before the first interval: the first
