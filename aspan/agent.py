@@ -82,9 +82,6 @@ class _FlowState:
     expected_dupacks: int = 0       # "once": dupacks still expected for it (held back)
     last_active: float = 0.0        # last data or ACK of the flow here (idle expiry)
 
-    def ref(self) -> int | None:
-        return self.last_ack if self.last_ack is not None else self.high_end
-
 
 class SnoopAgent:
     """A-SPAN snoop agent (paper, Design and Implementation).
@@ -102,7 +99,6 @@ class SnoopAgent:
     generates_acks: ClassVar[bool] = False
 
     def __init__(self, node: str, config: SnoopConfig, log: EventSink | Emit | None = None) -> None:
-        self.node = node
         self.config = config
         self._log = as_sink(log)
         self._emit = self._log.emit
@@ -194,7 +190,7 @@ class SnoopAgent:
         else:
             st.last_active = now
         last, high = st.last_ack, st.high_end
-        ref = last if last is not None else high          # st.ref(), inline (every segment)
+        ref = last if last is not None else high          # the last ACK, else the highest data: the unwrap reference
         useq = seq if ref is None else ref + (seq - ref + HALF) % SEQ_MOD - HALF   # unwrap(ref, seq), inline
         end = useq + length
         if high is None or end > high:
@@ -229,7 +225,7 @@ class SnoopAgent:
             return AckVerdict()
         st.last_active = now
         last = st.last_ack
-        ref = last if last is not None else st.high_end    # st.ref(), inline (every ACK)
+        ref = last if last is not None else st.high_end    # the last ACK, else the highest data
         uack = ack if ref is None else ref + (ack - ref + HALF) % SEQ_MOD - HALF   # unwrap(ref, ack), inline
         if last is None or uack > last:
             self._new_ack(st, uack, now)

@@ -118,12 +118,10 @@ class ForwardingStep:
 
     def __init__(self, address: str, next_hop: Callable[[str], str | None], quality: Callable[[str], float],
                  agent: SnoopAgent, loss: LossModel, log: EventSink, hop_limit: int = HOP_LIMIT) -> None:
-        self.address = address
         self.hop_limit = hop_limit
         self.next_hop = next_hop
         self.quality = quality
         self.agent = agent
-        self.loss = loss
         #: ``lost(now, size)``: the node's loss model on a packet of ``size`` bytes it hears (paper: every
         #: listener drops at its rate; probes and ACKs included).  The caller logs the drop with what it parsed.
         self.lost: Callable[[float, int], bool] = packet_dropper(loss)

@@ -284,11 +284,10 @@ class SackRecovery(CongestionControl):
         conn._set_cwnd(now, ssthresh, ssthresh)
 
     def on_rto(self, now: float) -> None:
-        una = self.conn._snd_una
         super().on_rto(now)
         # RFC 6675 sec. 5.1: keep the scoreboard (our receiver never reneges), do not start
-        # a new recovery before RecoveryPoint, skip SACKed data when resending.
-        self.high_rxt = una
+        # a new recovery before RecoveryPoint, skip SACKed data when resending.  (HighRxt is read
+        # only in recovery, and enter_recovery sets it first.)
         self.rto_recovery = True
 
     def send(self, now: float, out: list[Segment]) -> None:
