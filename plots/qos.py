@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plots.data import RepData, VariantGroup
+from plots.flows import rep_flows
 from plots.logs import aligned_times, load_rep
 
 __all__ = ["QosSeries", "qos_series", "is_adaptive"]
@@ -67,7 +68,6 @@ def qos_series(rep: RepData) -> QosSeries | None:
 
 def _flow_key(rep: RepData, logs: Any) -> str:
     """The logged id (``src:sport>dst:dport``) of ``rep``'s flow."""
-    from plots.flows import rep_flows
     flows = rep_flows(logs)
     match = next((f for f in flows if f.label == rep.flow), flows[0] if flows else None)
     return match.key if match is not None else ""
