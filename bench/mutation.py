@@ -37,7 +37,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     # (tests/test_linkstate.py, which routes by these estimates, runs whole meshes in virtual and real
     # time: 4 to 10 s a test, for every mutant of the estimator; it is left out)
     "etx/estimator.py": ["tests/test_etx_estimator.py", "tests/test_etx_mutants.py"],
-    "aspan/adaptive.py": ["tests/test_adaptive_qos.py"],
+    "aspan/adaptive.py": ["tests/test_adaptive_qos.py", "tests/test_rules_adaptive.py"],
     "tcp_user/congestion.py": ["tests/test_tcp_rules.py", "tests/test_tcp_parts.py", "tests/test_tcp_reno.py",
                                "tests/test_tcp_sack.py", "tests/test_tcp_harness.py", "tests/test_tcp_transfer.py",
                                "tests/test_congestion_mutants.py", "tests/test_tcp_cwnd_limited.py",
