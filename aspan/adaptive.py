@@ -86,7 +86,7 @@ class AdaptiveQosConfig:
 class QosLearner:
     """The pkt_qos of one flow, chosen online from its ACK progress (see the module docstring)."""
 
-    def __init__(self, config: AdaptiveQosConfig, flow: str = "", emit: Emit | None = None) -> None:
+    def __init__(self, config: AdaptiveQosConfig, flow: str, emit: Emit | None = None) -> None:
         self.config = config
         self.flow = flow
         self._emit = emit
@@ -259,9 +259,8 @@ class QosLearner:
 
     def _start_holding(self) -> None:
         """After the warmup: the warmup's arm (the experiment's pkt_qos) is the incumbent, and every
-        other arm is due for its first re-probe."""
+        other arm is due for its first re-probe (:meth:`_decide` then sets the phase)."""
         self.incumbent = self.current
-        self.phase = "hold"
         for i in range(len(self.arms)):
             if i != self.incumbent:
                 self._backoff[i] = 1

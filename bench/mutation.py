@@ -177,7 +177,25 @@ _AFTER_TIE = ("it runs after the tie test: best's cost is the least, so unless b
               "and both forms agree")
 _JOIN = ("the join's bound only shows when a dump hangs for more than 6 s, and a dump is a subprocess with "
          "timeout=5: the thread ends sooner (a test of it would wait 6 s in real time)")
+_AD = "aspan.adaptive."
+_AD_BACKOFF = ("every arm but the incumbent has a backoff from _start_holding, _switch_to or _forget_others before it is "
+               "re-probed, so the default of get is never read")
+_AD_PROBE = ("the new incumbent's entry is never read: `due` leaves the incumbent out, and when it is replaced "
+             "_switch_to writes the entry anew; the challenger always has one (it ran because it was due)")
+_AD_EXACT = ("differs only when the difference equals Z standard errors exactly, in floating point: two measured "
+             "goodputs never do, and with no noise (se 0) the margin test already needs a positive difference")
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    # aspan/adaptive.py
+    _AD + "xǁQosLearnerǁ_schedule__mutmut_17": ("self._backoff.get(arm, None) * 2", _AD_BACKOFF),
+    _AD + "xǁQosLearnerǁ_schedule__mutmut_19": ("self._backoff.get(arm, ) * 2", _AD_BACKOFF),
+    _AD + "xǁQosLearnerǁ_schedule__mutmut_20": ("self._backoff.get(arm, 2) * 2", _AD_BACKOFF),
+    _AD + "xǁQosLearnerǁ_switch_to__mutmut_10": ("self._next_probe.pop(None, None)", _AD_PROBE),
+    _AD + "xǁQosLearnerǁ_switch_to__mutmut_12": ("self._next_probe.pop(arm, )", _AD_PROBE),
+    _AD + "xǁQosLearnersǁget__mutmut_6": ("learners.popitem(last=None)", "None is false: the same first-in item"),
+    _AD + "xǁQosLearnerǁon_ack__mutmut_14": ("if 0 <= delta < HALF:", "an ACK that advances nothing adds 0 bytes and "
+                                                                      "keeps the same highest ACK"),
+    _AD + "xǁQosLearnerǁclearly_better__mutmut_26": ("ma - mb >= Z * se", _AD_EXACT),
+    _AD + "xǁQosLearnerǁpath_changed__mutmut_31": ("abs(mr - mb) >= Z * se", _AD_EXACT),
     # routing/error_model.py
     _EM + "x__ofdm__mutmut_1": ("Mode(None, rate, modulation, code)", _IMPORT_TIME),
     _EM + "x__ofdm__mutmut_2": ("Mode(name, None, modulation, code)", _IMPORT_TIME),

@@ -33,7 +33,7 @@ def test_the_configuration_accepts_its_bounds_exactly():
     AdaptiveQosConfig(margin=0.0, recheck_epochs=1, reprobe_epochs=1, max_backoff=1)
     with pytest.raises(ValueError, match="2 to 8"):
         AdaptiveQosConfig(arms=tuple(i / 10 for i in range(9)))
-    with pytest.raises(ValueError, match="must be >= 1"):
+    with pytest.raises(ValueError, match=r"^snoop\.qos_recheck_epochs, qos_reprobe_epochs and the backoff must be >= 1$"):
         AdaptiveQosConfig(max_backoff=0)
 
 
@@ -235,6 +235,7 @@ def test_a_loser_after_a_switch_waits_reprobe_epochs_times_two():
     kept = [e["epoch"] for e in ev if e["phase"] == "reprobe" and e["epoch"] > sw["epoch"]]
     # rechecked after 2 epochs, then kept: waits of 4 x 2, 4 x 4, 4 x 8 (the old incumbent's backoff was 1)
     assert [b - a for a, b in zip(kept, kept[1:])][:3] == [9, 17, 33]
+    assert [e["decision"] for e in ev if e["epoch"] in kept[1:4]] == ["incumbent kept"] * 3
 
 
 def test_a_path_change_keeps_the_incumbents_last_two_scores_and_forgets_the_rest():
