@@ -24,7 +24,7 @@ from routing.capture import OverlayTap
 from routing.fieldspec import ConfigError
 from routing.engine import ForwardingEngine
 from routing.flowlog import FlowLog
-from routing.loss import MODELS as LOSS_MODELS, build_loss_model, node_rng
+from routing.loss import absolute_times, build_loss_model, node_rng
 from routing.node import NodeCore, ProbeSettings, Routing
 from routing.graph import LinkCost, path_of
 from routing.linkstate import LinkStateRouter, LinkStateSettings
@@ -268,17 +268,6 @@ def adaptive_qos(cfg: dict[str, Any]) -> AdaptiveQosConfig | None:
     return AdaptiveQosConfig(arms=tuple(float(a) for a in s["qos_arms"]), epoch_s=s["qos_epoch_s"],
                              guard=s["qos_guard"], margin=s["qos_margin"], recheck_epochs=s["qos_recheck_epochs"],
                              reprobe_epochs=s["qos_reprobe_epochs"], start=s["pkt_qos"])
-
-
-def absolute_times(spec: dict[str, Any], t_flows: float) -> dict[str, Any]:
-    """A loss spec with its times (``down`` intervals, the model's ``times`` settings: routing.loss.ModelKind)
-    moved from "relative to the flow start" to the backend's clock (flows start at ``t_flows``)."""
-    out = dict(spec, down=[[t_flows + a, t_flows + b] for a, b in spec.get("down", [])])
-    kind = LOSS_MODELS.get(out.get("model", "none"))
-    for key in (kind.times if kind is not None else ()):
-        if key in out:
-            out[key] = t_flows + out[key]
-    return out
 
 
 def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, Any]:

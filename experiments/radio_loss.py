@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from routing.fieldspec import STR, Field, one_of
-from routing.loss import build_loss_model, node_rng, packet_dropper
+from routing.loss import absolute_times, build_loss_model, node_rng, packet_dropper
 
 LAYERS = ("above_mac", "radio")
 LAYER_FIELD = Field(STR, "above_mac", one_of(*LAYERS),
@@ -67,7 +67,7 @@ class RadioErrors:
 
     ``lost(src, dst, now, size)``: is this data attempt of ``size`` bytes (the IP packet, as the node-side
     models see it) from ``src`` to ``dst`` lost to a radio error?  ``now`` on the clock the specs' times
-    were moved to (experiments.build.absolute_times).  One draw of one model per attempt."""
+    were moved to (routing.loss.absolute_times).  One draw of one model per attempt."""
 
     def __init__(self, links: dict[tuple[str, str], Dropper | None], nodes: dict[str, Dropper]) -> None:
         # links: every link with its own spec; None where that spec is above the MAC (it wins over the node's)
@@ -85,7 +85,6 @@ def radio_errors(cfg: dict[str, Any], seed: int, t_flows: float) -> RadioErrors 
     spec is radio (the medium then draws nothing: every result stays as it was)."""
     if not _radio_specs(cfg):
         return None
-    from experiments.build import absolute_times   # imported here: experiments.build imports this module
 
     def dropper(spec: dict[str, Any], stream: str) -> Dropper:
         spec = {k: v for k, v in absolute_times(spec, t_flows).items() if k != "layer"}

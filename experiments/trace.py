@@ -183,12 +183,15 @@ def select(df: pd.DataFrame, run: str | None, source: str = "trace") -> pd.DataF
 
 def loss_bins(df: pd.DataFrame, bin_s: float) -> pd.DataFrame:
     """Loss per directed link (columns) and bin of ``bin_s`` seconds after the flows' start (index: the bin's
-    start): 1 - Σheard / Σsent over the bin's intervals (an interval counts in the bin its start is in),
-    pooled over every repetition in ``df``.  Settling (t_s < 0) is left out; NaN where no probe was sent."""
+    start): 1 - Σheard / Σsent over the bin's intervals (an interval counts in the bin its middle is in: a
+    node logs its counters at its own times, 3.8 s and 4.8 s say, and what it lost from 4.0 s to 4.3 s belongs
+    to the bin from 4 s, not to the one its start is in), pooled over every repetition in ``df``.  Settling
+    (t_s < 0) is left out; NaN where no probe was sent."""
     if not bin_s > 0:
         raise ValueError(f"bin_s must be > 0, got {bin_s}")
     rows = df[pd.to_numeric(df["t_s"]) >= 0].copy()
-    rows["bin"] = (pd.to_numeric(rows["t_s"]) // bin_s) * bin_s
+    middle = pd.to_numeric(rows["t_s"]) + pd.to_numeric(rows["dt_s"]) / 2
+    rows["bin"] = (middle // bin_s) * bin_s
     sums = rows.groupby(["bin", "link"])[["sent", "heard"]].sum()
     loss = 1.0 - sums["heard"] / sums["sent"].where(sums["sent"] > 0)
     return loss.unstack("link").sort_index()

@@ -15,6 +15,7 @@ from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
 from plots.html import write_html
 from plots.lateness import Lateness, lateness_section, run_lateness
 from plots.numbers import mean_std, plain
+from plots.qos import is_adaptive
 from plots.reference import figure_title, reference_section
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
@@ -99,16 +100,19 @@ def snoops(data: RunData) -> bool:
 
 def applicable_figures(data: RunData) -> dict[str, str]:
     """Caption of every figure that applies to the run's experiment: the snoop figures only
-    when something snoops, the scheme figures only when variants set ``scenario``, the sweep
-    figures only with a sweep."""
+    when something snoops, the adaptive sender's only when a sender adapts pkt_qos, the scheme
+    figures only when variants set ``scenario``, the sweep figures only with a sweep."""
     from plots.schemes import by_scenario
     captions = {}
     has_schemes = bool(by_scenario(data.groups()))
     has_snoop = snoops(data)
+    has_adaptive = any(is_adaptive(r) for r in data.reps)
     for key, (_f, caption) in FIGURES.items():
         if key.startswith("schemes_") and not has_schemes:
             continue
         if key.startswith("snoop_") and not has_snoop:
+            continue
+        if key == "qos_time" and not has_adaptive:
             continue
         captions[key] = figure_title(key, caption).replace("\n", ". ")
     if data.sweep is not None:

@@ -546,3 +546,14 @@ def node_rng(seed: int, node: str, stream: str = "loss") -> random.Random:
     z = seed * 2 if seed >= 0 else -seed * 2 - 1
     crc = zlib.crc32(f"{node}\x00{stream}".encode("utf-8"))
     return random.Random((z << 32) | crc)
+
+
+def absolute_times(spec: dict[str, Any], t_flows: float) -> dict[str, Any]:
+    """A loss spec with its times (``down`` intervals, the model's ``times`` settings: routing.loss.ModelKind)
+    moved from "relative to the flow start" to the backend's clock (flows start at ``t_flows``)."""
+    out = dict(spec, down=[[t_flows + a, t_flows + b] for a, b in spec.get("down", [])])
+    kind = MODELS.get(out.get("model", "none"))
+    for key in (kind.times if kind is not None else ()):
+        if key in out:
+            out[key] = t_flows + out[key]
+    return out

@@ -9,7 +9,7 @@ import random
 import pandas as pd
 import pytest
 
-from experiments.build import absolute_times
+from routing.loss import absolute_times
 from experiments.cli import main
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment

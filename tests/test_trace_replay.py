@@ -153,9 +153,9 @@ def test_closed_loop_recorded_on_netns_replayed_on_the_sim(netns: Path) -> None:
     """Issue 25, item 3, once (bench/trace_netns_loop.py does it over 20 repetitions and on local too):
     kernel TCP on netns under the scripted fade and burst at B, extracted, replayed on the sim, every
     directed link its own recording.  Binned by 2 s (about 40 probes a bin on the two links into B), the
-    replay's links lose what the recorded ones lost (mean absolute difference under 0.05, none over 0.25:
-    under CPU load the bin of the 0.3 s burst once differed by 0.22, 6.8 % recorded against 29 % replayed,
-    as the netns prober's timing moves with the load);
+    replay's links lose what the recorded ones lost (mean absolute difference under 0.05, none over 0.15;
+    each interval in the bin of its middle: binned by its start, the recording's interval from 3.8 s that
+    held the burst at 4.0 s fell a bin earlier than the replay's from 4 s, and the test failed);
     the goodput within 50 % (measured: 5-13 % over two repetitions; the sim's TCP is not the kernel's)."""
     from bench.trace_netns_loop import LINKS, doc as loop_doc, goodputs, script_trace
     script = netns / "script.csv"
@@ -178,7 +178,9 @@ def test_closed_loop_recorded_on_netns_replayed_on_the_sim(netns: Path) -> None:
 
     def binned(t: pd.DataFrame) -> pd.Series:
         t = t[t["link"].isin(["A>B", "C>B"]) & (t["t_s"] >= 0) & (t["t_s"] < 10)].copy()
-        t["bin"] = (t["t_s"] // 2).astype(int)
+        # by each interval's middle: the netns nodes log at their own times (3.8 s to 4.8 s, say), and a
+        # burst from 4.0 s belongs to the bin from 4 s, as in the replay's intervals on whole seconds
+        t["bin"] = ((t["t_s"] + t["dt_s"] / 2) // 2).astype(int)
         g = t.groupby("bin")[["sent", "heard"]].sum()
         return 1 - g["heard"] / g["sent"]
 
@@ -186,7 +188,7 @@ def test_closed_loop_recorded_on_netns_replayed_on_the_sim(netns: Path) -> None:
     common = rec.index.intersection(rep.index)
     assert len(common) >= 4
     diff = (rec[common] - rep[common]).abs()
-    assert diff.mean() < 0.05 and diff.max() < 0.25, pd.DataFrame({"recorded": rec, "replayed": rep})
+    assert diff.mean() < 0.05 and diff.max() < 0.15, pd.DataFrame({"recorded": rec, "replayed": rep})
     assert rec.max() > 0.04                     # the script reached the links (the fade, the burst)
     g_rec, g_rep = goodputs(rec_dir)[0], goodputs(rep_dir)[0]
     assert g_rep == pytest.approx(g_rec, rel=0.5), (g_rec, g_rep)
