@@ -34,7 +34,21 @@ class LinkParams:
             raise ValueError(f"link: expected rate > 0, delay >= 0, queue >= 1, got {self}")
 
 
-class LinkQueue:
+class EndsQueue:
+    """A drop-tail queue known by when each packet in it finishes leaving (``_ends``, in order): shared by the
+    rate-limited link here and Mahimahi's delivery opportunities (routing.mahimahi)."""
+
+    _ends: deque[float]
+
+    def queued(self, now: float) -> int:
+        """Packets waiting or being serialised at ``now`` (a packet has left once its serialisation ended)."""
+        ends = self._ends
+        while ends and ends[0] <= now:
+            ends.popleft()
+        return len(ends)
+
+
+class LinkQueue(EndsQueue):
     """The state of one link direction: when it is free, and the packets not yet serialised."""
 
     def __init__(self, params: LinkParams) -> None:
@@ -43,13 +57,6 @@ class LinkQueue:
         self._ends: deque[float] = deque()   # serialisation end of every packet still in the queue
         self.admitted = 0
         self.dropped = 0
-
-    def queued(self, now: float) -> int:
-        """Packets waiting or being serialised at ``now`` (a packet has left once its serialisation ended)."""
-        ends = self._ends
-        while ends and ends[0] <= now:
-            ends.popleft()
-        return len(ends)
 
     def admit(self, now: float, size_bytes: int) -> float | None:
         """A packet of ``size_bytes`` enters the link at ``now``: the time it arrives at the far end,

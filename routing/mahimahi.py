@@ -30,6 +30,8 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable
 
+from routing.linkem import EndsQueue
+
 PACKET_SIZE = 1504          # bytes one delivery opportunity carries (mahimahi link_queue.hh: PACKET_SIZE)
 MAX_LINES = 2_000_000       # a bound on what a trace file may make a process hold (about 50 bytes a line
                             # while parsed, 32 after: 33 minutes of a 12 Mbit/s link)
@@ -103,7 +105,7 @@ class Schedule:
         return cls(parse(path))
 
 
-class OpportunityQueue:
+class OpportunityQueue(EndsQueue):
     """One link direction served by a Mahimahi schedule: the interface of routing.linkem.LinkQueue.
 
     ``admit(now, size)`` computes, when the packet enters, the opportunity that carries its last byte:
@@ -136,12 +138,6 @@ class OpportunityQueue:
         # less a nanosecond: the float sum of cycles must not step over an opportunity at exactly t
         i = bisect.bisect_left(self.times, t - self.origin - cycle * self.period - 1e-9)
         return cycle * n + i
-
-    def queued(self, now: float) -> int:
-        ends = self._ends
-        while ends and ends[0] <= now:
-            ends.popleft()
-        return len(ends)
 
     def admit(self, now: float, size_bytes: int) -> float | None:
         """The packet's arrival at the far end, or None when the queue is full (drop-tail)."""
