@@ -47,7 +47,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     "routing/step.py": ["tests/test_step_conformance.py", "tests/test_drop_log.py", "tests/test_linkem.py",
                         "tests/test_step_mutants.py"],
     "routing/auth.py": ["tests/test_auth.py", "tests/test_wire.py", "tests/test_auth_mutants.py"],
-    "routing/medium.py": ["tests/test_medium.py", "tests/test_medium_rts.py", "tests/test_medium_sinr.py"],
+    # (tests/test_medium_rates.py with its whole runs left out: DESELECT)
+    "routing/medium.py": ["tests/test_medium.py", "tests/test_medium_rts.py", "tests/test_medium_sinr.py",
+                          "tests/test_medium_rates.py", "tests/test_rules_medium.py"],
     "routing/loss.py": ["tests/test_loss.py", "tests/test_loss_packet_ge.py", "tests/test_rules_loss.py"],
     # the other cores of aspan/ and tcp_user/
     "aspan/policy.py": ["tests/test_aspan_policy.py", "tests/test_aspan_agent.py", "tests/test_snoop_classic.py",
@@ -106,6 +108,16 @@ DESELECT: dict[str, list[str]] = {
         "test_the_trace_has_every_directed_link_and_what_it_delivered",
         "test_closed_loop_on_the_sim_the_replayed_links_lose_what_the_recorded_ones_did",
         "test_trace_extract_command")],
+    # whole runs (experiments on the sim, local and netns backends) and the Minstrel sweeps over seeds and
+    # distances, 0.4 to 5 s each; the rate rules they rest on are pinned by the rest of the file and
+    # tests/test_rules_medium.py
+    "routing/medium.py": [f"tests/test_medium_rates.py::{t}" for t in (
+        "test_minstrel_at_ht_rates_in_the_netns_medium_daemon",
+        "test_minstrel_at_ht_rates_in_the_local_medium_process",
+        "test_default_medium_runs_are_byte_identical_to_before_rates",
+        "test_minstrel_settles_on_the_rate_a_fixed_rate_sweep_finds_best",
+        "test_under_sinr_minstrel_settles_on_the_rate_a_fixed_rate_sweep_finds_best",
+        "test_minstrel_on_the_sim_on_graphs")],
     "routing/loss.py": ["tests/test_loss.py::test_ge_stationary_fractions_and_bursts",
                         "tests/test_loss.py::test_ge_bursts_contiguous_in_time"],
 }
