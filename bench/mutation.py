@@ -49,7 +49,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "routing/auth.py": ["tests/test_auth.py", "tests/test_wire.py", "tests/test_auth_mutants.py"],
     # (tests/test_medium_rates.py with its whole runs left out: DESELECT)
     "routing/medium.py": ["tests/test_medium.py", "tests/test_medium_rts.py", "tests/test_medium_sinr.py",
-                          "tests/test_medium_rates.py", "tests/test_rules_medium.py"],
+                          "tests/test_medium_rates.py", "tests/test_medium_rts_table1.py", "tests/test_medium_queue.py",
+                          "tests/test_rules_medium.py"],
     "routing/loss.py": ["tests/test_loss.py", "tests/test_loss_packet_ge.py", "tests/test_rules_loss.py"],
     # the other cores of aspan/ and tcp_user/
     "aspan/policy.py": ["tests/test_aspan_policy.py", "tests/test_aspan_agent.py", "tests/test_snoop_classic.py",
