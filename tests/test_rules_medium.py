@@ -5,12 +5,16 @@ docstrings), with times computed here from the clause, not read from the medium.
 """
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from routing.error_model import MODES
-from routing.medium import (ACK_BYTES, CTS_BYTES, MAC_OVERHEAD_BYTES, RTS_BYTES, MediumError, Phy, basic_rate_set,
-                            chain_rate, chain_stages, error_mode, fixed_rate, rate_problems, timing_problems)
-from routing.rates import RateError, Timing, dsss_rate, ht20_rate, ofdm_rate, txtime_ns
+from routing.medium import (ACK_BYTES, CTS_BYTES, MAC_OVERHEAD_BYTES, RTS_BYTES, Frame, Medium, MediumError, Phy,
+                            RangeCapture, Topology, _Tx, basic_rate_set, chain_rate, chain_stages, error_mode,
+                            fixed_rate, rate_problems, timing_problems)
+from routing.rates import RateError, Timing, dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns
+from tests.test_medium import B, DATA_1000, DIFS, SLOT, ScriptedRng, full_mesh, run
 
 US = 1000
 
@@ -163,3 +167,301 @@ def test_rate_problems_name_each_setting() -> None:
     assert [k for k, _ in rate_problems("g", "txtime", mcs=3)] == ["mcs"]
     assert [k for k, _ in rate_problems("n", "txtime", rate_mbps=65)] == ["rate_mbps"]
     assert [k for k, _ in rate_problems("g", "txtime", basic_rate_mbps=9)] == ["basic_rate_mbps"]
+
+
+# ---- who hears and who senses whom ----------------------------------------------------------------------
+
+def test_ranges_include_their_edge_and_carrier_sense_is_never_shorter_than_decoding() -> None:
+    pos = {"A": (0.0, 0.0), "B": (250.0, 0.0), "C": (0.0, 550.0), "D": (0.0, -550.5)}
+    t = Topology.from_positions(pos, 250, 550)
+    assert t.hears["A"] == {"B"} and t.senses["A"] == {"B", "C"}    # 250 m and 550 m exactly: in range
+    assert "D" not in t.senses["A"]
+    short_cs = Topology.from_positions(pos, 250, 100)   # a carrier-sense range below the decoding range
+    assert short_cs.senses == short_cs.hears
+    g = Topology.from_graph({"A": ["B"], "B": ["A"], "C": []})
+    assert g.senses == g.hears
+    g = Topology.from_graph({"A": ["B"], "B": ["A"], "C": []}, senses={"A": ["C"]})
+    assert g.senses == {"A": {"B", "C"}, "B": {"A"}, "C": set()}
+
+
+# ---- ns-2's capture on range reception (medium.capture_db) ---------------------------------------------
+
+def _tx(src: str, dst: str, start: int) -> _Tx:
+    return _Tx(src, dst, start, start + 1000, Frame(src, dst, None, 100))
+
+
+def test_capture_keeps_a_frame_held_against_one_at_least_capture_db_weaker() -> None:
+    """ns-2 Mac802_11::recv: the frame being received survives a later one CPThresh weaker, d^-4 signals."""
+    pos = {"R": (0.0, 0.0), "S": (1.0, 0.0), "I": (10.0, 0.0)}   # 10 x the distance: 40 dB weaker at d^-4
+    at_40 = RangeCapture(pos, 40.0)
+    victim, later = _tx("S", "R", 0), _tx("I", "X", 1)
+    assert at_40.keeps(victim, later, "R")                      # exactly capture_db weaker: kept
+    assert not RangeCapture(pos, 40.001).keeps(victim, later, "R")
+    assert RangeCapture(pos, 20.0, exponent=2.0).keeps(victim, later, "R")
+    assert not RangeCapture(pos, 20.001, exponent=2.0).keeps(victim, later, "R")
+    assert not at_40.keeps(victim, _tx("I", "X", 0), "R")       # same start: the MAC locked on neither first
+    assert not at_40.keeps(_tx("S", "R", 5), _tx("I", "X", 1), "R")   # the weaker came first: never kept
+    assert not at_40.keeps(victim, later, "I") and not at_40.keeps(victim, later, "S")   # rx sends one of them
+
+
+# ---- building a PHY and a medium: every refusal names its setting ----------------------------------------
+
+def test_phy_preset_refusals_and_defaults() -> None:
+    with pytest.raises(MediumError) as e:
+        Phy.preset("z")
+    assert str(e.value) == "standard: expected one of b, g, a, n, n-sgi, got 'z'"
+    with pytest.raises(MediumError) as e:
+        Phy.preset("b", airtime="exact")
+    assert str(e.value) == "airtime: expected one of simple, txtime, got 'exact'"
+    with pytest.raises(MediumError, match=r"^basic_rate_mbps: .*; cw_min: aCWmin 64 exceeds aCWmax 63"):
+        Phy.preset("b", airtime="txtime", basic_rate_mbps=3, cw_min=64, cw_max=63)
+    b = Phy.preset("b", slot_us=None, retry_limit=None)
+    assert (b.slot_ns, b.retry_limit, b.long_retry_limit, b.nav, b.airtime) == (20_000, 7, 4, "exchange", "simple")
+    assert (b.rate_bps, b.basic_rate_bps, b.rts_threshold, b.rate, b.rates) == (11e6, 2e6, None, None, ())
+    o = Phy.preset("b", preamble_us=96, rate_mbps=5.5, basic_rate_mbps=1, retry_limit=3, long_retry_limit=2,
+                   cw_min=15, cw_max=255, sifs_us=12, slot_us=10)
+    assert (o.preamble_ns, o.rate_bps, o.basic_rate_bps, o.retry_limit, o.long_retry_limit) == (96_000, 5.5e6, 1e6, 3, 2)
+    assert (o.cw_min, o.cw_max, o.sifs_ns, o.slot_ns) == (15, 255, 12_000, 10_000)
+    assert Phy.preset("b", rts_threshold=100).nav == "duration" and Phy.preset("b", nav="duration").nav == "duration"
+    assert Phy.preset("b", rts_threshold=100).rts_threshold == 100
+    n = Phy.preset("n", mcs=5)
+    assert (n.airtime, n.standard, n.rate, n.rate_bps) == ("txtime", "n", ht20_rate(5), ht20_rate(5).bps)
+    assert n.rates == rate_set("n") and n.basic_rates == basic_rate_set("n")
+    assert Phy.preset("g", airtime="txtime", rate_mbps=12, basic_rate_mbps=12).basic_rates == basic_rate_set("g", 12)
+
+
+def test_phy_refuses_what_it_cannot_model() -> None:
+    base = dict(slot_ns=20_000, sifs_ns=10_000, preamble_ns=192_000, cw_min=31, cw_max=1023, retry_limit=7,
+                rate_bps=11e6, basic_rate_bps=2e6)
+    with pytest.raises(MediumError) as e:
+        Phy(**base, nav="virtual")   # type: ignore[arg-type]
+    assert str(e.value) == "nav: expected one of exchange, duration, got 'virtual'"
+    with pytest.raises(MediumError, match=r"^rts_threshold: RTS/CTS works through the NAV"):
+        Phy(**base, rts_threshold=0)   # type: ignore[arg-type]
+    Phy(**base, rts_threshold=0, nav="duration")   # type: ignore[arg-type]
+    with pytest.raises(MediumError) as e:
+        Phy(**base, airtime="exact")   # type: ignore[arg-type]
+    assert str(e.value) == "airtime: expected one of simple, txtime, got 'exact'"
+    for missing in ({}, {"rate": ofdm_rate(54)}, {"rate": ofdm_rate(54), "rates": rate_set("g")},
+                    {"rates": rate_set("g"), "basic_rates": basic_rate_set("g")}):
+        with pytest.raises(MediumError, match="airtime txtime needs a rate, the rate set and the basic rate set"):
+            Phy(**base, airtime="txtime", **missing)   # type: ignore[arg-type]
+    Phy(**base, airtime="txtime", rate=ofdm_rate(54), rates=rate_set("g"), basic_rates=basic_rate_set("g"))  # type: ignore[arg-type]
+
+
+def test_medium_refuses_settings_that_do_not_fit_together() -> None:
+    topo = Topology.from_graph({"A": ["B"], "B": ["A"]})
+    with pytest.raises(MediumError) as e:
+        Medium(Phy.preset("b"), topo, 5, random.Random(1), rate_control="arf")
+    assert str(e.value) == "rate_control: expected one of fixed, minstrel, got 'arf'"
+    with pytest.raises(MediumError, match="^rate_control minstrel: chooses among the standard's rates"):
+        Medium(Phy.preset("b"), topo, 5, random.Random(1), rate_control="minstrel")
+    with pytest.raises(MediumError, match="^capture_db: ns-2's capture rule is for reception range"):
+        Medium(Phy.preset("b"), topo, 5, random.Random(1), radio=object(),  # type: ignore[arg-type]
+               capture=RangeCapture({"A": (0, 0), "B": (1, 0)}, 10))
+    m = Medium(Phy.preset("g", airtime="txtime"), topo, 5, random.Random(1), rate_control="minstrel", seed=9)
+    assert (m.rate_control, m.seed, m.queue_packets, m.capture, m.radio, m.radio_loss) == ("minstrel", 9, 5, None, None, None)
+    assert [s.cw for s in m.stations.values()] == [15, 15]
+
+
+# ---- the DCF countdown (10.3.4.3) -------------------------------------------------------------------------
+
+def test_a_slot_only_partly_idle_is_not_counted_and_the_driver_never_wakes_for_a_frozen_attempt() -> None:
+    """B counts 5 slots from DIFS; A starts 2.5 slots into them: B keeps 3 (a slot is counted once it has
+    passed idle whole), resumes DIFS after A's exchange, and its stale attempt at DIFS + 5 slots is no timer."""
+    rng = ScriptedRng(5, 0)
+    m = Medium(B, full_mesh("A", "B", "C"), 10, rng)   # type: ignore[arg-type]
+    m.send(0, Frame("B", "C", "b", 1000))
+    a_start = DIFS + 2 * SLOT + SLOT // 2
+    assert m.next_timer() == DIFS + 5 * SLOT
+    m.advance(a_start - 1)
+    m.send(a_start, Frame("A", "C", "a", 1000))   # A, idle for longer than DIFS: 0 slots, on the air now
+    assert m.next_timer() == a_start
+    m.advance(a_start)
+    assert m.next_timer() == a_start + DATA_1000   # not B's frozen attempt at DIFS + 5 slots
+    a_end = a_start + B.exchange_ns(1000)
+    assert run(m) == [(a_start + DATA_1000, "deliver", "A", "C"), (a_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "B", "C")]
+
+
+def test_the_interface_queue_holds_exactly_queue_packets() -> None:
+    m = Medium(B, full_mesh("A", "B"), 3, ScriptedRng())   # type: ignore[arg-type]
+    frames = [Frame("A", "B", i, 100) for i in range(5)]
+    assert [m.send(0, f) for f in frames[:3]] == [[], [], []]
+    assert m.queued("A") == 3 and m.queued("B") == 0
+    out = m.send(0, frames[3])
+    assert [(o.at_ns, o.frame, o.reason) for o in out] == [(0, frames[3], "queue")]   # type: ignore[union-attr]
+    assert m.stations["A"].stats.queue_drops == 1
+    run(m, until=DIFS)        # the head is on the air: one place free
+    assert m.queued("A") == 3 and m.send(DIFS, frames[4]) != []
+    assert [o[1] for o in run(m)] == ["deliver"] * 3
+
+
+# ---- rate control on the medium (module docstring, "Rates") -------------------------------------------
+
+class Recorder:
+    """A rate controller that gives one chain and records every report."""
+
+    def __init__(self, chain: list[tuple[object, int]]) -> None:
+        self.chain = chain
+        self.chosen: list[int] = []
+        self.reports: list[tuple[int, object, int, int]] = []
+
+    def choose(self, now_ns: int) -> list[tuple[object, int]]:
+        self.chosen.append(now_ns)
+        return list(self.chain)
+
+    def report(self, now_ns: int, rate: object, attempts: int, success: int) -> None:
+        self.reports.append((now_ns, rate, attempts, success))
+
+
+class ErrorsAt(Medium):
+    """Range reception plus a frame error of 1 at the rates named (the hook an error model fills), recording
+    what the medium asks."""
+
+    def __init__(self, *a: object, lossy: set[object], **kw: object) -> None:
+        super().__init__(*a, **kw)   # type: ignore[arg-type]
+        self.lossy = lossy
+        self.asked: list[tuple[str, str, object, int]] = []
+
+    def frame_error(self, src: str, dst: str, rate: object, psdu_bytes: int) -> float:   # type: ignore[override]
+        self.asked.append((src, dst, rate, psdu_bytes))
+        return 1.0 if rate in self.lossy else 0.0
+
+
+N = Phy.preset("n", airtime="txtime")
+R7, R5, R0 = ht20_rate(7), ht20_rate(5), ht20_rate(0)
+DIFS_G = 28_000   # aSIFSTime 10 + 2 x aSlotTime 9 (HT at 2.4 GHz: the ERP short slot)
+
+
+def test_each_data_attempt_goes_at_its_stage_and_each_stage_is_reported_once_the_success_on_the_last() -> None:
+    """Attempt k at the rate of the stage k falls in; at the frame's end one report per stage used, with
+    the success on the last; per-rate counts of attempts and acknowledged ones (StationStats)."""
+    m = ErrorsAt(N, full_mesh("A", "B"), 10, ScriptedRng(), lossy={R7})   # type: ignore[arg-type]
+    ctl = Recorder([(R7, 2), (R5, 2), (R0, 3)])
+    m._controllers[("A", "B")] = ctl   # type: ignore[assignment]
+    f = Frame("A", "B", "a", 1000)
+    m.send(0, f)
+    out = run(m)
+    assert ctl.chosen == [DIFS_G]   # asked once, at the first attempt
+    psdu = 1000 + MAC_OVERHEAD_BYTES
+    assert m.asked == [("A", "B", R7, psdu), ("A", "B", R7, psdu), ("A", "B", R5, psdu)]
+    assert len(out) == 1 and out[0][1:] == ("deliver", "A", "B")
+    end = out[0][0] + N.sifs_ns + N.ack_ns(R5)    # the Ack of the third attempt ends the frame
+    assert ctl.reports == [(end, R7, 2, 0), (end, R5, 1, 1)]
+    assert (f.data_attempts, f.rate, f.chain, f.collisions) == (3, R5, [(R7, 2), (R5, 2), (R0, 3)], 2)
+    st = m.stations["A"].stats
+    assert st.rate_attempts == {"ht-mcs7": 2, "ht-mcs5": 1} and st.rate_acks == {"ht-mcs5": 1}
+    assert (st.errors, st.collisions, st.attempts, st.retries, st.frames) == (2, 0, 3, 2, 1)
+    assert st.airtime_ns == f.airtime_ns == 2 * N.exchange_ns(1000, R7) + N.exchange_ns(1000, R5)
+
+
+def test_a_spent_chain_drops_the_frame_below_the_retry_limit_and_reports_every_stage_failed() -> None:
+    m = ErrorsAt(N, full_mesh("A", "B"), 10, ScriptedRng(), lossy={R7, R5})   # type: ignore[arg-type]
+    ctl = Recorder([(R7, 2), (R5, 1)])
+    m._controllers[("A", "B")] = ctl   # type: ignore[assignment]
+    f = Frame("A", "B", "a", 1000)
+    m.send(0, f)
+    out = run(m)
+    assert [o[1:] for o in out] == [("mac_retry", "A", "B")]
+    assert ctl.reports == [(out[0][0], R7, 2, 0), (out[0][0], R5, 1, 0)]
+    st = m.stations["A"].stats
+    assert (st.mac_drops, st.errors, st.rate_acks, f.data_attempts) == (1, 3, {}, 3)
+    assert m.stations["A"].cw == N.cw_min
+
+
+def test_the_chain_is_cut_to_the_retry_limit_that_applies() -> None:
+    """dot11ShortRetryLimit without RTS/CTS, dot11LongRetryLimit with it (10.3.4.4)."""
+    for phy, limit in ((Phy.preset("n", retry_limit=3, long_retry_limit=2), 3),
+                       (Phy.preset("n", rts_threshold=0, retry_limit=3, long_retry_limit=2), 2)):
+        m = Medium(phy, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
+        m._controllers[("A", "B")] = Recorder([(R7, 2), (R5, 2)])   # type: ignore[assignment]
+        f = Frame("A", "B", "a", 1000)
+        m.send(0, f)
+        run(m)
+        assert f.chain == ([(R7, 2), (R5, 1)] if limit == 3 else [(R7, 2)])
+
+
+def test_the_controllers_are_one_per_link_seeded_from_the_medium_seed_and_the_links_names() -> None:
+    import zlib
+    from routing.minstrel import FixedRate, Minstrel
+    m = Medium(N, full_mesh("A", "B"), 10, random.Random(1), rate_control="minstrel", seed=6)
+    ab = m.controller("A", "B")
+    assert isinstance(ab, Minstrel) and m.controller("A", "B") is ab and m.controller("B", "A") is not ab
+    for src, dst in (("A", "B"), ("B", "A")):
+        twin = Minstrel(N.rates, N.timing(), N.basic_rates, seed=6 * 2**32 + zlib.crc32(f"{src}>{dst}".encode()),
+                        retry_limit=N.retry_limit)
+        got = m.controller(src, dst)
+        assert got._sample_table == twin._sample_table and got.retry_limit == 7   # type: ignore[attr-defined]
+        assert got.rates == N.rates and got.timing == Timing(9, 10, 15)            # type: ignore[attr-defined]
+    fixed = Medium(Phy.preset("n", mcs=3, retry_limit=5), full_mesh("A", "B"), 10, random.Random(1))
+    c = fixed.controller("A", "B")
+    assert isinstance(c, FixedRate) and c.choose(0) == [(ht20_rate(3), 5)]
+
+
+def test_group_frames_go_at_the_lowest_basic_rate_and_simple_airtime_has_no_rate() -> None:
+    m = Medium(N, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
+    g = Frame("A", "B", "probe", 100, acked=False)
+    m.send(0, g)
+    run(m)
+    assert (g.rate, g.chain) == (ofdm_rate(6), None) and m._controllers == {}
+    s = Medium(B, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
+    f = Frame("A", "B", "a", 100)
+    s.send(0, f)
+    run(s)
+    assert (f.rate, f.chain) == (None, None) and s.stations["A"].stats.rate_acks == {"11Mbps": 1}
+
+
+def test_radio_loss_is_drawn_per_data_attempt_with_its_end_time_and_retried() -> None:
+    """A loss model standing for radio errors (layer radio) loses a data attempt as a frame error would:
+    counted as an error, retried with a doubled window; called with (src, dst, the frame's end, packet bytes)."""
+    rng = ScriptedRng()
+    m = Medium(B, full_mesh("A", "B"), 10, rng)   # type: ignore[arg-type]
+    calls: list[tuple[str, str, int, int]] = []
+    m.radio_loss = lambda src, dst, now, nbytes: calls.append((src, dst, now, nbytes)) or len(calls) == 1
+    m.send(0, Frame("A", "B", "a", 1000))
+    out = run(m)
+    first_end = DIFS + DATA_1000
+    retry_end = first_end + B.sifs_ns + B.ack_ns() + DIFS + DATA_1000
+    assert calls == [("A", "B", first_end, 1000), ("A", "B", retry_end, 1000)]
+    assert out == [(retry_end, "deliver", "A", "B")]
+    st = m.stations["A"].stats
+    assert (st.errors, st.collisions, st.retries) == (1, 0, 1) and rng.windows == [31, 63]
+
+
+# ---- virtual carrier sense (10.3.2.4) ---------------------------------------------------------------------
+
+def test_a_nav_is_one_more_busy_transmission_only_ever_extended() -> None:
+    """The NAV counts as busy until it ends; a shorter Duration never shortens it, a longer one extends it
+    without counting twice; the end of a NAV since extended does not end it."""
+    m = Medium(Phy.preset("b", nav="duration"), full_mesh("A", "C"), 10, ScriptedRng())   # type: ignore[arg-type]
+    c = m.stations["C"]
+    m._set_nav(c, 1000, 0)
+    assert (c.busy, c.nav_until) == (1, 1000)
+    m._set_nav(c, 500, 10)
+    m._set_nav(c, 1000, 10)
+    assert (c.busy, c.nav_until) == (1, 1000)
+    m._set_nav(c, 2000, 100)
+    assert (c.busy, c.nav_until) == (1, 2000)
+    m.advance(1000)
+    assert c.busy == 1
+    m.advance(2000)
+    assert (c.busy, c.idle_since) == (0, 2000)
+    m._set_nav(c, 3000, 2000)    # a NAV that begins when the last one has ended counts again
+    assert c.busy == 1
+
+
+def test_a_data_frame_sets_the_nav_of_who_decodes_it_to_its_end_plus_sifs_and_ack() -> None:
+    """Without RTS/CTS (nav duration): a third station that decodes A's unicast frame defers by its Duration
+    (SIFS + ACK, 9.2.5.2) and then DIFS; a group-addressed frame's Duration is 0 and sets no NAV."""
+    topo = Topology.from_graph({"A": ["B", "C"], "B": ["A"], "C": ["A", "D"], "D": ["C"]})
+    phy = Phy.preset("b", nav="duration")
+    for acked in (True, False):
+        m = Medium(phy, topo, 10, ScriptedRng())   # type: ignore[arg-type]
+        m.send(0, Frame("A", "B", "a", 1000, acked=acked))
+        a_end = DIFS + DATA_1000
+        run(m, until=a_end)
+        assert m.stations["C"].nav_until == (a_end + phy.sifs_ns + phy.ack_ns() if acked else 0)
+        assert m.stations["B"].nav_until == 0   # the addressee sets none
+        m.send(a_end, Frame("C", "D", "c", 40))
+        c_start = (a_end + phy.sifs_ns + phy.ack_ns() if acked else a_end) + DIFS
+        assert [o for o in run(m) if o[2] == "C"] == [(c_start + phy.data_ns(40), "deliver", "C", "D")]
