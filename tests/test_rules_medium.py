@@ -465,3 +465,70 @@ def test_a_data_frame_sets_the_nav_of_who_decodes_it_to_its_end_plus_sifs_and_ac
         m.send(a_end, Frame("C", "D", "c", 40))
         c_start = (a_end + phy.sifs_ns + phy.ack_ns() if acked else a_end) + DIFS
         assert [o for o in run(m) if o[2] == "C"] == [(c_start + phy.data_ns(40), "deliver", "C", "D")]
+
+
+# ---- reception by SINR: what the medium asks of the radio (module docstring, "reception") -----------------
+
+class ScriptedRadio:
+    """A radio (routing.reception.SinrReception's interface) whose draws come from a script (True when it runs
+    out), recording each question: (sender, receiver, start, end, preamble, mode, overlaps)."""
+
+    data_mode = MODES["cck-11"]
+    control_mode = MODES["dsss-2"]
+
+    def __init__(self, *draws: bool) -> None:
+        self.draws = list(draws)
+        self.asked: list[tuple[str, str, int, int, int, object, list[tuple[str, int, int]]]] = []
+
+    def success_probability(self, src: str, rx: str, start: int, end: int, preamble_ns: int, mode: object,
+                            overlaps: list[tuple[str, int, int]]) -> float:
+        self.asked.append((src, rx, start, end, preamble_ns, mode, list(overlaps)))
+        return 0.5
+
+    def draw(self, p: float) -> bool:
+        assert p == 0.5
+        return self.draws.pop(0) if self.draws else True
+
+
+def test_sinr_each_frame_is_judged_at_its_end_with_its_mode_and_a_loss_alone_on_the_air_is_faded() -> None:
+    radio = ScriptedRadio(False)   # the first data frame is lost: nothing else was on the air
+    m = Medium(B, full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    out = run(m)
+    first = (DIFS, DIFS + DATA_1000)
+    retry = DIFS + B.exchange_ns(1000) + DIFS
+    assert out == [(retry + DATA_1000, "deliver", "A", "B")]
+    ack = retry + DATA_1000 + B.sifs_ns
+    assert radio.asked == [("A", "B", *first, 192_000, MODES["cck-11"], []),
+                           ("A", "B", retry, retry + DATA_1000, 192_000, MODES["cck-11"], []),
+                           ("B", "A", ack, ack + B.ack_ns(), 192_000, MODES["dsss-2"], [])]
+    st = m.stations["A"].stats
+    assert (st.collisions, st.faded, st.hidden, st.errors, st.ack_lost) == (1, 1, 0, 0, 0)
+
+
+def test_sinr_txtime_modes_are_the_frames_rate_and_its_control_response_rate() -> None:
+    radio = ScriptedRadio()
+    m = Medium(N, full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    run(m)
+    assert [a[5] for a in radio.asked] == [MODES["ht-mcs7"], MODES["ofdm-24"]]   # Ack at 24 Mb/s (10.6.6.5)
+    assert [a[4] for a in radio.asked] == [N.preamble_ns] * 2
+
+
+def test_sinr_a_sender_the_receiver_cannot_detect_draws_nothing_and_overlaps_are_named() -> None:
+    # A and C, hidden from each other, both send to B at DIFS; B cannot detect D at all (D -> B, out of range)
+    radio = ScriptedRadio(False, False)
+    topo = Topology.from_graph({"A": ["B"], "B": ["A", "C"], "C": ["B"], "D": []})
+    m = Medium(B, topo, 10, ScriptedRng(), radio=radio)   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    m.send(0, Frame("C", "B", "c", 1000))
+    run(m, until=DIFS + DATA_1000)
+    span = (DIFS, DIFS + DATA_1000)
+    assert radio.asked == [("A", "B", *span, 192_000, MODES["cck-11"], [("C", *span)]),
+                           ("C", "B", *span, 192_000, MODES["cck-11"], [("A", *span)])]
+    a, c = m.stations["A"].stats, m.stations["C"].stats
+    assert (a.collisions, a.hidden, a.faded) == (1, 1, 0) and (c.collisions, c.hidden, c.faded) == (1, 1, 0)
+    lone = Medium(B, Topology.from_graph({"A": [], "B": []}), 10, ScriptedRng(), radio=ScriptedRadio())  # type: ignore[arg-type]
+    lone.send(0, Frame("A", "B", "a", 1000))
+    run(lone, until=DIFS + DATA_1000)
+    assert lone.radio.asked == [] and lone.stations["A"].stats.faded == 1   # type: ignore[union-attr]
