@@ -532,3 +532,44 @@ def test_sinr_a_sender_the_receiver_cannot_detect_draws_nothing_and_overlaps_are
     lone.send(0, Frame("A", "B", "a", 1000))
     run(lone, until=DIFS + DATA_1000)
     assert lone.radio.asked == [] and lone.stations["A"].stats.faded == 1   # type: ignore[union-attr]
+
+
+def test_one_attempts_airtime_at_a_rate_with_and_without_rts_cts() -> None:
+    """[RTS, SIFS, CTS, SIFS,] data[, SIFS, ACK], every part at the frame's rate or its control response rate."""
+    for phy, rts in ((Phy.preset("n"), False), (Phy.preset("n", rts_threshold=0), True)):
+        for r in (R7, R5, R0):
+            data, ctl = txtime_ns(r, 1036), phy.response_rate(r)
+            ack, cts, rts_ns = txtime_ns(ctl, 14), txtime_ns(ctl, 14), txtime_ns(ctl, 20)
+            assert phy.attempt_ns(1000, acked=False, rate=r) == data
+            assert phy.attempt_ns(1000, rate=r) == (rts_ns + 10 * US + cts + 10 * US if rts else 0) + data + 10 * US + ack
+    assert Phy.preset("n").response_rate() == ofdm_rate(24) and Phy.preset("n", mcs=0).response_rate() == ofdm_rate(6)
+
+
+def test_rtss_without_cts_are_not_reported_but_the_data_attempt_before_them_is() -> None:
+    """A frame whose one data attempt lost its Ack and whose next dot11ShortRetryLimit RTSs got no CTS leaves
+    the queue (10.3.4.4), with no drop reported: the receiver had it (10.3.2.14).  One report, of the data
+    attempt, failed (the RTSs go at a basic rate: not reported)."""
+    phy = Phy.preset("n", rts_threshold=0)
+    topo = Topology.from_graph({"A": ["B"], "B": ["A"], "K": [], "Z": ["K"]}, {"A": ["K"]})
+    m = Medium(phy, topo, 10, ScriptedRng())   # type: ignore[arg-type]
+    ctl = Recorder([(R7, 4)])
+    m._controllers[("A", "B")] = ctl   # type: ignore[assignment]
+    f = Frame("A", "B", "a", 1000)
+    m.send(0, f)
+    # K (sensed by A, decoded by no one there) radiates over the Ack, then over each CTS: garbled at A
+    strikes = ["ack"] + ["cts"] * 7
+    seen: list[object] = []
+    out = []
+    while (t := m.next_timer()) is not None:
+        out += m.advance(t)
+        for tx in list(m._air):
+            if strikes and tx.kind == strikes[0] and not any(tx is x for x in seen):
+                seen.append(tx)
+                strikes.pop(0)
+                m.send(t, Frame("K", "Z", "k", 40, acked=False))
+    assert [(o.frame.src, type(o).__name__) for o in out if o.frame.src == "A"] == [("A", "Delivered")]
+    assert [(r, n, s) for _, r, n, s in ctl.reports] == [(R7, 1, 0)]
+    st = m.stations["A"].stats
+    assert (st.rts, st.rts_failed, st.rts_drops, st.mac_drops, st.ack_lost, st.rate_acks) == (8, 7, 0, 0, 1, {})
+    assert (st.frames, m.queued("A"), m.stations["A"].cw) == (1, 0, phy.cw_min)
+    assert (f.data_attempts, f.short_retries, f.long_retries) == (1, 7, 1)
