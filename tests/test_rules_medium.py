@@ -573,3 +573,37 @@ def test_rtss_without_cts_are_not_reported_but_the_data_attempt_before_them_is()
     assert (st.rts, st.rts_failed, st.rts_drops, st.mac_drops, st.ack_lost, st.rate_acks) == (8, 7, 0, 0, 1, {})
     assert (st.frames, m.queued("A"), m.stations["A"].cw) == (1, 0, phy.cw_min)
     assert (f.data_attempts, f.short_retries, f.long_retries) == (1, 7, 1)
+
+
+# ---- RTS/CTS (10.3.5, 10.3.2.7) --------------------------------------------------------------------------
+
+def test_rts_and_cts_go_at_the_control_response_rate_of_the_datas_rate_and_their_navs_end_with_the_ack() -> None:
+    """A frame at MCS 0: RTS, CTS and Ack at 6 Mb/s (10.6.6.5), not at the 24 Mb/s that MCS 7 (the fixed rate)
+    would get; D decodes only the RTS, C only the CTS: both NAVs end with the Ack (9.2.5.2)."""
+    phy = Phy.preset("n", rts_threshold=0)
+    topo = Topology.from_graph({"A": ["B", "D"], "B": ["A", "C"], "C": ["B"], "D": ["A"]})
+    m = Medium(phy, topo, 10, ScriptedRng())   # type: ignore[arg-type]
+    m._controllers[("A", "B")] = Recorder([(R0, 4)])   # type: ignore[assignment]
+    m.send(0, Frame("A", "B", "a", 1000))
+    six = ofdm_rate(6)
+    rts_end = DIFS_G + txtime_ns(six, 20)
+    cts_end = rts_end + 10 * US + txtime_ns(six, 14)
+    data_end = cts_end + 10 * US + txtime_ns(R0, 1036)
+    ack_end = data_end + 10 * US + txtime_ns(six, 14)
+    assert run(m, until=rts_end) == [] and m.stations["D"].nav_until == ack_end
+    assert run(m, until=cts_end) == [] and m.stations["C"].nav_until == ack_end
+    assert run(m) == [(data_end, "deliver", "A", "B")]
+
+
+def test_a_station_that_answers_with_a_cts_counts_its_own_backoff_only_after_the_exchange() -> None:
+    """B, with a frame of its own (5 slots), answers A's RTS; its countdown resumes DIFS after the Ack it sends."""
+    from tests.test_medium_rts import CTS, DATA_40, RTS, RTS_B, SIFS
+    m = Medium(RTS_B, full_mesh("A", "B"), 10, ScriptedRng(5, 0))   # type: ignore[arg-type]
+    m.send(0, Frame("B", "A", "b", 40))
+    m.send(0, Frame("A", "B", "a", 1000))
+    ack_end = DIFS + RTS + SIFS + CTS + SIFS + DATA_1000 + SIFS + B.ack_ns()
+    b_start = ack_end + DIFS + 5 * SLOT
+    rts_b = RTS_B.control_ns(20)
+    assert RTS_B.uses_rts(40) and rts_b == RTS
+    b_data_end = b_start + RTS + SIFS + CTS + SIFS + DATA_40
+    assert run(m) == [(ack_end - SIFS - B.ack_ns(), "deliver", "A", "B"), (b_data_end, "deliver", "B", "A")]
