@@ -607,3 +607,46 @@ def test_a_station_that_answers_with_a_cts_counts_its_own_backoff_only_after_the
     assert RTS_B.uses_rts(40) and rts_b == RTS
     b_data_end = b_start + RTS + SIFS + CTS + SIFS + DATA_40
     assert run(m) == [(ack_end - SIFS - B.ack_ns(), "deliver", "A", "B"), (b_data_end, "deliver", "B", "A")]
+
+
+def test_a_nav_freezes_a_countdown_like_a_busy_medium() -> None:
+    """C has counted 2 of its 5 slots when its NAV is set: it keeps 3 and counts them DIFS after the NAV."""
+    phy = Phy.preset("b", nav="duration")
+    m = Medium(phy, full_mesh("A", "C"), 10, ScriptedRng(5))   # type: ignore[arg-type]
+    m.send(0, Frame("C", "A", "c", 40))
+    now = DIFS + 2 * SLOT
+    m.advance(now)
+    m._set_nav(m.stations["C"], now + 1_000_000, now)
+    assert m.stations["C"].backoff == 3
+    assert run(m) == [(now + 1_000_000 + DIFS + 3 * SLOT + phy.data_ns(40), "deliver", "C", "A")]
+
+
+def test_the_addressee_answers_an_rts_when_its_nav_ends_with_it() -> None:
+    """10.3.2.7: a CTS unless the NAV indicates busy; a NAV that ends exactly at the RTS's end does not."""
+    from tests.test_medium_rts import RTS, RTS_B
+    rts_end = DIFS + RTS
+    for nav_until, answers in ((rts_end, True), (rts_end + 1, False)):
+        m = Medium(RTS_B, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
+        m.send(0, Frame("A", "B", "a", 1000))
+        m._set_nav(m.stations["B"], nav_until, 0)
+        run(m, until=rts_end + RTS_B.cts_timeout_ns)
+        st = m.stations["A"].stats
+        assert (st.rts, st.rts_failed) == (1, 0 if answers else 1)
+
+
+def test_a_station_that_senses_an_rts_it_cannot_decode_counts_after_eifs() -> None:
+    """X senses A but decodes nothing of it: after A's RTS and again after A's data frame it waits EIFS, not
+    DIFS (10.3.2.3.7), and counts its 2 slots only then.  A's 1000-byte frame goes with RTS/CTS, X's 40 without."""
+    from tests.test_medium_rts import CTS, RTS, SIFS
+    phy = Phy.preset("b", rts_threshold=500)
+    topo = Topology.from_graph({"A": ["B"], "B": ["A"], "X": ["Y"], "Y": ["X"]}, {"X": ["A"]})
+    m = Medium(phy, topo, 10, ScriptedRng(0, 2))   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    m.send(1, Frame("X", "Y", "x", 40))
+    rts_end = DIFS + RTS
+    run(m, until=rts_end)
+    x = m.stations["X"]
+    assert x.eifs and x.count_from == rts_end + phy.eifs_ns and x.attempt_at == rts_end + phy.eifs_ns + 2 * SLOT
+    a_data_end = rts_end + SIFS + CTS + SIFS + DATA_1000
+    assert run(m) == [(a_data_end, "deliver", "A", "B"),
+                      (a_data_end + phy.eifs_ns + 2 * SLOT + phy.data_ns(40), "deliver", "X", "Y")]
