@@ -573,6 +573,7 @@ def test_rtss_without_cts_are_not_reported_but_the_data_attempt_before_them_is()
     assert (st.rts, st.rts_failed, st.rts_drops, st.mac_drops, st.ack_lost, st.rate_acks) == (8, 7, 0, 0, 1, {})
     assert (st.frames, m.queued("A"), m.stations["A"].cw) == (1, 0, phy.cw_min)
     assert (f.data_attempts, f.short_retries, f.long_retries) == (1, 7, 1)
+    assert st.airtime_ns == f.airtime_ns == 8 * phy.rts_exchange_ns(R7) + phy.exchange_ns(1000, R7)
 
 
 # ---- RTS/CTS (10.3.5, 10.3.2.7) --------------------------------------------------------------------------
@@ -593,6 +594,10 @@ def test_rts_and_cts_go_at_the_control_response_rate_of_the_datas_rate_and_their
     assert run(m, until=rts_end) == [] and m.stations["D"].nav_until == ack_end
     assert run(m, until=cts_end) == [] and m.stations["C"].nav_until == ack_end
     assert run(m) == [(data_end, "deliver", "A", "B")]
+    # the airtime booked: RTS, SIFS, CTS (rts_exchange_ns, "the part of an exchange that RTS/CTS adds") and
+    # data, SIFS, Ack, at MCS 0's rates
+    booked = txtime_ns(six, 20) + 10 * US + txtime_ns(six, 14) + txtime_ns(R0, 1036) + 10 * US + txtime_ns(six, 14)
+    assert m.stations["A"].stats.airtime_ns == booked
 
 
 def test_a_station_that_answers_with_a_cts_counts_its_own_backoff_only_after_the_exchange() -> None:
