@@ -175,7 +175,7 @@ def test_ranges_include_their_edge_and_carrier_sense_is_never_shorter_than_decod
     pos = {"A": (0.0, 0.0), "B": (250.0, 0.0), "C": (0.0, 550.0), "D": (0.0, -550.5)}
     t = Topology.from_positions(pos, 250, 550)
     assert t.hears["A"] == {"B"} and t.senses["A"] == {"B", "C"}    # 250 m and 550 m exactly: in range
-    assert "D" not in t.senses["A"]
+    assert "D" not in t.senses["A"] and t.senses["C"] == {"A"} and t.senses["D"] == set()
     short_cs = Topology.from_positions(pos, 250, 100)   # a carrier-sense range below the decoding range
     assert short_cs.senses == short_cs.hears
     g = Topology.from_graph({"A": ["B"], "B": ["A"], "C": []})
@@ -655,3 +655,19 @@ def test_a_station_that_senses_an_rts_it_cannot_decode_counts_after_eifs() -> No
     a_data_end = rts_end + SIFS + CTS + SIFS + DATA_1000
     assert run(m) == [(a_data_end, "deliver", "A", "B"),
                       (a_data_end + phy.eifs_ns + 2 * SLOT + phy.data_ns(40), "deliver", "X", "Y")]
+
+
+def test_sinr_a_third_station_that_decodes_a_frame_sets_its_nav_one_that_does_not_waits_eifs() -> None:
+    """nav duration with reception sinr: C and X each draw whether they decode A's frame to B; C, which does,
+    sets its NAV to the frame's end + SIFS + ACK (9.2.5.2); X, which does not, waits EIFS (10.3.2.3.7)."""
+    phy = Phy.preset("b", nav="duration")
+    radio = ScriptedRadio(True, True, False)   # B decodes it, then C does, X does not (sensing order: B, C, X)
+    m = Medium(phy, full_mesh("A", "B", "C", "X"), 10, ScriptedRng(), radio=radio)   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    end = DIFS + DATA_1000
+    run(m, until=end)
+    assert [(a[0], a[1]) for a in radio.asked] == [("A", "B"), ("A", "C"), ("A", "X")]
+    c, x = m.stations["C"], m.stations["X"]
+    assert (c.nav_until, c.eifs) == (end + phy.sifs_ns + phy.ack_ns(), False)
+    assert (x.nav_until, x.eifs) == (0, True)
+    assert m.stations["B"].nav_until == 0
