@@ -671,3 +671,54 @@ def test_sinr_a_third_station_that_decodes_a_frame_sets_its_nav_one_that_does_no
     assert (c.nav_until, c.eifs) == (end + phy.sifs_ns + phy.ack_ns(), False)
     assert (x.nav_until, x.eifs) == (0, True)
     assert m.stations["B"].nav_until == 0
+
+
+def test_sinr_rts_and_cts_are_judged_in_the_control_mode() -> None:
+    """RTS and CTS go at the control response rate (txtime) or the basic rate (simple): their reception is
+    drawn in that mode, the data frame's in the data mode."""
+    radio = ScriptedRadio()
+    m = Medium(Phy.preset("n", rts_threshold=0), full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)  # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    run(m)
+    assert [(a[0], a[5]) for a in radio.asked] == [("A", MODES["ofdm-24"]), ("B", MODES["ofdm-24"]),
+                                                   ("A", MODES["ht-mcs7"]), ("B", MODES["ofdm-24"])]
+    radio = ScriptedRadio()
+    m = Medium(Phy.preset("b", rts_threshold=0), full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)  # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    run(m)
+    assert [a[5] for a in radio.asked] == [MODES["dsss-2"], MODES["dsss-2"], MODES["cck-11"], MODES["dsss-2"]]
+
+
+def test_nav_duration_without_rts_defer_airtime_and_an_addressee_out_of_range() -> None:
+    """nav duration, no RTS/CTS: B, counting 5 slots, freezes when A's frame starts after 2, sets its NAV from
+    the frame's Duration and counts its 3 slots DIFS after the Ack; a unicast attempt books data, SIFS and
+    Ack, a group-addressed one its data only; a frame whose addressee cannot decode its sender is never
+    delivered and is dropped after dot11ShortRetryLimit attempts."""
+    phy = Phy.preset("b", nav="duration")
+    m = Medium(phy, full_mesh("A", "B", "C"), 10, ScriptedRng(5, 2))   # type: ignore[arg-type]
+    m.send(0, Frame("B", "C", "b", 1000))
+    m.send(0, Frame("A", "C", "a", 1000))
+    a_start = DIFS + 2 * SLOT
+    ack_end = a_start + phy.exchange_ns(1000)
+    assert run(m) == [(a_start + DATA_1000, "deliver", "A", "C"), (ack_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "B", "C")]
+    assert m.stations["A"].stats.airtime_ns == phy.exchange_ns(1000)
+    g = Medium(phy, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
+    g.send(0, Frame("A", "B", "probe", 1000, acked=False))
+    assert run(g) == [(DIFS + DATA_1000, "deliver", "A", "B")] and g.stations["A"].stats.airtime_ns == DATA_1000
+    far = Medium(phy, Topology.from_graph({"A": ["B"], "B": []}), 10, ScriptedRng())   # type: ignore[arg-type]
+    far.send(0, Frame("A", "B", "a", 1000))
+    out = run(far)
+    assert [o[1] for o in out] == ["mac_retry"] and far.stations["A"].stats.attempts == 7
+
+
+def test_the_duration_of_a_data_frame_is_sifs_plus_the_ack_at_its_rates_response_rate() -> None:
+    phy = Phy.preset("n", nav="duration")
+    topo = Topology.from_graph({"A": ["B", "C"], "B": ["A"], "C": ["A"]})
+    m = Medium(phy, topo, 10, ScriptedRng())   # type: ignore[arg-type]
+    m._controllers[("A", "B")] = Recorder([(R0, 4)])   # type: ignore[assignment]
+    m.send(0, Frame("A", "B", "a", 1000))
+    data_end = DIFS_G + txtime_ns(R0, 1036)
+    assert run(m, until=data_end) == [(data_end, "deliver", "A", "B")]
+    assert m.stations["C"].nav_until == data_end + 10 * US + txtime_ns(ofdm_rate(6), 14)
+    run(m)
+    assert m.stations["A"].stats.airtime_ns == txtime_ns(R0, 1036) + 10 * US + txtime_ns(ofdm_rate(6), 14)
