@@ -722,3 +722,19 @@ def test_the_duration_of_a_data_frame_is_sifs_plus_the_ack_at_its_rates_response
     assert m.stations["C"].nav_until == data_end + 10 * US + txtime_ns(ofdm_rate(6), 14)
     run(m)
     assert m.stations["A"].stats.airtime_ns == txtime_ns(R0, 1036) + 10 * US + txtime_ns(ofdm_rate(6), 14)
+
+
+def test_events_count_what_ran_and_a_send_behind_an_exchange_waits_for_it() -> None:
+    """One unicast exchange (exchange model) is five events: the attempt, the data frame's end, the Ack's
+    start and end, the end of the hold.  A frame queued behind one in its exchange does not contend until
+    that exchange is over (its own DIFS and backoff after it)."""
+    m = Medium(B, full_mesh("A", "B"), 10, ScriptedRng(0, 3))   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    assert m.events == 0 and m.next_timer() == DIFS
+    m.advance(DIFS)
+    assert m.events == 1 and m.stations["A"].in_exchange
+    m.send(DIFS, Frame("A", "B", "b", 1000))
+    assert m.stations["A"].backoff is None and m.next_timer() == DIFS + DATA_1000
+    end = DIFS + B.exchange_ns(1000)
+    assert run(m) == [(DIFS + DATA_1000, "deliver", "A", "B"), (end + DIFS + 3 * SLOT + DATA_1000, "deliver", "A", "B")]
+    assert m.events == 10 and m.next_timer() is None
