@@ -109,16 +109,28 @@ DESELECT: dict[str, list[str]] = {
         "test_the_trace_has_every_directed_link_and_what_it_delivered",
         "test_closed_loop_on_the_sim_the_replayed_links_lose_what_the_recorded_ones_did",
         "test_trace_extract_command")],
-    # whole runs (experiments on the sim, local and netns backends) and the Minstrel sweeps over seeds and
-    # distances, 0.4 to 5 s each; the rate rules they rest on are pinned by the rest of the file and
-    # tests/test_rules_medium.py
+    # whole runs (experiments on the sim, local and netns backends), thousands of frames (saturated links
+    # and chains, the grey-zone sweep, Minstrel climbing and settling over seeds and distances): 2 to 16 s
+    # each under mutmut's tracing, 86 s for the module's selection with them, paid again by every mutant
+    # that survives in the functions every test reaches.  The rules they rest on are pinned one by one, in
+    # virtual time, by the rest of these files and tests/test_rules_medium.py
     "routing/medium.py": [f"tests/test_medium_rates.py::{t}" for t in (
         "test_minstrel_at_ht_rates_in_the_netns_medium_daemon",
         "test_minstrel_at_ht_rates_in_the_local_medium_process",
         "test_default_medium_runs_are_byte_identical_to_before_rates",
         "test_minstrel_settles_on_the_rate_a_fixed_rate_sweep_finds_best",
         "test_under_sinr_minstrel_settles_on_the_rate_a_fixed_rate_sweep_finds_best",
-        "test_minstrel_on_the_sim_on_graphs")],
+        "test_minstrel_on_the_sim_on_graphs",
+        "test_a_single_link_at_the_top_rate_runs_at_the_standards_airtime",
+        "test_with_reception_by_range_minstrel_climbs_to_the_top_rate")] + [
+        f"tests/test_medium_sinr.py::{t}" for t in (
+        "test_delivery_falls_with_distance_and_faster_at_a_higher_rate",
+        "test_the_same_seed_gives_the_same_run_and_another_seed_another",
+        "test_a_chain_runs_on_the_sim_with_reception_sinr",
+        "test_reception_sinr_runs_on_graphs",
+        "test_validate_and_run_refuse_the_same_sinr_lines")] + [
+        "tests/test_medium.py::test_saturated_chain_throughput_falls_with_hops_as_li_et_al",
+        "tests/test_medium_rts.py::test_rts_cts_removes_most_hidden_terminal_collisions"],
     "routing/loss.py": ["tests/test_loss.py::test_ge_stationary_fractions_and_bursts",
                         "tests/test_loss.py::test_ge_bursts_contiguous_in_time"],
 }
