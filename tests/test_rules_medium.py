@@ -738,3 +738,15 @@ def test_events_count_what_ran_and_a_send_behind_an_exchange_waits_for_it() -> N
     end = DIFS + B.exchange_ns(1000)
     assert run(m) == [(DIFS + DATA_1000, "deliver", "A", "B"), (end + DIFS + 3 * SLOT + DATA_1000, "deliver", "A", "B")]
     assert m.events == 10 and m.next_timer() is None
+
+
+def test_half_duplex_with_the_nav_a_station_that_transmitted_over_a_frame_did_not_decode_it() -> None:
+    """nav duration: I, which hears A, transmits its own (short, group-addressed) frame while A's is on the
+    air; it cannot have decoded A's frame (half duplex): no NAV from its Duration, EIFS after it."""
+    phy = Phy.preset("b", nav="duration")
+    m = Medium(phy, full_mesh("A", "B", "I"), 10, ScriptedRng())   # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    m.send(0, Frame("I", "B", "i", 40, acked=False))
+    run(m, until=DIFS + DATA_1000)
+    i = m.stations["I"]
+    assert (i.nav_until, i.eifs) == (0, True)
