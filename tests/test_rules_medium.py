@@ -580,9 +580,10 @@ def test_rtss_without_cts_are_not_reported_but_the_data_attempt_before_them_is()
 
 def test_rts_and_cts_go_at_the_control_response_rate_of_the_datas_rate_and_their_navs_end_with_the_ack() -> None:
     """A frame at MCS 0: RTS, CTS and Ack at 6 Mb/s (10.6.6.5), not at the 24 Mb/s that MCS 7 (the fixed rate)
-    would get; D decodes only the RTS, C only the CTS: both NAVs end with the Ack (9.2.5.2)."""
+    would get; D decodes only the RTS, C only the CTS, E both: every NAV ends with the Ack (9.2.5.2), E's
+    once (the CTS's NAV ends when the RTS's does: not one more busy period), and then all sense the medium idle."""
     phy = Phy.preset("n", rts_threshold=0)
-    topo = Topology.from_graph({"A": ["B", "D"], "B": ["A", "C"], "C": ["B"], "D": ["A"]})
+    topo = Topology.from_graph({"A": ["B", "D", "E"], "B": ["A", "C", "E"], "C": ["B"], "D": ["A"], "E": ["A", "B"]})
     m = Medium(phy, topo, 10, ScriptedRng())   # type: ignore[arg-type]
     m._controllers[("A", "B")] = Recorder([(R0, 4)])   # type: ignore[assignment]
     m.send(0, Frame("A", "B", "a", 1000))
@@ -591,9 +592,11 @@ def test_rts_and_cts_go_at_the_control_response_rate_of_the_datas_rate_and_their
     cts_end = rts_end + 10 * US + txtime_ns(six, 14)
     data_end = cts_end + 10 * US + txtime_ns(R0, 1036)
     ack_end = data_end + 10 * US + txtime_ns(six, 14)
-    assert run(m, until=rts_end) == [] and m.stations["D"].nav_until == ack_end
-    assert run(m, until=cts_end) == [] and m.stations["C"].nav_until == ack_end
+    assert run(m, until=rts_end) == [] and m.stations["D"].nav_until == ack_end == m.stations["E"].nav_until
+    assert run(m, until=cts_end) == [] and m.stations["C"].nav_until == ack_end == m.stations["E"].nav_until
     assert run(m) == [(data_end, "deliver", "A", "B")]
+    assert {n: s.busy for n, s in m.stations.items()} == dict.fromkeys("ABCDE", 0)
+    assert m.stations["E"].idle_since == ack_end
     # the airtime booked: RTS, SIFS, CTS (rts_exchange_ns, "the part of an exchange that RTS/CTS adds") and
     # data, SIFS, Ack, at MCS 0's rates
     booked = txtime_ns(six, 20) + 10 * US + txtime_ns(six, 14) + txtime_ns(R0, 1036) + 10 * US + txtime_ns(six, 14)
