@@ -513,6 +513,12 @@ def test_sinr_txtime_modes_are_the_frames_rate_and_its_control_response_rate() -
     run(m)
     assert [a[5] for a in radio.asked] == [MODES["ht-mcs7"], MODES["ofdm-24"]]   # Ack at 24 Mb/s (10.6.6.5)
     assert [a[4] for a in radio.asked] == [N.preamble_ns] * 2
+    radio = ScriptedRadio()   # a frame at MCS 0 (its chain): its Ack at 6 Mb/s
+    m = Medium(N, full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)   # type: ignore[arg-type]
+    m._controllers[("A", "B")] = Recorder([(R0, 4)])   # type: ignore[assignment]
+    m.send(0, Frame("A", "B", "a", 1000))
+    run(m)
+    assert [a[5] for a in radio.asked] == [MODES["ht-mcs0"], MODES["ofdm-6"]]
 
 
 def test_sinr_a_sender_the_receiver_cannot_detect_draws_nothing_and_overlaps_are_named() -> None:
@@ -753,3 +759,28 @@ def test_half_duplex_with_the_nav_a_station_that_transmitted_over_a_frame_did_no
     run(m, until=DIFS + DATA_1000)
     i = m.stations["I"]
     assert (i.nav_until, i.eifs) == (0, True)
+
+
+def test_a_countdown_resumed_before_its_old_attempt_time_does_not_go_at_that_time() -> None:
+    """B draws 20 slots and has counted 1 when A's short frame starts: B keeps 19, counts them DIFS after A's
+    frame, and transmits then, not at the time its first countdown would have ended (10.3.4.3)."""
+    from tests.test_medium_rts import DATA_40
+    m = Medium(B, full_mesh("A", "B", "C"), 10, ScriptedRng(20, 0))   # type: ignore[arg-type]
+    m.send(0, Frame("B", "C", "b", 40))
+    m.advance(DIFS + SLOT - 1)
+    m.send(DIFS + SLOT, Frame("A", "C", "a", 40, acked=False))
+    a_end = DIFS + SLOT + DATA_40
+    assert DIFS + 20 * SLOT > a_end + DIFS   # the old attempt time lies after B resumed counting
+    b_start = a_end + DIFS + 19 * SLOT
+    assert run(m) == [(a_end, "deliver", "A", "C"), (b_start + DATA_40, "deliver", "B", "C")]
+
+
+def test_phy_preset_passes_each_rate_setting_to_its_check() -> None:
+    """Each rate setting that does not fit is refused as a MediumError naming it, before a rate is built."""
+    for kw, key in (({"airtime": "txtime", "rate_mbps": 5.5}, "rate_mbps"), ({"airtime": "txtime", "mcs": 3}, "mcs"),
+                    ({"mcs": 3}, "mcs"), ({"airtime": "txtime", "preamble_us": 20}, "preamble_us"),
+                    ({"airtime": "txtime", "basic_rate_mbps": 9}, "basic_rate_mbps")):
+        with pytest.raises(MediumError, match=f"^{key}: "):
+            Phy.preset("g", **kw)   # type: ignore[arg-type]
+    with pytest.raises(MediumError, match="^preamble_us: "):
+        Phy.preset("n", preamble_us=36)
