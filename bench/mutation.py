@@ -172,6 +172,11 @@ _ETX = "etx.estimator.x"
 _STEP = "routing.step.x"
 _RATES = "routing.rates."
 _KBPS_SET = "a DSSS/HR-DSSS rate is 1000, 2000, 5500 or 11000 kbit/s (dsss_rate refuses others): no rate lies between"
+_MED = "routing.medium.x"
+_FREEZE_GUARD = ("_freeze's one caller, _busy, calls it only for a station that is counting (count_from set) "
+                 "and whose attempt is later than now: the guard never returns")
+_RTS_KIND = ("an RTS's kind is read only as not data, not ack and not cts (_radiate: responders; _mode: the "
+             "control mode): any other label is the same")
 _BANDS = "a band is 2.4 or 5 GHz (the rate tables' only values): no band lies between 3 and 4 GHz"
 _EM = "routing.error_model."
 _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imported (building OFDM_MODES and "
@@ -335,6 +340,22 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
     "routing.propagation.x_log_distance_loss_db__mutmut_7": (
         "math.log10(distance_m * REFERENCE_M)", "d0 is 1 m: d x d0 = d / d0"),
+    # routing/medium.py
+    _MED + "_basic_rate_set__mutmut_42": (
+        "if r.kbps <= round(mbps * 1001))", "basic_rate_mbps is itself a mandatory rate (refused above otherwise), "
+        "and 0.1 % above it reaches no other: the closest two, 1 and 2 Mb/s, are a factor 2 apart"),
+    _MED + "ǁMediumǁ_heard__mutmut_21": (
+        "tx.nav_ns > 1:", "a Duration field is 0 (Ack, group-addressed data) or at least SIFS + an Ack: never 1 ns"),
+    _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
+    _MED + "ǁMediumǁ_freeze__mutmut_3": ("if st.count_from is None or st.attempt_at < now:", _FREEZE_GUARD),
+    _MED + "ǁMediumǁ_freeze__mutmut_4": (
+        "if now >= st.count_from:", "at now == count_from it takes (now - count_from) // slot = 0 slots off"),
+    _MED + "ǁMediumǁ_freeze__mutmut_12": (
+        "st.token += 2", "a token is only compared for equality with the one a scheduled attempt carries, and "
+        "only grows: + 2 invalidates that attempt as + 1 does"),
+    _MED + "ǁMediumǁ_send_rts__mutmut_17": ("frame, kind=None,", _RTS_KIND),
+    _MED + "ǁMediumǁ_send_rts__mutmut_31": ('frame, kind="XXrtsXX",', _RTS_KIND),
+    _MED + "ǁMediumǁ_send_rts__mutmut_32": ('frame, kind="RTS",', _RTS_KIND),
     # routing/station.py
     "routing.station.xǁStationRecorderǁstop__mutmut_1": ("self._thread.join(timeout=None)", _JOIN),
     "routing.station.xǁStationRecorderǁstop__mutmut_2": ("self._thread.join(timeout=7.0)", _JOIN),
