@@ -784,3 +784,27 @@ def test_phy_preset_passes_each_rate_setting_to_its_check() -> None:
             Phy.preset("g", **kw)   # type: ignore[arg-type]
     with pytest.raises(MediumError, match="^preamble_us: "):
         Phy.preset("n", preamble_us=36)
+
+
+def test_the_refusals_say_why_in_full() -> None:
+    """The reasons a user reads (experiments/ validation prints them): each in full."""
+    assert dict(rate_problems("n", "simple")) == {"airtime": "simple (preamble + bits / rate) is the b and g model "
+                                                  "only; standard n has the standard's PPDU durations: leave airtime "
+                                                  "out or set txtime"}
+    assert dict(rate_problems("g", "simple", "minstrel")) == {"airtime": "rate_control minstrel chooses among the "
+                                                              "standard's rates, whose durations are airtime txtime: "
+                                                              "leave airtime out or set txtime"}
+    assert dict(rate_problems("g", "txtime", preamble_us=20)) == {"preamble_us": "with airtime txtime the PHY clause "
+                                                                  "gives each PPDU's preamble and header "
+                                                                  "(routing.rates); leave preamble_us out"}
+    assert dict(timing_problems({"slot_us": 9, "sifs_us": 10, "cw_min": 31, "cw_max": 15})) == {
+        "cw_min": "aCWmin 31 exceeds aCWmax 15 (10.3.3: the window grows from aCWmin to aCWmax)"}
+    base = dict(slot_ns=20_000, sifs_ns=10_000, preamble_ns=192_000, cw_min=31, cw_max=1023, retry_limit=7,
+                rate_bps=11e6, basic_rate_bps=2e6)
+    with pytest.raises(MediumError) as e:
+        Phy(**base, rts_threshold=0)   # type: ignore[arg-type]
+    assert str(e.value) == ("rts_threshold: RTS/CTS works through the NAV its Duration fields set (10.3.2.4): it "
+                            "needs nav 'duration'")
+    with pytest.raises(MediumError) as e:
+        Phy(**base, airtime="txtime")   # type: ignore[arg-type]
+    assert str(e.value) == "airtime txtime needs a rate, the rate set and the basic rate set (Phy.preset)"
