@@ -346,6 +346,9 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "and 0.1 % above it reaches no other: the closest two, 1 and 2 Mb/s, are a factor 2 apart"),
     _MED + "ǁMediumǁ_heard__mutmut_21": (
         "tx.nav_ns > 1:", "a Duration field is 0 (Ack, group-addressed data) or at least SIFS + an Ack: never 1 ns"),
+    _MED + "ǁMediumǁ_on_ack_end__mutmut_5": (
+        "self._heard(ack, None)", "_heard reads the time only to set a NAV from a Duration above 0, and an Ack's "
+        "Duration is 0 (9.2.5.2, outside a TXOP)"),
     _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_3": ("if st.count_from is None or st.attempt_at < now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_4": (

@@ -731,6 +731,7 @@ def test_the_duration_of_a_data_frame_is_sifs_plus_the_ack_at_its_rates_response
     assert m.stations["C"].nav_until == data_end + 10 * US + txtime_ns(ofdm_rate(6), 14)
     run(m)
     assert m.stations["A"].stats.airtime_ns == txtime_ns(R0, 1036) + 10 * US + txtime_ns(ofdm_rate(6), 14)
+    assert m.stations["A"].idle_since == data_end + 10 * US + txtime_ns(ofdm_rate(6), 14)   # the Ack's end
 
 
 def test_events_count_what_ran_and_a_send_behind_an_exchange_waits_for_it() -> None:
@@ -808,3 +809,8 @@ def test_the_refusals_say_why_in_full() -> None:
     with pytest.raises(MediumError) as e:
         Phy(**base, airtime="txtime")   # type: ignore[arg-type]
     assert str(e.value) == "airtime txtime needs a rate, the rate set and the basic rate set (Phy.preset)"
+    assert rate_problems("n", "txtime", "minstrel", rate_mbps=65, preamble_us=36) == [
+        ("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header (routing.rates); "
+                        "leave preamble_us out"),
+        ("rate_mbps", "fixes the rate of every frame; rate_control minstrel chooses it per frame: leave it out, or "
+                      "set rate_control fixed")]
