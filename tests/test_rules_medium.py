@@ -814,3 +814,32 @@ def test_the_refusals_say_why_in_full() -> None:
                         "leave preamble_us out"),
         ("rate_mbps", "fixes the rate of every frame; rate_control minstrel chooses it per frame: leave it out, or "
                       "set rate_control fixed")]
+
+
+class ErrorP(Medium):
+    """Range reception with a frame error of ``p`` for every data attempt (the hook an error model fills)."""
+
+    p = 0.0
+
+    def frame_error(self, src: str, dst: str, rate: object, psdu_bytes: int) -> float:   # type: ignore[override]
+        return self.p
+
+
+def test_a_frame_error_is_drawn_as_u_below_p_from_its_own_stream_and_not_at_all_when_p_is_0() -> None:
+    """frame_error: "Reception by range: 0, and nothing is drawn"; a frame is lost when the draw u < p, so a
+    draw equal to p keeps it (the loss models' rule); the backoff draws are not touched."""
+    idle = Medium(B, full_mesh("A", "B"), 10, random.Random(3), seed=4)
+    m = ErrorP(B, full_mesh("A", "B"), 10, random.Random(3), seed=4)
+    for i in range(3):
+        m.send(0, Frame("A", "B", i, 100))
+    run(m)
+    assert m._error_rng.getstate() == idle._error_rng.getstate()   # p == 0: nothing drawn
+    for bump, lost in ((0.0, False), (1e-12, True)):
+        m = ErrorP(B, full_mesh("A", "B"), 10, ScriptedRng(), seed=4)   # type: ignore[arg-type]
+        state = m._error_rng.getstate()
+        u = m._error_rng.random()
+        m._error_rng.setstate(state)
+        m.p = u + bump
+        m.send(0, Frame("A", "B", "a", 100))
+        out = run(m, until=DIFS + B.data_ns(100))
+        assert (m.stations["A"].stats.errors, len(out)) == (int(lost), int(not lost))
