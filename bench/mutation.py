@@ -349,6 +349,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _MED + "ǁMediumǁ_on_ack_end__mutmut_5": (
         "self._heard(ack, None)", "_heard reads the time only to set a NAV from a Duration above 0, and an Ack's "
         "Duration is 0 (9.2.5.2, outside a TXOP)"),
+    _MED + "ǁMediumǁ_done__mutmut_2": ("st.in_exchange = None", "in_exchange is read only as a truth value: None is False"),
+    _MED + "ǁMediumǁ_done__mutmut_15": (
+        "rts = self.phy.uses_rts(frame.nbytes, )", "_done reads rts only after a failed exchange, and a "
+        "group-addressed frame's ends in success (no Ack is awaited): acked's default True changes nothing"),
     _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_3": ("if st.count_from is None or st.attempt_at < now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_4": (

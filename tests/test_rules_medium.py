@@ -843,3 +843,14 @@ def test_a_frame_error_is_drawn_as_u_below_p_from_its_own_stream_and_not_at_all_
         m.send(0, Frame("A", "B", "a", 100))
         out = run(m, until=DIFS + B.data_ns(100))
         assert (m.stations["A"].stats.errors, len(out)) == (int(lost), int(not lost))
+
+
+def test_the_retry_limit_that_applies_follows_the_rts_threshold() -> None:
+    """10.3.4.4: a frame longer than dot11RTSThreshold goes with RTS/CTS and its data frames count against
+    dot11LongRetryLimit (4); one not longer than it, without, against dot11ShortRetryLimit (7).  Every Ack lost."""
+    from tests.test_medium_rts import strike
+    phy = Phy.preset("b", rts_threshold=500)
+    long_ = strike(phy, ["ack"] * 10).stations["A"].stats    # A's frame: 1000 bytes, an MPDU of 1036 > 500
+    assert (long_.rts, long_.attempts, long_.ack_lost, long_.frames) == (4, 4, 4, 1)
+    short = strike(Phy.preset("b", rts_threshold=1036), ["ack"] * 10).stations["A"].stats   # 1036: not longer
+    assert (short.rts, short.attempts, short.ack_lost, short.frames) == (0, 7, 7, 1)
