@@ -854,3 +854,17 @@ def test_the_retry_limit_that_applies_follows_the_rts_threshold() -> None:
     assert (long_.rts, long_.attempts, long_.ack_lost, long_.frames) == (4, 4, 4, 1)
     short = strike(Phy.preset("b", rts_threshold=1036), ["ack"] * 10).stations["A"].stats   # 1036: not longer
     assert (short.rts, short.attempts, short.ack_lost, short.frames) == (0, 7, 7, 1)
+
+
+def test_every_frame_that_leaves_the_queue_is_counted_and_each_rts_drop_too() -> None:
+    """B decodes nothing from A: each RTS goes unanswered; after dot11ShortRetryLimit (here 2) RTSs a frame is
+    dropped (rts_retry, 10.3.4.4); the counters add up over frames (StationStats)."""
+    from tests.test_medium_rts import RTS
+    phy = Phy.preset("b", rts_threshold=0, retry_limit=2)
+    m = Medium(phy, Topology.from_graph({"A": ["B"], "B": []}), 10, ScriptedRng())   # type: ignore[arg-type]
+    for i in range(3):
+        m.send(0, Frame("A", "B", i, 1000))
+    per_rts = DIFS + RTS + phy.cts_timeout_ns
+    assert run(m) == [(k * 2 * per_rts, "rts_retry", "A", "B") for k in (1, 2, 3)]
+    st = m.stations["A"].stats
+    assert (st.frames, st.rts, st.rts_failed, st.rts_drops, st.mac_drops, st.attempts) == (3, 6, 6, 3, 0, 6)
