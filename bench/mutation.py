@@ -175,6 +175,10 @@ _KBPS_SET = "a DSSS/HR-DSSS rate is 1000, 2000, 5500 or 11000 kbit/s (dsss_rate 
 _MED = "routing.medium.x"
 _FREEZE_GUARD = ("_freeze's one caller, _busy, calls it only for a station that is counting (count_from set) "
                  "and whose attempt is later than now: the guard never returns")
+_CONTEND_GUARD = ("_contend returns first for a station that is busy, in its own exchange, without a backoff or "
+                  "already counting: calling it in more cases changes nothing")
+_GROUP_DONE = ("a group-addressed frame's exchange: _done reads success only with acked (False here) or with "
+               "uses_rts(..., acked=False) (False): the same as True")
 _RTS_KIND = ("an RTS's kind is read only as not data, not ack and not cts (_radiate: responders; _mode: the "
              "control mode): any other label is the same")
 _BANDS = "a band is 2.4 or 5 GHz (the rate tables' only values): no band lies between 3 and 4 GHz"
@@ -353,6 +357,18 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _MED + "ǁMediumǁ_done__mutmut_15": (
         "rts = self.phy.uses_rts(frame.nbytes, )", "_done reads rts only after a failed exchange, and a "
         "group-addressed frame's ends in success (no Ack is awaited): acked's default True changes nothing"),
+    _MED + "ǁMediumǁ_busy__mutmut_4": (
+        "if s.count_from is not None or s.attempt_at > now:", "_freeze returns first for a station that is not "
+        "counting (count_from None) or whose attempt is not later than now: calling it in more cases changes nothing"),
+    _MED + "ǁMediumǁ_busy__mutmut_6": (
+        "if s.count_from is not None and s.attempt_at >= now:", "_freeze returns first for a station whose "
+        "attempt is not later than now (it transmits in that slot anyway)"),
+    _MED + "ǁMediumǁ_idle__mutmut_7": (
+        "if s.backoff is not None and not s.in_exchange or s.count_from is None:", _CONTEND_GUARD),
+    _MED + "ǁMediumǁ_idle__mutmut_8": (
+        "if s.backoff is not None or not s.in_exchange and s.count_from is None:", _CONTEND_GUARD),
+    _MED + "ǁMediumǁ_on_data_end__mutmut_38": ("self._done(sender, t, success=None)", _GROUP_DONE),
+    _MED + "ǁMediumǁ_on_data_end__mutmut_42": ("self._done(sender, t, success=False)", _GROUP_DONE),
     _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_3": ("if st.count_from is None or st.attempt_at < now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_4": (

@@ -868,3 +868,26 @@ def test_every_frame_that_leaves_the_queue_is_counted_and_each_rts_drop_too() ->
     assert run(m) == [(k * 2 * per_rts, "rts_retry", "A", "B") for k in (1, 2, 3)]
     st = m.stations["A"].stats
     assert (st.frames, st.rts, st.rts_failed, st.rts_drops, st.mac_drops, st.attempts) == (3, 6, 6, 3, 0, 6)
+
+
+def test_the_ack_timeout_of_a_lost_attempt_lasts_sifs_and_the_ack_at_its_rates_response_rate() -> None:
+    """A failed exchange keeps the sender as long as a successful one (module docstring: ACKTimeout ~ SIFS +
+    ACK), the Ack at the control response rate of the attempt's rate (MCS 0: 6 Mb/s)."""
+    m = ErrorsAt(N, full_mesh("A", "B"), 10, ScriptedRng(), lossy={R0})   # type: ignore[arg-type]
+    m._controllers[("A", "B")] = Recorder([(R0, 1), (R5, 1)])   # type: ignore[assignment]
+    m.send(0, Frame("A", "B", "a", 1000))
+    timeout_end = DIFS_G + txtime_ns(R0, 1036) + 10 * US + txtime_ns(ofdm_rate(6), 14)
+    assert run(m) == [(timeout_end + DIFS_G + txtime_ns(R5, 1036), "deliver", "A", "B")]
+
+
+def test_every_hidden_collision_is_counted() -> None:
+    """A and C cannot sense each other and both send to B in the same slot, attempt after attempt: each of the
+    retry_limit attempts collides, each by a sender the other could not sense (hidden), then mac_retry."""
+    phy = Phy.preset("b", retry_limit=3)
+    m = Medium(phy, Topology.from_graph({"A": ["B"], "B": ["A", "C"], "C": ["B"]}), 10, ScriptedRng())  # type: ignore[arg-type]
+    m.send(0, Frame("A", "B", "a", 1000))
+    m.send(0, Frame("C", "B", "c", 1000))
+    assert [o[1:] for o in run(m)] == [("mac_retry", "A", "B"), ("mac_retry", "C", "B")]
+    for n in "AC":
+        st = m.stations[n].stats
+        assert (st.attempts, st.collisions, st.hidden, st.mac_drops) == (3, 3, 3, 1)
