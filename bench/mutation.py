@@ -179,6 +179,9 @@ _CONTEND_GUARD = ("_contend returns first for a station that is busy, in its own
                   "already counting: calling it in more cases changes nothing")
 _GROUP_DONE = ("a group-addressed frame's exchange: _done reads success only with acked (False here) or with "
                "uses_rts(..., acked=False) (False): the same as True")
+_RESPONDING = ("not reached while a Topology's senses include its hears (its invariant): a station answers a "
+               "frame it sensed until SIFS before, and counts only from DIFS (> SIFS) after a busy medium, so its "
+               "attempt never falls when its own CTS or Ack starts")
 _RTS_KIND = ("an RTS's kind is read only as not data, not ack and not cts (_radiate: responders; _mode: the "
              "control mode): any other label is the same")
 _BANDS = "a band is 2.4 or 5 GHz (the rate tables' only values): no band lies between 3 and 4 GHz"
@@ -369,6 +372,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "if s.backoff is not None or not s.in_exchange and s.count_from is None:", _CONTEND_GUARD),
     _MED + "ǁMediumǁ_on_data_end__mutmut_38": ("self._done(sender, t, success=None)", _GROUP_DONE),
     _MED + "ǁMediumǁ_on_data_end__mutmut_42": ("self._done(sender, t, success=False)", _GROUP_DONE),
+    _MED + "ǁMediumǁ_contend__mutmut_1": (
+        "if st.busy or st.in_exchange or st.backoff is None and st.count_from is not None:", "_contend's callers "
+        "(_next_frame after drawing a backoff, _idle when one is drawn and not counting) never call it without a "
+        "backoff or while counting"),
+    _MED + "ǁMediumǁ_on_attempt__mutmut_4": ("st.backoff = None", _RESPONDING),
+    _MED + "ǁMediumǁ_on_attempt__mutmut_5": ("st.backoff = 1", _RESPONDING),
     _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_3": ("if st.count_from is None or st.attempt_at < now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_4": (

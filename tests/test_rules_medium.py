@@ -293,6 +293,7 @@ def test_the_interface_queue_holds_exactly_queue_packets() -> None:
     assert m.stations["A"].stats.queue_drops == 1
     run(m, until=DIFS)        # the head is on the air: one place free
     assert m.queued("A") == 3 and m.send(DIFS, frames[4]) != []
+    assert m.stations["A"].stats.queue_drops == 2
     assert [o[1] for o in run(m)] == ["deliver"] * 3
 
 
