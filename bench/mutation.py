@@ -179,6 +179,9 @@ _CONTEND_GUARD = ("_contend returns first for a station that is busy, in its own
                   "already counting: calling it in more cases changes nothing")
 _GROUP_DONE = ("a group-addressed frame's exchange: _done reads success only with acked (False here) or with "
                "uses_rts(..., acked=False) (False): the same as True")
+_CONTEND_CALLERS = ("_contend's callers (_next_frame after _done or a send outside an exchange, with a backoff just "
+                    "drawn; _idle when one is drawn, outside an exchange and not counting) never call it in the "
+                    "station's own exchange, without a backoff or while it counts: only busy decides")
 _RESPONDING = ("not reached while a Topology's senses include its hears (its invariant): a station answers a "
                "frame it sensed until SIFS before, and counts only from DIFS (> SIFS) after a busy medium, so its "
                "attempt never falls when its own CTS or Ack starts")
@@ -373,9 +376,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _MED + "ǁMediumǁ_on_data_end__mutmut_38": ("self._done(sender, t, success=None)", _GROUP_DONE),
     _MED + "ǁMediumǁ_on_data_end__mutmut_42": ("self._done(sender, t, success=False)", _GROUP_DONE),
     _MED + "ǁMediumǁ_contend__mutmut_1": (
-        "if st.busy or st.in_exchange or st.backoff is None and st.count_from is not None:", "_contend's callers "
-        "(_next_frame after drawing a backoff, _idle when one is drawn and not counting) never call it without a "
-        "backoff or while counting"),
+        "if st.busy or st.in_exchange or st.backoff is None and st.count_from is not None:", _CONTEND_CALLERS),
+    _MED + "ǁMediumǁ_contend__mutmut_2": (
+        "if st.busy or st.in_exchange and st.backoff is None or st.count_from is not None:", _CONTEND_CALLERS),
+    _MED + "ǁMediumǁ_contend__mutmut_19": (
+        "st.token += 2", "a token is only compared for equality with the one a scheduled attempt carries, and "
+        "only grows: + 2 invalidates that attempt as + 1 does"),
     _MED + "ǁMediumǁ_on_attempt__mutmut_4": ("st.backoff = None", _RESPONDING),
     _MED + "ǁMediumǁ_on_attempt__mutmut_5": ("st.backoff = 1", _RESPONDING),
     _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
