@@ -384,6 +384,9 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "only grows: + 2 invalidates that attempt as + 1 does"),
     _MED + "ǁMediumǁ_on_attempt__mutmut_4": ("st.backoff = None", _RESPONDING),
     _MED + "ǁMediumǁ_on_attempt__mutmut_5": ("st.backoff = 1", _RESPONDING),
+    _MED + "ǁMediumǁ_radiate__mutmut_32": (
+        "responder.responding = 1", "a station has at most one frame on the air, so none of its responses is "
+        "on the air when one starts: responding is 0 there, and 0 + 1 is 1"),
     _MED + "ǁMediumǁ_freeze__mutmut_1": ("if st.count_from is None and st.attempt_at <= now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_3": ("if st.count_from is None or st.attempt_at < now:", _FREEZE_GUARD),
     _MED + "ǁMediumǁ_freeze__mutmut_4": (
