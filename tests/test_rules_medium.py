@@ -146,6 +146,11 @@ def test_control_frame_sizes_and_the_duration_fields_80211b() -> None:
     assert p.rts_exchange_ns() == rts + 10 * US + cts
     assert p.attempt_ns(1000) == rts + 10 * US + cts + 10 * US + data + 10 * US + ack
     assert p.attempt_ns(1000, acked=False) == data
+    # a whole number of ns: no rounding up (1 and 2 Mb/s)
+    assert Phy.preset("b", rate_mbps=1).data_ns(1000) == 192 * US + 1036 * 8 * US
+    assert Phy.preset("b", rate_mbps=2, basic_rate_mbps=1).data_ns(1000) == 192 * US + 1036 * 4 * US
+    assert Phy.preset("b", basic_rate_mbps=1).ack_ns() == 192 * US + 14 * 8 * US
+    assert Phy.preset("n").data_ns(1000) == txtime_ns(ht20_rate(7), 1036)   # no rate given: the medium's
 
 
 def test_rts_precedes_a_unicast_mpdu_longer_than_the_threshold() -> None:
@@ -254,11 +259,14 @@ def test_medium_refuses_settings_that_do_not_fit_together() -> None:
     with pytest.raises(MediumError) as e:
         Medium(Phy.preset("b"), topo, 5, random.Random(1), rate_control="arf")
     assert str(e.value) == "rate_control: expected one of fixed, minstrel, got 'arf'"
-    with pytest.raises(MediumError, match="^rate_control minstrel: chooses among the standard's rates"):
+    with pytest.raises(MediumError) as e:
         Medium(Phy.preset("b"), topo, 5, random.Random(1), rate_control="minstrel")
-    with pytest.raises(MediumError, match="^capture_db: ns-2's capture rule is for reception range"):
+    assert str(e.value) == ("rate_control minstrel: chooses among the standard's rates, which need airtime txtime "
+                            "(the simple airtime has one rate)")
+    with pytest.raises(MediumError) as e:
         Medium(Phy.preset("b"), topo, 5, random.Random(1), radio=object(),  # type: ignore[arg-type]
                capture=RangeCapture({"A": (0, 0), "B": (1, 0)}, 10))
+    assert str(e.value) == "capture_db: ns-2's capture rule is for reception range; reception sinr captures by SINR"
     m = Medium(Phy.preset("g", airtime="txtime"), topo, 5, random.Random(1), rate_control="minstrel", seed=9)
     assert (m.rate_control, m.seed, m.queue_packets, m.capture, m.radio, m.radio_loss) == ("minstrel", 9, 5, None, None, None)
     assert [s.cw for s in m.stations.values()] == [15, 15]
@@ -394,6 +402,9 @@ def test_the_controllers_are_one_per_link_seeded_from_the_medium_seed_and_the_li
         got = m.controller(src, dst)
         assert got._sample_table == twin._sample_table and got.retry_limit == 7   # type: ignore[attr-defined]
         assert got.rates == N.rates and got.timing == Timing(9, 10, 15)            # type: ignore[attr-defined]
+    unseeded = Medium(N, full_mesh("A", "B"), 10, random.Random(1), rate_control="minstrel")   # seed 0
+    twin = Minstrel(N.rates, N.timing(), N.basic_rates, seed=zlib.crc32(b"A>B"), retry_limit=7)
+    assert unseeded.controller("A", "B")._sample_table == twin._sample_table   # type: ignore[attr-defined]
     fixed = Medium(Phy.preset("n", mcs=3, retry_limit=5), full_mesh("A", "B"), 10, random.Random(1))
     c = fixed.controller("A", "B")
     assert isinstance(c, FixedRate) and c.choose(0) == [(ht20_rate(3), 5)]
