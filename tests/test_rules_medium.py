@@ -2,6 +2,16 @@
 
 Each test is derived from the rule it pins (IEEE Std 802.11-2016/2020 clauses, docs/MEDIUM.md, the module's
 docstrings), with times computed here from the clause, not read from the medium.  Virtual time only.
+
+The mutants they killed, by rule (docs/MUTATION.md, "The 802.11 medium"): a frame's rate where the medium's
+fixed rate was taken instead (RTS, CTS, Ack, ACKTimeout, Duration fields, airtime of ``_send_rts``,
+``_send_data``, ``_on_ack_start``, ``_on_data_end``, ``_mode``); the NAV's edges (``_set_nav``: never
+shortened, counted once, a NAV ending now; ``_on_rts_end``: a NAV ending with the RTS); a partial slot and a
+resumed countdown (``_freeze``, ``_contend``: the token going back); half duplex under the NAV (``_garble``);
+the times handed to ``_idle``/``_busy`` after an RTS, a CTS and a NAV; the reports of a delivered frame's
+RTS failures (``_rts_failed``); the retry limit that follows dot11RTSThreshold (``_done``); counters that
+must add up over frames; a frame error drawn as u < p and not at p = 0 (``_lost_to_error``); the
+controllers' seeds (``controller``); ranges and capture at their edges; every refusal's text.
 """
 from __future__ import annotations
 
