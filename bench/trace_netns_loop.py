@@ -7,11 +7,13 @@ between 1 s and 3 s after the flow starts, held until 5 s, recovered by 7 s, and
 from 4 s to 4.3 s; the fade is played by the loss model ``trace`` from a synthetic trace (the script), the
 burst by a ``down`` interval.  Each of ``--reps`` repetitions on netns (kernel TCP through NFQUEUE) is
 extracted (aspan trace extract) and replayed, every directed link its own recording, on the sim (virtual
-time) and on local (user-space TCP over loopback UDP, no link emulation there: the local backend refuses
-``link``), raw and smoothed over ``--smooth`` seconds.  Reported: the goodput error of each replay against
+time) and on local (user-space TCP over loopback UDP, the same link emulated by each node holding what it
+sends: routing/udp_link.py), raw and smoothed over ``--smooth`` seconds.  Reported: the goodput error of each replay against
 its recording, median and 90th percentile over the repetitions, next to Lamela et al.'s 5 % / 14 %.
 
 Run (root): .venv/bin/python -m bench trace_netns_loop [--reps 20] [--rate 0.08] [--backends sim,local]
+Replay an earlier recording again (no root): ... trace_netns_loop --recorded DIR (DIR: an earlier run's
+working directory, with its recorded.parquet and closed_loop.csv)
 """
 from __future__ import annotations
 
@@ -53,8 +55,7 @@ def doc(backend: str, loss: dict[str, Any], seed: int, reps: int, segments: int)
          "loss": loss, "etx": {"settle_s": 3.0}, "tcp": {"variant": "sack"}, "limits": {"max_duration_s": 120},
          "flows": [{"sender": "A", "receiver": "C", "segments": segments, "segment_size": 1000}],
          "variants": [{"name": "v"}]}
-    if backend != "local":
-        d["link"] = dict(LINK)
+    d["link"] = dict(LINK)
     if backend == "netns":
         d["netns"] = {"realtime": True}
     return d
@@ -78,22 +79,30 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--smooth", type=float, default=10.0, help="the smoothed replay's smooth_s")
     ap.add_argument("--backends", default="sim,local", help="where to replay")
     ap.add_argument("--out", default=None, help="working directory (default: a new temporary one)")
+    ap.add_argument("--recorded", default=None, help="replay the recording of an earlier run's working directory "
+                                                     "(its recorded.parquet and closed_loop.csv) instead of recording")
     args = ap.parse_args(argv)
-    if os.geteuid() != 0:
-        print("bench trace_netns_loop records on the netns backend: run it as root")
-        return 2
     tmp = Path(args.out or tempfile.mkdtemp(prefix="trace-netns-loop-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    script = tmp / "script.csv"
-    script_trace(script, args.rate)
-    fade = {"model": "trace", "file": str(script), "link": "A>B", "down": [[4.0, 4.3]]}
-    rec_dir = run(doc("netns", {"default": {"model": "none"}, "nodes": {"B": fade}}, 1, args.reps, args.segments),
-                  tmp / "loop.yaml", tmp / "rec")
-    recorded = goodputs(rec_dir)
-    trace = tmp / "recorded.parquet"
-    write(extract(rec_dir), trace)
-    print(f"recorded on netns: {len(recorded)} of {args.reps} repetitions ok; goodput median "
-          f"{pd.Series(list(recorded.values())).median():.3f} Mbit/s; trace {trace}", flush=True)
+    if args.recorded is not None:
+        old = Path(args.recorded)
+        trace = old / "recorded.parquet"
+        recorded = {int(r): float(g) for r, g in pd.read_csv(old / "closed_loop.csv")[["rep", "recorded"]].values}
+        print(f"recorded earlier: {len(recorded)} repetitions; trace {trace}", flush=True)
+    else:
+        if os.geteuid() != 0:
+            print("bench trace_netns_loop records on the netns backend: run it as root (or give --recorded)")
+            return 2
+        script = tmp / "script.csv"
+        script_trace(script, args.rate)
+        fade = {"model": "trace", "file": str(script), "link": "A>B", "down": [[4.0, 4.3]]}
+        rec_dir = run(doc("netns", {"default": {"model": "none"}, "nodes": {"B": fade}}, 1, args.reps,
+                          args.segments), tmp / "loop.yaml", tmp / "rec")
+        recorded = goodputs(rec_dir)
+        trace = tmp / "recorded.parquet"
+        write(extract(rec_dir), trace)
+        print(f"recorded on netns: {len(recorded)} of {args.reps} repetitions ok; goodput median "
+              f"{pd.Series(list(recorded.values())).median():.3f} Mbit/s; trace {trace}", flush=True)
     rows = []
     for k, rec in sorted(recorded.items()):
         row: dict[str, Any] = {"rep": k, "recorded": rec}
