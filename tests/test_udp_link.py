@@ -105,6 +105,7 @@ def test_local_now_accepts_the_link_section_and_pi_still_refuses_it():
     assert egress_links(plain.variants[0].config, ["10.2.1.2"], 100.0) is None   # nothing set: nothing held
 
 
+@pytest.mark.slow      # real time: node processes on loopback
 def test_a_rate_limited_chain_on_local_carries_what_the_sim_carries(tmp_path: Path):
     """A 2 Mbit/s, 5 ms chain of two hops: without a link, loopback carries tens of Mbit/s; with it, local's
     goodput is below the link's rate and within 15 % of the sim's over the same link (real time: a loaded
@@ -119,6 +120,7 @@ def test_a_rate_limited_chain_on_local_carries_what_the_sim_carries(tmp_path: Pa
     assert abs(g - s) < 0.15 * s
 
 
+@pytest.mark.slow      # real time: node processes on loopback
 def test_a_links_delay_is_in_every_round_trip_on_local(tmp_path: Path):
     """50 ms one way per hop, two hops: from the sender's flow_start (its SYN) to the receiver's flow_end, a
     flow of two small segments takes the handshake's round trip and the data's one way (3 x 100 ms), as on
@@ -133,6 +135,7 @@ def test_a_links_delay_is_in_every_round_trip_on_local(tmp_path: Path):
     assert s <= d < s + 0.15
 
 
+@pytest.mark.slow      # real time: node processes on loopback
 def test_crossing_flows_on_the_diamond_share_its_links_on_local_as_on_the_sim(tmp_path: Path):
     """Two paths and crossing flows: A -> D over A-B-D, C -> B over C-A-B (the first neighbour in node order),
     both through the link A -> B.  Every flow stays below the link's rate, and the two together finish
@@ -155,6 +158,7 @@ def test_crossing_flows_on_the_diamond_share_its_links_on_local_as_on_the_sim(tm
     assert abs(d - s) < 0.15 * s
 
 
+@pytest.mark.slow      # real time: node processes on loopback
 def test_a_mahimahi_trace_serves_the_links_on_local(tmp_path: Path):
     """A steady 2 Mbit/s Mahimahi trace on every link of the chain: the goodput takes most of it and never
     more, as on the sim (tests/test_mahimahi.py)."""
