@@ -73,6 +73,14 @@ MODULE_TESTS: dict[str, list[str]] = {
     # (tests/test_mesh_topology.py runs meshes too, a minute for the file: left out)
     "routing/graph.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
     "routing/routes.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
+    # the settings and registries of aspan/ and tcp_user/, the bulk application, the prober's timing
+    # (tests/test_registries.py reads docs/DESIGN.md, which the mutation tree has not)
+    "aspan/schemes.py": ["tests/test_engine_schemes.py", "tests/test_rules_settings.py"],
+    "aspan/scheme_config.py": ["tests/test_engine_schemes.py", "tests/test_snoop_classic.py",
+                               "tests/test_rules_settings.py"],
+    "tcp_user/config.py": ["tests/test_tcp_config.py", "tests/test_rules_settings.py"],
+    "tcp_user/bulk.py": ["tests/test_bulk.py", "tests/test_rules_bulk.py"],
+    "etx/prober.py": ["tests/test_rules_settings.py"],
 }
 
 #: tests left out of a module's run, and why: a memory measurement that takes half a minute under
