@@ -1,0 +1,262 @@
+"""aspan/snoop_classic.py's rules one by one, as ns-2's ``tcp/snoop.cc`` writes them (issue 30, mutation run).
+
+Each test names the ns-2 function whose rule it pins (``snoop_insert``, ``snoop_cleanbufs_``,
+``snoop_ack``, ``snoop_rxmit``, ``snoop_rtt``, ``SnoopRxmitHandler::handle``, ``timeout()``) and
+checks it at its edges: a segment ending exactly at the ACK, the dupack that crosses RTX_THRESH,
+the last local retransmission allowed, a timer due exactly now.  Sequence numbers are in bytes
+(the module's docstring says how they map to ns-2's packet numbers); defaults are ns-2's
+(SchemeConfig: srtt 0.1 s, rttvar 0.25 s, g 0.125, SnoopTick 0.1 s, RTX_THRESH 1).
+"""
+from __future__ import annotations
+
+import pytest
+
+from aspan.fields import AspanFields
+from aspan.policy import SnoopConfig
+from aspan.scheme_config import SchemeConfig
+from aspan.snoop_classic import ClassicSnoopAgent, MultihopSnoopAgent
+from test_snoop_classic import FLOW, MSS, Log, agent, feed, verdicts
+
+NAME = "10.2.1.1:5000>10.2.1.4:6000"
+WRAP = 1 << 32
+
+
+def flow(a):
+    return a._flows[FLOW]
+
+
+def rto0():
+    """ns-2's first local RTO: max(srtt + 4 rttvar, SnoopTick) with the defaults."""
+    return 0.1 + 4 * 0.25
+
+
+# ---------------------------------------------------------------- snoop_insert
+def test_in_sequence_data_is_cached_in_order_and_only_the_first_segment_arms_the_timer():
+    a, log = agent()
+    feed(a, [0], t=0.0)
+    feed(a, [1], t=0.5)                                   # in sequence: no SNOOP_TAIL, the timer runs on
+    st = flow(a)
+    assert st.cache.seqs == [0, 1000] and st.last_seen == 1000 and st.high_end == 2000
+    e = st.meta[1000]
+    assert (e.snd_time, e.num_rxmit, e.sender_rxmit, e.rtx_time) == (0.5, 0, False, None)
+    assert a.next_timer() == pytest.approx(rto0())
+    assert st.timer_armed == 0.0
+    assert a.stats["cached"] == 2 and a.cache_segments == 2 and a.cache_bytes == 2000
+    assert log.of("cache") == [{"segments": 1, "bytes": 1000}, {"segments": 2, "bytes": 2000}]
+
+
+def test_a_reordered_segment_is_inserted_in_place_and_restarts_the_timer():
+    a, _ = agent()
+    feed(a, [0, 2, 3], t=0.0)
+    feed(a, [1], t=0.3)                                   # below lastSeen_, never cached: reordered
+    st = flow(a)
+    assert st.cache.seqs == [0, 1000, 2000, 3000]
+    assert st.last_seen == 3000                           # lastSeen_ stays the highest
+    assert not st.meta[1000].sender_rxmit                 # not the lowest cached: not marked
+    assert st.exp_from == 0                               # expNextAck_ = buftail_
+    assert a.next_timer() == pytest.approx(0.3 + rto0())  # SNOOP_TAIL: the timer restarts
+    assert st.timer_armed == 0.3
+
+
+def test_a_reordered_segment_that_becomes_the_lowest_is_marked_as_a_sender_retransmission():
+    a, _ = agent()
+    feed(a, [0, 1, 3, 4])
+    a.on_ack(FLOW, 2 * MSS, 0.0)                          # frees 0 and 1 (no sample: rtt 0)
+    feed(a, [2], t=0.2)                                   # the sender's retransmission of a hole
+    st = flow(a)
+    assert st.cache.seqs == [2000, 3000, 4000]
+    assert st.meta[2000].sender_rxmit and st.meta[2000].num_rxmit == 0
+    assert st.exp_from == 2000
+    assert a.next_timer() == pytest.approx(0.2 + rto0())
+    # its dupacks are the sender's business: they pass (snoop_ack: senderRxmit)
+    assert verdicts(a, 2 * MSS, 3, t=0.3) == [(True, [])] * 3
+
+
+def test_a_segment_cached_before_is_a_sender_retransmission():
+    a, _ = agent()
+    feed(a, range(3))
+    a.on_ack(FLOW, 1 * MSS, 0.05)
+    verdicts(a, 1 * MSS, 2, t=0.1)                        # the second dupack resends segment 1 locally
+    st = flow(a)
+    assert st.meta[1000].num_rxmit == 1 and st.meta[1000].rtx_time == 0.1
+    feed(a, [1], t=0.4)                                   # then the sender resends it too
+    e = st.meta[1000]
+    assert (e.num_rxmit, e.sender_rxmit, e.snd_time, e.rtx_time) == (0, True, 0.4, None)
+    assert a.cache_segments == 2 and a.cache_bytes == 2000 and a.stats["cached"] == 3
+    assert a.next_timer() == pytest.approx(0.4 + a.timeout(st))
+
+
+def test_a_longer_copy_replaces_a_cached_segment_and_a_shorter_one_does_not():
+    a, _ = agent()
+    a.on_data(FLOW, 0, 1, AspanFields(), 1.0, 2, 0.0, "probe")          # a one-byte window probe
+    a.on_data(FLOW, 0, MSS, AspanFields(), 1.0, 2, 0.1, "full")         # then the full segment
+    st = flow(a)
+    assert st.cache.entries[0] == (MSS, "full") and a.cache_bytes == MSS and a.cache_segments == 1
+    a.on_data(FLOW, 0, 10, AspanFields(), 1.0, 2, 0.2, "short")
+    assert st.cache.entries[0] == (MSS, "full") and a.cache_bytes == MSS
+    assert st.high_end == MSS
+
+
+def test_data_ending_exactly_at_the_last_ack_is_not_cached_and_data_past_it_is():
+    a, _ = agent()
+    feed(a, range(2))
+    a.on_ack(FLOW, 2 * MSS, 0.05)
+    assert a.on_data(FLOW, 1000, MSS, AspanFields(), 1.0, 2, 0.1, "old") is False   # ends at the ACK
+    assert a.on_data(FLOW, 1500, MSS, AspanFields(), 1.0, 2, 0.1, "part") is True   # half new
+    assert flow(a).cache.seqs == [1500]
+
+
+def test_a_full_flow_cache_forwards_uncached_counts_and_still_tracks_the_highest_segment():
+    a, log = agent(max_cached_segments=2)
+    assert feed(a, [0, 1, 2, 4]) == [True, True, False, False]
+    st = flow(a)
+    assert st.last_seen == 4000 and a.stats["cache_full"] == 2 and a.stats["cached"] == 2
+    assert log.of("cache_full") == [{"flow": NAME, "seq": 2000}, {"flow": NAME, "seq": 4000}]
+    assert feed(a, [3]) == [False]                        # below lastSeen_: lastSeen_ stays
+    assert st.last_seen == 4000
+    assert feed(a, [1], t=0.2) == [True]                  # cached before: a full cache takes it again
+    assert st.meta[1000].sender_rxmit
+
+
+def test_the_node_byte_bound_refuses_a_segment_too():
+    from aspan.agent import SEGMENT_COST
+    log = Log()
+    a = ClassicSnoopAgent("C", SnoopConfig(policy="every", cache_bytes=2 * (MSS + SEGMENT_COST)), log,
+                          SchemeConfig(scheme="classic"))
+    assert feed(a, range(3)) == [True, True, False]
+    assert a.stats["cache_full"] == 1
+
+
+def test_the_header_is_rewritten_as_cached_or_not():
+    a, _ = agent(max_cached_segments=1)
+    f0, f1 = AspanFields(), AspanFields()
+    a.on_data(FLOW, 0, MSS, f0, 0.5, 2, 0.0, "p0")        # cached: effort restarts at p(next)
+    a.on_data(FLOW, MSS, MSS, f1, 0.5, 2, 0.0, "p1")      # cache full: effort x p(next)
+    assert (f0.snoop_count, f0.pkt_effort) == (1, pytest.approx(0.5, abs=1e-3))
+    assert (f1.snoop_count, f1.pkt_effort) == (0, pytest.approx(0.5, abs=1e-3))
+    f2 = AspanFields(pkt_effort=0.5)
+    a2, _ = agent(policy="none")
+    assert a2.on_data(FLOW, 0, MSS, f2, 0.5, 2, 0.0, "p") is False
+    assert (f2.snoop_count, f2.pkt_effort) == (0, pytest.approx(0.25, abs=1e-3))
+
+
+def test_a_refused_flow_is_forwarded_unsnooped():
+    log = Log()
+    a = ClassicSnoopAgent("C", SnoopConfig(policy="every", max_flows=1), log, SchemeConfig(scheme="classic"))
+    assert a.on_data(FLOW, 0, MSS, AspanFields(), 1.0, 2, 0.0, "p") is True
+    other = ("10.2.1.9", 1, "10.2.1.4", 6000)
+    f = AspanFields()
+    assert a.on_data(other, 0, MSS, f, 0.5, 2, 0.0, "q") is False
+    assert f.snoop_count == 0 and f.pkt_effort == pytest.approx(0.5, abs=1e-3)
+    assert a.stats["flows_refused"] == 1 and other not in a._flows
+    assert a.on_ack(other, MSS, 0.1).forward
+
+
+def test_sequence_numbers_wrap_at_two_to_the_32():
+    a, log = agent()
+    base = WRAP - 2 * MSS
+    for i in range(4):
+        a.on_data(FLOW, (base + i * MSS) % WRAP, MSS, AspanFields(), 1.0, 2, 0.0, f"pkt{i}")
+    st = flow(a)
+    assert st.cache.seqs == [base + i * MSS for i in range(4)]
+    a.on_ack(FLOW, (base + 3 * MSS) % WRAP, 0.05)          # 1000 after the wrap
+    assert st.cache.seqs == [base + 3 * MSS] and st.last_ack == WRAP + MSS
+    got = verdicts(a, MSS, 2, t=0.1)
+    assert got == [(True, []), (False, ["pkt3"])]
+    assert [f["seq"] for f in log.of("hit")] == [MSS, MSS]
+
+
+# ---------------------------------------------------------------- snoop_ack case 3, snoop_cleanbufs_
+def test_a_new_ack_frees_whole_segments_only_and_counts_them():
+    a, log = agent()
+    feed(a, range(4))
+    v = a.on_ack(FLOW, 2 * MSS + 500, 0.05)
+    assert (v.forward, v.retransmit, v.snack) == (True, [], None)
+    st = flow(a)
+    assert st.cache.seqs == [2000, 3000] and st.last_ack == 2500
+    assert a.stats["freed"] == 2 and a.cache_segments == 2 and a.cache_bytes == 2000
+    assert log.of("cache")[-1] == {"segments": 2, "bytes": 2000}
+    assert set(st.meta) == {2000, 3000}
+    n = len(log.of("cache"))
+    a.on_ack(FLOW, 2 * MSS + 900, 0.06)                   # a new ACK that frees nothing: no cache event
+    assert len(log.of("cache")) == n and a.stats["freed"] == 2
+    a.on_ack(FLOW, 3 * MSS, 0.07)                         # ends exactly at the ACK: freed
+    assert st.cache.seqs == [3000] and a.stats["freed"] == 3
+
+
+def test_a_new_ack_restarts_the_timer_or_stops_it_when_nothing_is_left():
+    a, _ = agent()
+    feed(a, range(2))
+    a.on_ack(FLOW, MSS, 0.5)                              # armed before the sample (snoop_cleanbufs_)
+    st = flow(a)
+    assert a.next_timer() == pytest.approx(0.5 + rto0()) and st.timer_armed == 0.5
+    a.on_ack(FLOW, 2 * MSS, 0.6)
+    assert a.next_timer() is None
+
+
+def test_the_new_ack_resets_the_dupack_state():
+    a, _ = agent()
+    feed(a, range(6))
+    a.on_ack(FLOW, MSS, 0.05)
+    verdicts(a, MSS, 2)                                   # expecting 5 - 2 = 3 more
+    st = flow(a)
+    assert st.exp_dupacks == 3 and st.exp_from == 1001
+    a.on_ack(FLOW, 3 * MSS, 0.2)
+    assert (st.exp_dupacks, st.exp_from, st.last_ack) == (0, 3000, 3000)
+    a.on_ack(FLOW, 6 * MSS, 0.3)                          # all freed: expNextAck_ is the ACK
+    assert (st.exp_dupacks, st.exp_from) == (0, 6000)
+
+
+def test_an_old_ack_passes_untouched():
+    a, _ = agent()
+    feed(a, range(4))
+    a.on_ack(FLOW, 2 * MSS, 0.05)
+    st = flow(a)
+    before = (st.last_ack, list(st.cache.seqs), st.srtt, st.timer, dict(a.stats))
+    v = a.on_ack(FLOW, MSS, 0.5)
+    assert (v.forward, v.retransmit) == (True, [])
+    assert (st.last_ack, list(st.cache.seqs), st.srtt, st.timer, dict(a.stats)) == before
+    assert st.last_heard == 0.5 and st.last_active == 0.5
+
+
+def test_an_ack_of_an_unknown_flow_passes_and_makes_no_state():
+    a, _ = agent()
+    v = a.on_ack(FLOW, MSS, 0.0)
+    assert (v.forward, v.retransmit) == (True, []) and a._flows == {}
+
+
+def test_the_rtt_sample_is_from_the_highest_freed_segment_not_the_latest_sent():
+    a, _ = agent()
+    feed(a, [0, 1, 2, 3], t=0.0)
+    a.on_ack(FLOW, MSS, 0.0)
+    verdicts(a, MSS, 2, t=0.4)                            # segment 1 resent locally at 0.4
+    a.on_ack(FLOW, 3 * MSS, 0.5)                          # frees 1 (sent 0.4) and 2 (sent 0.0)
+    assert flow(a).srtt == pytest.approx(0.125 * 0.1 + 0.875 * 0.5)
+
+
+@pytest.mark.parametrize("rttvar0", [0.25, 0.0])
+def test_snoop_rtt_weights_the_new_sample_by_one_minus_g_and_starts_rttvar_from_the_first_delta(rttvar0):
+    a, _ = agent(initial_rttvar=rttvar0, rtt_gain=0.25)
+    feed(a, [0], t=0.0)
+    a.on_ack(FLOW, MSS, 0.3)
+    st = flow(a)
+    srtt = 0.25 * 0.1 + 0.75 * 0.3
+    assert st.srtt == pytest.approx(srtt)
+    delta = abs(0.3 - srtt)
+    assert st.rttvar == pytest.approx(0.25 * delta + 0.75 * rttvar0 if rttvar0 else delta)
+
+
+def test_a_sample_of_zero_is_not_taken():
+    a, _ = agent()
+    feed(a, [0], t=0.2)
+    a.on_ack(FLOW, MSS, 0.2)
+    st = flow(a)
+    assert (st.srtt, st.rttvar, st.min_rtt) == (0.1, 0.25, None)
+
+
+def test_timeout_is_srtt_plus_four_rttvar_floored_at_the_snoop_tick():
+    a, _ = agent(initial_srtt=0.3, initial_rttvar=0.05, snoop_tick=0.4)
+    st = a._new_flow(FLOW)
+    assert a.timeout(st) == pytest.approx(0.5)
+    a2, _ = agent(initial_srtt=0.1, initial_rttvar=0.05, snoop_tick=0.4)
+    assert a2.timeout(a2._new_flow(FLOW)) == pytest.approx(0.4)
