@@ -260,3 +260,226 @@ def test_timeout_is_srtt_plus_four_rttvar_floored_at_the_snoop_tick():
     assert a.timeout(st) == pytest.approx(0.5)
     a2, _ = agent(initial_srtt=0.1, initial_rttvar=0.05, snoop_tick=0.4)
     assert a2.timeout(a2._new_flow(FLOW)) == pytest.approx(0.4)
+
+
+# ---------------------------------------------------------------- snoop_ack case 2 (the dupack rule)
+def test_a_dupack_below_the_lowest_cached_segment_passes_and_is_no_hit():
+    a, log = agent()
+    feed(a, [0, 1, 3])
+    a.on_ack(FLOW, 2 * MSS, 0.05)                         # the receiver waits for 2; 3 is cached
+    assert verdicts(a, 2 * MSS, 3) == [(True, [])] * 3
+    assert a.stats["hits"] == 0 and log.of("hit") == [] and flow(a).thresh == 0
+
+
+@pytest.mark.parametrize("thresh", [0, 1, 2])
+def test_rtx_thresh_unexpected_dupacks_pass_then_the_next_resends_and_sets_the_expected_count(thresh):
+    a, log = agent(rtx_thresh=thresh)
+    feed(a, range(6))
+    a.on_ack(FLOW, MSS, 0.05)                             # 1..5 cached: five from the lost one up
+    assert verdicts(a, MSS, thresh + 1) == [(True, [])] * thresh + [(False, ["pkt1"])]
+    st = flow(a)
+    assert st.exp_dupacks == 5 - (thresh + 1) and st.exp_from == 1001 and st.thresh == 0
+    assert a.stats["hits"] == thresh + 1 and log.of("hit") == [{"flow": NAME, "seq": 1000}] * (thresh + 1)
+
+
+def test_the_rtx_thresh_counter_outlives_a_new_ack_as_ns2s_static_counter_does():
+    a, _ = agent()
+    feed(a, range(6))
+    a.on_ack(FLOW, MSS, 0.05)
+    assert verdicts(a, MSS, 1) == [(True, [])]            # counted: 1 of RTX_THRESH
+    a.on_ack(FLOW, 2 * MSS, 0.1)
+    assert verdicts(a, 2 * MSS, 1) == [(False, ["pkt2"])]  # the counter was at the threshold already
+
+
+def test_the_rtx_thresh_counter_is_per_flow():
+    a, _ = agent()
+    other = ("10.2.1.9", 7, "10.2.1.4", 6000)
+    for f in (FLOW, other):
+        for i in range(3):
+            a.on_data(f, i * MSS, MSS, AspanFields(), 1.0, 2, 0.0, (f[0], i))
+        a.on_ack(f, MSS, 0.05)
+    assert a.on_ack(FLOW, MSS, 0.1).forward               # each flow's first dupack passes
+    assert a.on_ack(other, MSS, 0.1).forward
+    assert a.on_ack(other, MSS, 0.11).retransmit == [("10.2.1.9", 1)]
+
+
+def test_the_expected_dupacks_are_held_back_one_by_one_and_counted():
+    a, _ = agent()
+    feed(a, range(6))
+    a.on_ack(FLOW, MSS, 0.05)
+    verdicts(a, MSS, 2)
+    st = flow(a)
+    assert st.exp_dupacks == 3 and a.stats["suppressed"] == 1
+    assert verdicts(a, MSS, 1) == [(False, [])]
+    assert st.exp_dupacks == 2 and a.stats["suppressed"] == 2 and a.stats["local_retransmissions"] == 1
+
+
+def test_a_dupack_for_a_segment_resent_once_already_passes_and_expects_the_rest():
+    a, _ = agent()
+    feed(a, range(5))
+    a.on_ack(FLOW, MSS, 0.05)
+    assert a.on_timer(a.next_timer()) == ["pkt1"]         # the timer resent it
+    st = flow(a)
+    assert verdicts(a, MSS, 2, t=1.3) == [(True, []), (True, [])]   # numRxmit 1: no second resend
+    # the timer set expNextAck_ past the resent segment: 2..4 are counted, minus RTX_THRESH + 1
+    assert st.exp_dupacks == 3 - 2 and st.meta[1000].num_rxmit == 1
+    assert verdicts(a, MSS, 2, t=1.4) == [(False, []), (True, [])]
+
+
+
+def test_the_inconsistent_state_resends_while_resent_fewer_than_two_times_and_lower_states_pass():
+    a, _ = agent(rtx_thresh=2)
+    feed(a, range(2))
+    a.on_ack(FLOW, MSS, 0.05)                             # one cached: expected 1 - 3 = -2
+    assert verdicts(a, MSS, 3) == [(True, []), (True, []), (False, ["pkt1"])]
+    assert flow(a).exp_dupacks == -2
+    assert verdicts(a, MSS, 2) == [(True, [])] * 2        # neither -1 nor positive: the sender's business
+
+
+def test_a_dupack_resend_over_the_local_limit_passes():
+    a, _ = agent(max_local_rxmit=1)
+    feed(a, range(2))
+    a.on_ack(FLOW, MSS, 0.05)                             # expected -1 after the first resend
+    assert verdicts(a, MSS, 3) == [(True, []), (False, ["pkt1"]), (True, [])]   # SNOOP_MAX_RXMIT 1
+    assert a.stats["local_retransmissions"] == 1 and a.stats["suppressed"] == 1
+
+
+def test_snoop_rxmit_stamps_the_segment_counts_and_restarts_the_timer():
+    a, _ = agent()
+    feed(a, range(6))
+    a.on_ack(FLOW, MSS, 0.05)
+    st = flow(a)
+    rto = a.timeout(st)
+    verdicts(a, MSS, 2, t=0.3)
+    e = st.meta[1000]
+    assert (e.snd_time, e.rtx_time, e.num_rxmit) == (0.3, 0.3, 1)
+    assert a.stats["local_retransmissions"] == 1
+    assert a.next_timer() == pytest.approx(0.3 + rto) and st.timer_armed == 0.3
+
+
+# ---------------------------------------------------------------- the local timer (SnoopRxmitHandler)
+def test_the_timer_fires_when_due_exactly_and_resends_the_lowest_before_any_ack():
+    a, log = agent()
+    feed(a, range(3))
+    t = a.next_timer()
+    assert a.on_timer(t - 1e-9) == []
+    assert a.on_timer(t) == ["pkt0"]                      # no ACK yet: the lowest cached is awaited
+    st = flow(a)
+    assert st.exp_from == 1 and a.stats["local_timeouts"] == 1
+    assert log.of("local_rto") == [{"flow": NAME, "seq": 0, "rto": pytest.approx(a.timeout(st))}]
+    assert a.next_timer() == pytest.approx(t + a.timeout(st))
+
+
+def test_the_timer_over_the_local_limit_resends_nothing_and_stops():
+    a, log = agent(max_local_rxmit=1)
+    feed(a, range(2))
+    assert a.on_timer(a.next_timer()) == ["pkt0"]
+    assert a.on_timer(a.next_timer()) == []
+    assert a.next_timer() is None and a.stats["local_timeouts"] == 1 and len(log.of("local_rto")) == 1
+
+
+def test_each_flow_has_its_own_timer_and_the_earliest_is_next():
+    a, _ = agent()
+    other = ("10.2.1.9", 7, "10.2.1.4", 6000)
+    a.on_data(FLOW, 0, MSS, AspanFields(), 1.0, 2, 0.5, "late")
+    a.on_data(other, 0, MSS, AspanFields(), 1.0, 2, 0.2, "early")
+    assert a.next_timer() == pytest.approx(0.2 + rto0())
+    assert a.on_timer(0.2 + rto0()) == ["early"]          # only the flow that is due
+    assert a.next_timer() == pytest.approx(0.5 + rto0())
+    assert a.on_timer(0.5 + rto0()) == ["late"]
+
+
+def test_no_timer_without_cached_data():
+    a, _ = agent(policy="none")
+    feed(a, range(2))
+    assert a.next_timer() is None and a.on_timer(10.0) == []
+
+
+# ---------------------------------------------------------------- premature local retransmissions
+def _premature_setup(ack_at):
+    """A clean sample of 20 ms, then segment 1 resent by the timer and acknowledged ``ack_at`` later."""
+    a, log = agent()
+    feed(a, range(3))
+    a.on_ack(FLOW, MSS, 0.02)
+    t = a.next_timer()
+    assert a.on_timer(t) == ["pkt1"]
+    a.on_ack(FLOW, 2 * MSS, t + ack_at)
+    return a, log
+
+
+def test_an_ack_exactly_one_shortest_rtt_after_the_resend_is_not_premature():
+    a, log = _premature_setup(0.02)
+    assert a.stats["premature"] == 0 and log.of("premature") == []
+    a, log = _premature_setup(0.0199)
+    assert a.stats["premature"] == 1
+    assert log.of("premature") == [{"flow": NAME, "seq": 1000, "after": 0.0199, "min_rtt": 0.02}]
+
+
+def test_no_premature_count_before_a_clean_sample():
+    a, _ = agent()
+    feed(a, range(2))
+    assert a.on_timer(a.next_timer()) == ["pkt0"]         # resent before any ACK: no shortest RTT known
+    a.on_ack(FLOW, MSS, a.next_timer() - 1.0)
+    assert a.stats["premature"] == 0 and flow(a).min_rtt is None
+
+
+def test_the_shortest_rtt_comes_from_clean_segments_only_and_keeps_the_least():
+    a, _ = agent()
+    feed(a, [0], t=0.0)
+    a.on_ack(FLOW, MSS, 0.05)
+    st = flow(a)
+    assert st.min_rtt == pytest.approx(0.05)
+    feed(a, [1], t=0.1)
+    a.on_ack(FLOW, 2 * MSS, 0.2)                          # a longer sample does not replace it
+    assert st.min_rtt == pytest.approx(0.05)
+    feed(a, [2], t=0.3)
+    feed(a, [2], t=0.31)                                  # the sender resent it: no clean sample
+    a.on_ack(FLOW, 3 * MSS, 0.32)
+    assert st.min_rtt == pytest.approx(0.05)
+    feed(a, [3], t=0.4)
+    a.on_ack(FLOW, 4 * MSS, 0.43)                         # a shorter clean one does
+    assert st.min_rtt == pytest.approx(0.03)
+    feed(a, [4], t=0.5)
+    a.on_ack(FLOW, 5 * MSS, 0.5)                          # a zero sample is no RTT
+    assert st.min_rtt == pytest.approx(0.03)
+
+
+def test_the_shortest_rtt_is_the_least_clean_sample_of_one_ack():
+    a, _ = agent()
+    feed(a, [0], t=0.0)
+    feed(a, [1], t=0.04)
+    a.on_ack(FLOW, 2 * MSS, 0.05)                         # samples 0.05 and 0.01: the last freed counts
+    assert flow(a).min_rtt == pytest.approx(0.01)
+
+
+# ---------------------------------------------------------------- the agent's contract
+def test_a_new_agent_counts_nothing_and_reads_no_ack_details():
+    a, _ = agent()
+    assert {k: a.stats[k] for k in ("premature", "local_timeouts", "acks_generated")} == \
+        {"premature": 0, "local_timeouts": 0, "acks_generated": 0}
+    assert ClassicSnoopAgent.reads_ack_details is False and ClassicSnoopAgent.generates_acks is False
+    assert a.scheme.scheme == "classic" and a.take_generated() == []
+    plain = ClassicSnoopAgent("C", SnoopConfig(policy="every"))
+    assert plain.scheme.scheme == "classic" and plain.scheme.snoop_tick == 0.1
+
+
+def test_a_flow_starts_from_the_schemes_srtt_and_rttvar():
+    a, _ = agent(initial_srtt=0.7, initial_rttvar=0.3)
+    st = a._new_flow(FLOW)
+    assert (st.name, st.srtt, st.rttvar) == (NAME, 0.7, 0.3)
+
+
+def test_a_generated_ack_is_32_bit_with_its_window_clamped_and_counted():
+    from aspan.agent import GeneratedAck
+    a, _ = agent()
+    feed(a, [0])
+    st = flow(a)
+    a._generate(st, "tmpl", WRAP + 5, -3, "r1")
+    a._generate(st, "tmpl", 7, WRAP + 9, "r2")
+    assert a.take_generated() == [GeneratedAck("tmpl", 5, 0, "r1"), GeneratedAck("tmpl", 7, WRAP - 1, "r2")]
+    assert a.take_generated() == [] and a.stats["acks_generated"] == 2
+
+
+def test_multihop_caches_from_the_first_forwarding_node_on():
+    a, _ = agent(MultihopSnoopAgent, policy="none", scheme="multihop")
+    assert [a.wants(AspanFields(), 1.0, h) for h in (0, 1, 2)] == [False, True, True]
