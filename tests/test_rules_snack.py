@@ -151,3 +151,13 @@ def test_entries_are_unwrapped_against_the_ack_across_the_wrap():
     assert [f["seq"] for f in of(events, "snack_rtx")] == [(base + MSS) % WRAP, MSS]
     assert of(events, "hit")[-1]["seq"] == (base + MSS) % WRAP
 
+
+
+def test_an_ack_with_entries_keeps_the_flow_alive():
+    a, _ = snoop()
+    feed(a, range(3))
+    a.on_ack(FLOW, MSS, 0.05)
+    idle = a.config.flow_idle_s
+    a.on_ack(FLOW, MSS, idle - 1.0, snack=(MSS,))         # the receiver still reports its loss
+    assert a.expire_idle(idle + 0.5) == 0 and FLOW in a._flows
+    assert a._flows[FLOW].last_heard == idle - 1.0
