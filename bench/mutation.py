@@ -59,6 +59,11 @@ MODULE_TESTS: dict[str, list[str]] = {
     "aspan/snoop_classic.py": ["tests/test_snoop_classic.py", "tests/test_slack_ackall.py", "tests/test_snack.py",
                                "tests/test_engine_schemes.py", "tests/test_kernel_schemes.py",
                                "tests/test_bounded_state.py", "tests/test_rules_snoop_classic.py"],
+    "aspan/cache.py": ["tests/test_aspan_agent.py", "tests/test_aspan_agent_mutants.py", "tests/test_snoop_classic.py",
+                       "tests/test_rules_cache.py"],
+    "aspan/snack.py": ["tests/test_snack.py", "tests/test_engine_schemes.py", "tests/test_rules_snack.py"],
+    "aspan/slack.py": ["tests/test_slack_ackall.py", "tests/test_engine_schemes.py", "tests/test_kernel_schemes.py",
+                       "tests/test_rules_slack.py"],
     "tcp_user/sack.py": ["tests/test_tcp_sack.py", "tests/test_tcp_parts.py", "tests/test_congestion_mutants.py",
                          "tests/test_rules_sack.py"],
     # the modules later issues added (issue 30, item 4)
