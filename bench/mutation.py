@@ -64,6 +64,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "aspan/snack.py": ["tests/test_snack.py", "tests/test_engine_schemes.py", "tests/test_rules_snack.py"],
     "aspan/slack.py": ["tests/test_slack_ackall.py", "tests/test_engine_schemes.py", "tests/test_kernel_schemes.py",
                        "tests/test_rules_slack.py"],
+    "aspan/events.py": ["tests/test_eventlog.py", "tests/test_aspan_agent_mutants.py", "tests/test_step_mutants.py",
+                        "tests/test_rules_events.py"],
     "tcp_user/sack.py": ["tests/test_tcp_sack.py", "tests/test_tcp_parts.py", "tests/test_congestion_mutants.py",
                          "tests/test_rules_sack.py"],
     # the modules later issues added (issue 30, item 4)
