@@ -483,3 +483,119 @@ def test_a_generated_ack_is_32_bit_with_its_window_clamped_and_counted():
 def test_multihop_caches_from_the_first_forwarding_node_on():
     a, _ = agent(MultihopSnoopAgent, policy="none", scheme="multihop")
     assert [a.wants(AspanFields(), 1.0, h) for h in (0, 1, 2)] == [False, True, True]
+
+
+# ---------------------------------------------------------------- the triage's tests (the rules behind the first run's survivors)
+class Sink:
+    """An event sink that keeps the flow a ``cache`` event is about (routing.flowlog reads it)."""
+
+    def __init__(self):
+        self.events = []
+
+    def emit(self, now, ev, **f):
+        self.events.append((now, ev, f))
+
+    def tx(self, now, flow, seq, length, kind, hop):
+        self.emit(now, "tx", flow=flow, seq=seq, len=length, kind=kind, hop=hop)
+
+    def cache(self, now, segments, nbytes, flow=None):
+        self.events.append((now, "cache", {"segments": segments, "bytes": nbytes, "flow": flow}))
+
+    def cache_full(self, now, flow, seq):
+        self.emit(now, "cache_full", flow=flow, seq=seq)
+
+    def hit(self, now, flow, seq):
+        self.emit(now, "hit", flow=flow, seq=seq)
+
+
+def test_every_event_is_logged_at_the_time_it_happens_and_cache_events_name_their_flow():
+    sink = Sink()
+    a = ClassicSnoopAgent("C", SnoopConfig(policy="every"), sink,
+                          SchemeConfig(scheme="classic", max_cached_segments=3))
+    for i, t in enumerate((0.0, 0.1, 0.2, 0.3)):
+        a.on_data(FLOW, i * MSS, MSS, AspanFields(), 1.0, 2, t, f"pkt{i}")
+    a.on_ack(FLOW, MSS, 0.4)
+    a.on_ack(FLOW, MSS, 0.5)
+    a.on_ack(FLOW, MSS, 0.6)                              # resends segment 1
+    a.on_ack(FLOW, 2 * MSS, 0.7)                          # frees it 0.1 s after the resend
+    due = a.next_timer()
+    a.on_timer(due)
+    got = [(t, e, f.get("flow")) for t, e, f in sink.events if e in ("cache", "cache_full", "hit", "local_rto")]
+    assert got == [(0.0, "cache", NAME), (0.1, "cache", NAME), (0.2, "cache", NAME), (0.3, "cache_full", NAME),
+                   (0.4, "cache", NAME), (0.5, "hit", NAME), (0.6, "hit", NAME), (0.7, "cache", NAME),
+                   (due, "local_rto", NAME)]
+
+
+def test_the_premature_and_local_rto_events_carry_their_time_and_microsecond_values():
+    a, log = agent()
+    feed(a, [0, 1, 2, 3], t=0.0)
+    a.on_ack(FLOW, MSS, 0.123456789)                      # clean sample: min RTT 0.123456789
+    verdicts(a, MSS, 2, t=1.0)                            # segment 1 resent locally at 1.0
+    a.on_ack(FLOW, 2 * MSS, 1.0 + 0.0177777777)           # sooner than the shortest RTT: premature
+    [(t, ev)] = [(t, f) for t, e, f in log.events if e == "premature"]
+    assert t == 1.0 + 0.0177777777
+    assert ev == {"flow": NAME, "seq": 1000, "after": 0.017778, "min_rtt": 0.123457}
+    st = flow(a)
+    due = a.next_timer()
+    a.on_timer(due)
+    [(t, ev)] = [(t, f) for t, e, f in log.events if e == "local_rto"]
+    assert t == due and ev == {"flow": NAME, "seq": 2000, "rto": round(a.timeout(st), 6)}
+    assert ev["rto"] != round(a.timeout(st), 7)           # the sample made it longer than 6 digits
+
+
+def test_an_ack_exactly_the_shortest_rtt_after_a_resend_is_not_premature_in_exact_times():
+    a, _ = agent()
+    feed(a, [0, 1, 2], t=0.0)
+    a.on_ack(FLOW, MSS, 0.25)                             # min RTT 0.25 (exact in binary)
+    verdicts(a, MSS, 2, t=1.0)                            # resent at 1.0
+    a.on_ack(FLOW, 2 * MSS, 1.25)                         # exactly 0.25 later: the resend's own ACK, maybe
+    assert a.stats["premature"] == 0
+
+
+def test_every_premature_retransmission_and_every_local_timeout_is_counted():
+    a, _ = agent()
+    feed(a, [0, 1, 2, 3], t=0.0)
+    a.on_ack(FLOW, MSS, 0.25)
+    verdicts(a, MSS, 2, t=1.0)                            # segment 1 resent by a dupack
+    a.on_ack(FLOW, 2 * MSS, 1.01)                         # premature 1
+    assert a.on_timer(a.next_timer()) == ["pkt2"]         # segment 2 resent by the timer
+    t = a.next_timer()
+    a.on_ack(FLOW, 3 * MSS, t - a.timeout(flow(a)) + 0.01)   # 10 ms after that resend: premature 2
+    assert a.stats["premature"] == 2
+    assert a.on_timer(a.next_timer()) == ["pkt3"]
+    assert a.on_timer(a.next_timer()) == ["pkt3"]
+    assert a.stats["local_timeouts"] == 3
+
+
+def test_a_segment_at_the_highest_seen_is_in_sequence_not_a_reordering():
+    a, _ = agent(max_cached_segments=2)
+    feed(a, [0, 1, 2])                                    # 2 is seen (lastSeen_) but the cache is full
+    a.on_ack(FLOW, 2 * MSS, 0.05)                         # frees 0 and 1
+    assert feed(a, [2], t=0.3) == [True]                  # the sender resends 2: seq == lastSeen_
+    assert not flow(a).meta[2000].sender_rxmit            # ns-2: only seq < lastSeen_ is marked
+    assert verdicts(a, 2 * MSS, 2, t=0.4) == [(True, []), (False, ["pkt2"])]
+
+
+def test_a_copy_of_the_same_length_keeps_the_cached_packet():
+    a, _ = agent()
+    feed(a, [0, 1])
+    a.on_data(FLOW, 0, MSS, AspanFields(), 1.0, 2, 0.2, "again")    # the sender resends 0 (ns-2: no savepkt_)
+    assert flow(a).cache.entries[0] == (MSS, "pkt0")
+    assert a.on_timer(a.next_timer()) == ["pkt0"]
+
+
+def test_after_a_partial_ack_the_expected_dupacks_count_the_partly_acknowledged_segment():
+    a, _ = agent()
+    feed(a, range(6))
+    a.on_ack(FLOW, MSS + 500, 0.05)                       # the receiver holds half of segment 1
+    assert verdicts(a, MSS + 500, 2) == [(True, []), (False, ["pkt1"])]
+    assert flow(a).exp_dupacks == 5 - 2                   # 1..5 cached from the awaited one up
+
+
+def test_classic_snoop_caches_where_the_adaptive_policy_says():
+    log = Log()
+    a = ClassicSnoopAgent("C", SnoopConfig(policy="adaptive"), log, SchemeConfig(scheme="classic"))
+    qos = dict(pkt_qos=0.9, pkt_effort=1.0)
+    assert a.on_data(FLOW, 0, MSS, AspanFields(**qos), 0.8, 2, 0.0, "p0") is True      # effort 0.8 < 0.9
+    assert a.on_data(FLOW, MSS, MSS, AspanFields(**qos), 0.95, 2, 0.0, "p1") is False  # 0.95: not
+    assert a.wants(AspanFields(**qos), 0.8, 2) is True and a.wants(AspanFields(**qos), 0.95, 2) is False
