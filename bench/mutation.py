@@ -175,6 +175,9 @@ _SC_ARMED = "_rxmit returned a packet, and it arms the timer before it does: st.
 _SC_JUST_ADDED = "the segment was just added to the cache, so the cache has a lowest segment"
 _SC_NONE_AT_ACK = ("no cached segment ends at or below the last ACK (a new ACK frees them and on_data caches none), "
                    "so a dupack's number never equals the lowest segment's end")
+_SN = "aspan.snack.xǁSnackSnoopAgentǁ"
+_SL = "aspan.slack.xǁSlackSnoopAgentǁ"
+_CALL = "super().on_ack(flow, ack, now, "
 _SACK = "tcp_user.sack."
 _ADDS_ZERO = "at equality the branch adds min(x, y) - y = 0 octets"
 _CLAMP = "clamping x == 0 to 0.0 or x == 1 to 1.0 gives x itself"
@@ -322,6 +325,27 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _SC + "_expire__mutmut_48": ("if st.timer is not None else 1.0", _SC_ARMED),
     _SC + "_insert__mutmut_58": ("(tail is not None) or True", _SC_JUST_ADDED),
     _SC + "awaited__mutmut_6": ("tail <= uack <= tail + st.cache.entries[tail][0]", _SC_NONE_AT_ACK),
+    # aspan/cache.py, aspan/snack.py, aspan/slack.py, aspan/events.py
+    "aspan.cache.x_unwrap__mutmut_4": ("(seq32 - ref - HALF) % SEQ_MOD", _MINUS_HALF),
+    "aspan.cache.xǁFlowCacheǁadd__mutmut_7": (
+        "seq >= self.seqs[-1]", "a seq equal to the last cached one is in entries already: add returned before"),
+    _SN + "on_ack__mutmut_5": (_CALL + "window=None, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_6": (_CALL + "window=window, snack=None, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_7": (_CALL + "window=window, snack=snack, packet=None)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_11": (_CALL + "snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_12": (_CALL + "window=window, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_13": (_CALL + "window=window, snack=snack, )", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_15": (_CALL + "window=None, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_16": (_CALL + "window=window, snack=None, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_17": (_CALL + "window=window, snack=snack, packet=None)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_21": (_CALL + "snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_22": (_CALL + "window=window, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_23": (_CALL + "window=window, snack=snack, )", _CLASSIC_ON_ACK),
+    _SL + "_expire__mutmut_28": ("self._generate(None, st.ack_template", _UNUSED_ARG),
+    "aspan.events.xǁEventSinkǁflush_counts__mutmut_1": (
+        "final: bool = True", "a Protocol's method body never runs: EventSink only types the sinks"),
+    "aspan.events.xǁEventWriterǁflush_counts__mutmut_1": (
+        "final: bool = True", "EventWriter.flush_counts reads neither argument and returns None (FlowLog overrides it)"),
     # routing/graph.py and routing/routes.py
     "routing.graph.x_least_cost_next_hops__mutmut_4": (
         "cost = link_cost or (lambda u, v: 2.0)", "every link costing 2 instead of 1 scales every path alike: "

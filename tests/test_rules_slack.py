@@ -131,3 +131,26 @@ def test_held_back_dupacks_are_heard_but_not_copied(n_acks):
         ack(a, 1 * MSS, 0.02 + k * 0.01, packet=f"dup{k}")
     st = a._flows[FLOW]
     assert st.ack_template == "dup0" and st.last_heard == 0.01 + n_acks * 0.01
+
+
+def test_the_agent_takes_the_classic_agents_arguments_by_keyword():
+    from aspan.policy import SnoopConfig
+    from aspan.scheme_config import SchemeConfig
+    got = []
+    a = SlackSnoopAgent(node="C", config=SnoopConfig(policy="every"),
+                        emit=lambda now, ev, **f: got.append(ev), scheme=SchemeConfig(scheme="slack", snoop_tick=2.0))
+    assert a.scheme.scheme == "slack" and a.scheme.snoop_tick == 2.0
+    feed(a, [0])
+    assert got == ["cache"]
+
+
+def test_every_release_is_counted():
+    a, _ = slack()
+    feed(a, range(8))
+    ack(a, 1 * MSS, 0.01, packet="A")
+    a.on_timer(a.next_timer())
+    t = a.next_timer() - 0.05
+    ack(a, 2 * MSS, t, packet="B")
+    ack(a, 3 * MSS, t + 0.001, packet="C")                # the ACK clock ran: armed again
+    a.on_timer(a.next_timer())
+    assert a.stats["slack_releases"] == 2 and len(a.take_generated()) == 6

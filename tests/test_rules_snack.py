@@ -161,3 +161,33 @@ def test_an_ack_with_entries_keeps_the_flow_alive():
     a.on_ack(FLOW, MSS, idle - 1.0, snack=(MSS,))         # the receiver still reports its loss
     assert a.expire_idle(idle + 0.5) == 0 and FLOW in a._flows
     assert a._flows[FLOW].last_heard == idle - 1.0
+
+
+def test_a_hit_is_logged_at_its_time_and_every_held_back_ack_is_counted():
+    a, events = snoop()
+    feed(a, range(4))
+    a.on_ack(FLOW, 2 * MSS, 0.05)
+    a.on_ack(FLOW, 2 * MSS, 0.06, snack=(3000,))
+    a.on_ack(FLOW, 2 * MSS, 0.07, snack=(3000,))
+    assert [(t, f["seq"]) for t, e, f in events if e == "hit"] == [(0.06, 2000), (0.07, 2000)]
+    assert a.stats["suppressed"] == 2
+
+
+def test_an_entry_resent_already_does_not_stop_the_entries_after_it():
+    a, _ = snoop()
+    feed(a, range(5))
+    a.on_ack(FLOW, 2 * MSS, 0.05)
+    a.on_ack(FLOW, 2 * MSS, 0.06, snack=(2000,))
+    assert a.on_ack(FLOW, 2 * MSS, 0.07, snack=(2000,)).retransmit == ["pkt2"]
+    a.on_ack(FLOW, 2 * MSS, 0.08, snack=(2000, 4000))
+    assert a.on_ack(FLOW, 2 * MSS, 0.09, snack=(2000, 4000)).retransmit == ["pkt4"]
+
+
+def test_an_entry_over_the_local_limit_does_not_stop_the_entries_after_it():
+    a, _ = snoop(max_local_rxmit=1)
+    feed(a, range(5))
+    a.on_ack(FLOW, 2 * MSS, 0.05)
+    assert a.on_timer(a.next_timer()) == ["pkt2"]
+    a.on_ack(FLOW, 2 * MSS, 1.3, snack=(2000, 3000))
+    v = a.on_ack(FLOW, 2 * MSS, 1.31, snack=(2000, 3000))
+    assert v3(v) == (True, ["pkt3"], (2000,))
