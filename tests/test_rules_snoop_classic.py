@@ -407,8 +407,8 @@ def _premature_setup(ack_at):
     return a, log
 
 
-def test_an_ack_exactly_one_shortest_rtt_after_the_resend_is_not_premature():
-    a, log = _premature_setup(0.02)
+def test_an_ack_one_shortest_rtt_after_the_resend_is_not_premature_and_a_sooner_one_is():
+    a, log = _premature_setup(0.02)                       # (the exact edge, in binary-exact times: below)
     assert a.stats["premature"] == 0 and log.of("premature") == []
     a, log = _premature_setup(0.0199)
     assert a.stats["premature"] == 1
