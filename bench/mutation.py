@@ -209,7 +209,21 @@ _AD_PROBE = ("the new incumbent's entry is never read: `due` leaves the incumben
              "_switch_to writes the entry anew; the challenger always has one (it ran because it was due)")
 _AD_EXACT = ("differs only when the difference equals Z standard errors exactly, in floating point: two measured "
              "goodputs never do, and with no noise (se 0) the margin test already needs a positive difference")
+_BULK = "tcp_user.bulk."
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    # aspan/schemes.py: no agent reads the node's name
+    "aspan.schemes.x__aspan__mutmut_1": ("return SnoopAgent(None, config, emit)", _SC_NO_NODE),
+    "aspan.schemes.x_make_agent__mutmut_9": ("return entry.make(None, config, emit, scheme)", _SC_NO_NODE),
+    # tcp_user/bulk.py
+    _BULK + "xǁBulkSenderǁon_timer__mutmut_22": (
+        "self.conn.close(None)", "close() is called in SYN_SENT, right after connect(): it only queues the FIN "
+                                 "(RFC 9293 sec. 3.10.4), with no event and no time read"),
+    _BULK + "xǁBulkSenderǁon_timer__mutmut_30": (
+        "self._check_done(None)", "the sender is done only when an ACK acknowledges its FIN, which on_segment "
+                                  "handles; a timer never completes it, so this call never emits"),
+    _BULK + "xǁBulkSenderǁsegments_to_send__mutmut_2": (
+        "return self.conn.segments_to_send(now) if (self.started) or True else []",
+        "before the start the connection is not opened and has nothing to send: both give []"),
     # aspan/adaptive.py
     _AD + "xǁQosLearnerǁ_schedule__mutmut_17": ("self._backoff.get(arm, None) * 2", _AD_BACKOFF),
     _AD + "xǁQosLearnerǁ_schedule__mutmut_19": ("self._backoff.get(arm, ) * 2", _AD_BACKOFF),

@@ -183,3 +183,30 @@ def test_the_receivers_timer_sends_its_delayed_ack_when_due():
     rcv.on_timer(due)
     [ack] = rcv.segments_to_send(due)
     assert ack.ack == 1000 + 1 + MSS
+
+
+def test_the_connect_is_logged_at_the_flows_start_and_the_payload_is_not_kept_twice():
+    """The sender's SYN_SENT state event at its start time; once the payload is the connection's, the app
+    holds no copy of it (issue 13: one copy of a flow's data per node)."""
+    _, _, events = transfer(3, start=0.5)
+    states = [(t, f) for t, f in of(events, "s", "state")]
+    assert states[0][0] == 0.5 and "SYN_SENT" in str(states[0][1])
+    config = TcpConfig(variant="sack", mss=MSS)
+    snd = BulkSender(config, "f", 3, 7, 1000, 0.0)
+    snd.on_timer(0.0)
+    assert snd._data == b""
+
+
+def test_a_timer_call_with_no_timer_pending_does_nothing():
+    """A driver may wake the app when nothing is due: no timer armed (a receiver still listening, a sender
+    whose connection has closed) is not an error."""
+    config = TcpConfig(variant="sack", mss=MSS)
+    rcv = BulkReceiver(config, "f", 3, 7, 50_000)
+    assert rcv.next_timer() is None
+    rcv.on_timer(5.0)
+    assert rcv.segments_to_send(5.0) == []
+    snd, rcv, _ = transfer(3)
+    assert snd.next_timer() is None and rcv.next_timer() is None
+    snd.on_timer(100.0)
+    rcv.on_timer(100.0)
+    assert snd.done and rcv.done

@@ -109,6 +109,22 @@ def test_the_prober_probes_its_neighbour_once_per_interval_until_stopped():
     assert stop.timeouts == [0.1, 0.25, 0.0, 0.5]
 
 
+def test_the_probers_interval_is_asked_at_the_clocks_time():
+    """The node's interval depends on the time (the warm-up's faster probes, then the paper's period):
+    the prober asks it with the wall clock's now."""
+    import time
+
+    from etx.prober import ProberThread
+    asked: list[float] = []
+
+    def interval(now: float) -> float:
+        asked.append(now)
+        return 0.1
+    before = time.time()
+    ProberThread("B", interval, lambda n: None, FakeStop(2), lambda e: None).run()  # type: ignore[arg-type]
+    assert len(asked) == 3 and all(isinstance(t, float) and before <= t <= time.time() for t in asked)
+
+
 def test_a_failing_probe_ends_the_prober_and_is_handed_to_the_node():
     from etx.prober import ProberThread
     boom = OSError("sendto failed")
