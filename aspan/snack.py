@@ -48,7 +48,7 @@ class SnackSnoopAgent(ClassicSnoopAgent):
         if st is None:
             return AckVerdict()
         assert isinstance(st, SnackFlow)
-        st.last_heard = now
+        st.last_heard = st.last_active = now      # an ACK keeps the flow alive (idle expiry, issue 13)
         uack = self._unwrap_ack(st, ack)
         if st.last_ack is not None and uack < st.last_ack:
             return AckVerdict()

@@ -62,6 +62,13 @@ MODULE_TESTS: dict[str, list[str]] = {
     "aspan/snoop_classic.py": ["tests/test_snoop_classic.py", "tests/test_slack_ackall.py", "tests/test_snack.py",
                                "tests/test_engine_schemes.py", "tests/test_kernel_schemes.py",
                                "tests/test_bounded_state.py", "tests/test_rules_snoop_classic.py"],
+    "aspan/cache.py": ["tests/test_aspan_agent.py", "tests/test_aspan_agent_mutants.py", "tests/test_snoop_classic.py",
+                       "tests/test_rules_cache.py"],
+    "aspan/snack.py": ["tests/test_snack.py", "tests/test_engine_schemes.py", "tests/test_rules_snack.py"],
+    "aspan/slack.py": ["tests/test_slack_ackall.py", "tests/test_engine_schemes.py", "tests/test_kernel_schemes.py",
+                       "tests/test_rules_slack.py"],
+    "aspan/events.py": ["tests/test_eventlog.py", "tests/test_aspan_agent_mutants.py", "tests/test_step_mutants.py",
+                        "tests/test_rules_events.py"],
     "tcp_user/sack.py": ["tests/test_tcp_sack.py", "tests/test_tcp_parts.py", "tests/test_congestion_mutants.py",
                          "tests/test_rules_sack.py"],
     # the modules later issues added (issue 30, item 4)
@@ -76,6 +83,14 @@ MODULE_TESTS: dict[str, list[str]] = {
     # (tests/test_mesh_topology.py runs meshes too, a minute for the file: left out)
     "routing/graph.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
     "routing/routes.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
+    # the settings and registries of aspan/ and tcp_user/, the bulk application, the prober's timing
+    # (tests/test_registries.py reads docs/DESIGN.md, which the mutation tree has not)
+    "aspan/schemes.py": ["tests/test_engine_schemes.py", "tests/test_rules_settings.py"],
+    "aspan/scheme_config.py": ["tests/test_engine_schemes.py", "tests/test_snoop_classic.py",
+                               "tests/test_rules_settings.py"],
+    "tcp_user/config.py": ["tests/test_tcp_config.py", "tests/test_rules_settings.py"],
+    "tcp_user/bulk.py": ["tests/test_bulk.py", "tests/test_rules_bulk.py"],
+    "etx/prober.py": ["tests/test_rules_settings.py"],
 }
 
 #: tests left out of a module's run, and why: a memory measurement that takes half a minute under
@@ -201,6 +216,16 @@ _NODE_ADDRS = ("a route table built here holds node addresses only (its neighbou
 _AA = "aspan.ackall.xǁAckAllSnoopAgentǁ"
 _UNUSED_ARG = "the classic agent's method does not read that argument (_generate: the flow; _may_rxmit: only the entry)"
 _CLASSIC_ON_ACK = "ClassicSnoopAgent.on_ack reads neither the window, the SNACK entries nor the packet"
+_SC = "aspan.snoop_classic.xǁClassicSnoopAgentǁ"
+_SC_NO_NODE = "SnoopAgent.__init__ does not read the node's name (the agent keeps none)"
+_SC_THEN_RETURNS = "every path of the branch before (exp_dupacks == 0) returns: this test sees only nonzero values"
+_SC_ARMED = "_rxmit returned a packet, and it arms the timer before it does: st.timer is set here"
+_SC_JUST_ADDED = "the segment was just added to the cache, so the cache has a lowest segment"
+_SC_NONE_AT_ACK = ("no cached segment ends at or below the last ACK (a new ACK frees them and on_data caches none), "
+                   "so a dupack's number never equals the lowest segment's end")
+_SN = "aspan.snack.xǁSnackSnoopAgentǁ"
+_SL = "aspan.slack.xǁSlackSnoopAgentǁ"
+_CALL = "super().on_ack(flow, ack, now, "
 _SACK = "tcp_user.sack."
 _ADDS_ZERO = "at equality the branch adds min(x, y) - y = 0 octets"
 _CLAMP = "clamping x == 0 to 0.0 or x == 1 to 1.0 gives x itself"
@@ -224,7 +249,21 @@ _AD_PROBE = ("the new incumbent's entry is never read: `due` leaves the incumben
              "_switch_to writes the entry anew; the challenger always has one (it ran because it was due)")
 _AD_EXACT = ("differs only when the difference equals Z standard errors exactly, in floating point: two measured "
              "goodputs never do, and with no noise (se 0) the margin test already needs a positive difference")
+_BULK = "tcp_user.bulk."
 EQUIVALENT: dict[str, tuple[str, str]] = {
+    # aspan/schemes.py: no agent reads the node's name
+    "aspan.schemes.x__aspan__mutmut_1": ("return SnoopAgent(None, config, emit)", _SC_NO_NODE),
+    "aspan.schemes.x_make_agent__mutmut_9": ("return entry.make(None, config, emit, scheme)", _SC_NO_NODE),
+    # tcp_user/bulk.py
+    _BULK + "xǁBulkSenderǁon_timer__mutmut_22": (
+        "self.conn.close(None)", "close() is called in SYN_SENT, right after connect(): it only queues the FIN "
+                                 "(RFC 9293 sec. 3.10.4), with no event and no time read"),
+    _BULK + "xǁBulkSenderǁon_timer__mutmut_30": (
+        "self._check_done(None)", "the sender is done only when an ACK acknowledges its FIN, which on_segment "
+                                  "handles; a timer never completes it, so this call never emits"),
+    _BULK + "xǁBulkSenderǁsegments_to_send__mutmut_2": (
+        "return self.conn.segments_to_send(now) if (self.started) or True else []",
+        "before the start the connection is not opened and has nothing to send: both give []"),
     # aspan/adaptive.py
     _AD + "xǁQosLearnerǁ_schedule__mutmut_17": ("self._backoff.get(arm, None) * 2", _AD_BACKOFF),
     _AD + "xǁQosLearnerǁ_schedule__mutmut_19": ("self._backoff.get(arm, ) * 2", _AD_BACKOFF),
@@ -331,6 +370,44 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _AA + "on_ack__mutmut_12": ("super().on_ack(flow, ack, now, window=window, packet=packet)", _CLASSIC_ON_ACK),
     _AA + "_may_rxmit__mutmut_5": ("return super()._may_rxmit(None, useq, entry)", _UNUSED_ARG),
     _AA + "_may_rxmit__mutmut_6": ("return super()._may_rxmit(st, None, entry)", _UNUSED_ARG),
+    # aspan/snoop_classic.py
+    "aspan.snoop_classic.xǁClassicFlowǁref__mutmut_1": ("(self.last_ack is not None) and False", _UNWRAP_REF),
+    _SC + "_unwrap_ack__mutmut_2": ("(ref is None) and False", _SAME_FLOW),
+    _SC + "__init____mutmut_1": ("super().__init__(None, config, emit)", _SC_NO_NODE),
+    _SC + "_clean__mutmut_17": ("e.snd_time >= latest", _SAME_VALUE),
+    _SC + "_clean__mutmut_72": ("clean_rtt <= st.min_rtt", _SAME_VALUE),
+    _SC + "next_timer__mutmut_6": ("st.timer <= best", _SAME_VALUE),
+    _SC + "on_data__mutmut_28": ("end >= st.high_end", _SAME_VALUE),
+    _SC + "on_data__mutmut_63": ("useq >= st.last_seen", _SAME_VALUE),
+    _SC + "on_data__mutmut_9": ("cached=None", _FALSY),
+    _SC + "on_data__mutmut_41": ("cache = None", _FALSY + ", and on_data then returns False"),
+    _SC + "on_data__mutmut_65": ("cache = None", _FALSY + ", and on_data then returns False"),
+    _SC + "_dupack_classic__mutmut_47": ("if st.exp_dupacks >= 0:", _SC_THEN_RETURNS),
+    _SC + "_expire__mutmut_45": ("(st.timer is not None) or True", _SC_ARMED),
+    _SC + "_expire__mutmut_48": ("if st.timer is not None else 1.0", _SC_ARMED),
+    _SC + "_insert__mutmut_58": ("(tail is not None) or True", _SC_JUST_ADDED),
+    _SC + "awaited__mutmut_6": ("tail <= uack <= tail + st.cache.entries[tail][0]", _SC_NONE_AT_ACK),
+    # aspan/cache.py, aspan/snack.py, aspan/slack.py, aspan/events.py
+    "aspan.cache.x_unwrap__mutmut_4": ("(seq32 - ref - HALF) % SEQ_MOD", _MINUS_HALF),
+    "aspan.cache.xǁFlowCacheǁadd__mutmut_7": (
+        "seq >= self.seqs[-1]", "a seq equal to the last cached one is in entries already: add returned before"),
+    _SN + "on_ack__mutmut_5": (_CALL + "window=None, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_6": (_CALL + "window=window, snack=None, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_7": (_CALL + "window=window, snack=snack, packet=None)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_11": (_CALL + "snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_12": (_CALL + "window=window, packet=packet)", _CLASSIC_ON_ACK),
+    _SN + "on_ack__mutmut_13": (_CALL + "window=window, snack=snack, )", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_15": (_CALL + "window=None, snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_16": (_CALL + "window=window, snack=None, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_17": (_CALL + "window=window, snack=snack, packet=None)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_21": (_CALL + "snack=snack, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_22": (_CALL + "window=window, packet=packet)", _CLASSIC_ON_ACK),
+    _SL + "on_ack__mutmut_23": (_CALL + "window=window, snack=snack, )", _CLASSIC_ON_ACK),
+    _SL + "_expire__mutmut_28": ("self._generate(None, st.ack_template", _UNUSED_ARG),
+    "aspan.events.xǁEventSinkǁflush_counts__mutmut_1": (
+        "final: bool = True", "a Protocol's method body never runs: EventSink only types the sinks"),
+    "aspan.events.xǁEventWriterǁflush_counts__mutmut_1": (
+        "final: bool = True", "EventWriter.flush_counts reads neither argument and returns None (FlowLog overrides it)"),
     # routing/graph.py and routing/routes.py
     "routing.graph.x_least_cost_next_hops__mutmut_4": (
         "cost = link_cost or (lambda u, v: 2.0)", "every link costing 2 instead of 1 scales every path alike: "

@@ -6,12 +6,14 @@ Every field defaults to null, meaning "the backend's own links":
   as before the fields became optional, so the sim's results do not change;
 * netns: plain veths (no rate limit, no delay); whatever is set explicitly is emulated by the node
   daemons holding each packet's NFQUEUE verdict (routing/link_shaper.py, docs/NETNS.md);
-* local and pi cannot emulate a link, so an explicit field is refused before the run starts
-  (:data:`LINK_REFUSED`), never ignored;
+* local: loopback UDP (no rate limit, no delay); whatever is set explicitly is emulated by each node
+  holding the datagrams it sends until they would have crossed the link (routing/udp_link.py);
+* pi cannot emulate a link (its links are the radios), so an explicit field is refused before the run
+  starts (:data:`LINK_REFUSED`), never ignored;
 * ``mahimahi``: a Mahimahi trace's delivery opportunities serve each link direction instead of a rate
-  (routing/mahimahi.py), on sim and netns.
+  (routing/mahimahi.py), on sim, local and netns.
 
-The link rule itself (serialisation, delay, drop-tail) is routing.linkem, shared by sim and netns.
+The link rule itself (serialisation, delay, drop-tail) is routing.linkem, shared by sim, local and netns.
 """
 from __future__ import annotations
 
@@ -21,15 +23,17 @@ from typing import Any
 from routing import mahimahi
 from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, in_range
 from routing.linkem import LinkParams, LinkQueue
+from routing.udp_link import EgressLinks
 
 F = Field
 
 LINK_SCHEMA: dict[str, Field] = {
     "rate_mbps": F(NUM, None, in_range(0, lo_open=True),
-                   "link rate per direction (null: the backend's own; sim 10, netns no limit)"),
-    "delay_ms": F(NUM, None, in_range(0), "one-way propagation delay (null: the backend's own; sim 2, netns 0)"),
+                   "link rate per direction (null: the backend's own; sim 10, netns and local no limit)"),
+    "delay_ms": F(NUM, None, in_range(0), "one-way propagation delay (null: the backend's own; sim 2, netns and "
+                                          "local 0)"),
     "queue_packets": F(INT, None, in_range(1), "drop-tail queue per link direction, packets waiting or being "
-                                               "serialised (null: the backend's own; sim and netns 50)"),
+                                               "serialised (null: the backend's own; sim, netns and local 50)"),
     "mahimahi": F(STR, None, None, "a Mahimahi mm-link trace (one line per delivery opportunity, ms; relative to "
                                    "the experiment file) serving every link direction instead of rate_mbps; ms 0 "
                                    "is the flows' start (routing/mahimahi.py)"),
@@ -41,9 +45,6 @@ SIM_LINK = {"rate_mbps": 10.0, "delay_ms": 2.0, "queue_packets": 50}
 
 #: Why a backend refuses an explicit ``link`` field (checked by experiments.runner.check_backend_support).
 LINK_REFUSED = {
-    "local": "the local backend's links are loopback UDP between processes and cannot be given a rate, delay or "
-             "queue; run it with --backend sim or netns, or use medium.model dcf (the medium process carries "
-             "every datagram with its airtime)",
     "pi": "on the Pis the links are the real radios; remove link.* (an emulated link would come on top of them)",
 }
 
@@ -90,11 +91,12 @@ def sim_link(cfg: dict[str, Any]) -> LinkParams:
     return LinkParams(v["rate_mbps"] * 1e6, v["delay_ms"] / 1000.0, int(v["queue_packets"]))
 
 
-def netns_link(cfg: dict[str, Any]) -> LinkParams | None:
-    """The link the netns backend emulates, or None (no field set: plain veths, nothing held).
+def emulated_link(cfg: dict[str, Any]) -> LinkParams | None:
+    """The link the netns and local backends emulate, or None (no field set: plain veths or loopback, nothing
+    held).
 
-    A null rate is no serialisation time (the veth's), a null delay 0, a null queue the sim's 50
-    packets (so ``link: {rate_mbps: 2}`` gives the same link on sim and netns).
+    A null rate is no serialisation time (the veth's, loopback's), a null delay 0, a null queue the sim's
+    50 packets (so ``link: {rate_mbps: 2}`` gives the same link on sim, local and netns).
     """
     link = cfg["link"]
     if not explicit(cfg):
@@ -103,6 +105,16 @@ def netns_link(cfg: dict[str, Any]) -> LinkParams | None:
     delay = link["delay_ms"] / 1000.0 if link.get("delay_ms") is not None else 0.0
     queue = link["queue_packets"] if link.get("queue_packets") is not None else SIM_LINK["queue_packets"]
     return LinkParams(rate, delay, int(queue))
+
+
+def egress_links(cfg: dict[str, Any], neighbours: list[str], t_flows: float) -> EgressLinks | None:
+    """A local node's emulated links to its ``neighbours`` (mesh addresses), a Mahimahi schedule's ms 0 at
+    ``t_flows``; None when the experiment sets no link field (datagrams go out at once, as always)."""
+    params = emulated_link(cfg)
+    if params is None:
+        return None
+    schedule = link_schedule(cfg)
+    return EgressLinks({n: link_queue(params, t_flows, schedule) for n in neighbours})
 
 
 def refuse_link(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 import random
-from typing import Any
+from typing import Any, Callable
 
 from experiments.link_spec import explicit as explicit_link
 from routing import signal_trace
@@ -58,18 +58,9 @@ MEDIUM_REFUSED = {
 }
 
 
-#: Why a backend other than the sim cannot replay ``medium.signal_trace``.
-SIGNAL_TRACE_REFUSED = ("the medium process's clock starts with the process, not at the flows' start the trace is "
-                        "aligned to, so the replay would be shifted by the start-up; run it with --backend sim")
-
-
 def refuse_medium(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
                   error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant whose medium ``backend`` cannot emulate."""
-    for name, cfg in variants:
-        if backend != "sim" and cfg["medium"]["model"] != "none" and cfg["medium"].get("signal_trace") is not None:
-            raise error(source, f"variants[{name}].medium.signal_trace",
-                        f"cannot run on backend {backend}: {SIGNAL_TRACE_REFUSED}")
     reason = MEDIUM_REFUSED.get(backend)
     if reason is None:
         return
@@ -160,7 +151,7 @@ _SETTINGS: dict[str, Any] = {
                              "17.3.10.6)"),
     "signal_dbm": _opt((dict,), None, "sinr: measured signals, receiver -> {sender: dBm}, each replacing the "
                        "path loss and shadowing of that direction"),
-    "signal_trace": _opt((dict,), None, "sinr, sim: recorded signals per link and time, {file, run, at_s, offset_s, "
+    "signal_trace": _opt((dict,), None, "sinr: recorded signals per link and time, {file, run, at_s, offset_s, "
                          "loop}, replacing every link's fixed signal (routing/signal_trace.py)"),
 }
 #: Every setting but the model takes null for its default (a variant clears the base file's positions
@@ -488,10 +479,11 @@ def phy(cfg: dict[str, Any]) -> Phy:
                       **{k: m[k] for k in PRESETS[m["standard"]]})
 
 
-def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
+def build_medium(cfg: dict[str, Any], seed: int, replay: bool = True) -> Medium:
     """The DCF medium of one repetition; its backoff draws come from their own seeded generator, with
     reception sinr its reception draws from another, its rate controllers (one per link) and frame_error
-    draws from the repetition's seed."""
+    draws from the repetition's seed.  ``replay``: replay ``medium.signal_trace`` on the sim's clock (0 when
+    probing starts); a medium daemon passes False and calls :func:`replay_signals` once its clock runs."""
     m = cfg["medium"]
     radio = None
     p = phy(cfg)
@@ -504,10 +496,24 @@ def build_medium(cfg: dict[str, Any], seed: int) -> Medium:
             control_mode = mode_for_rate(m["standard"], t["basic_rate_mbps"])
         radio = SinrReception.from_dbm(signals(cfg), m["noise_floor_dbm"], data_mode, control_mode,
                                        random.Random(f"reception:{seed}"))
-        if m["signal_trace"] is not None:   # the sim's medium clock: 0 when probing starts, flows after settling
+        if replay and m["signal_trace"] is not None:   # the sim's medium clock: 0 when probing starts, flows after settling
             radio.replay = signal_trace.build(m["signal_trace"], directed_links(cfg), cfg["etx"]["settle_s"])
     capture = None
     if m["capture_db"] is not None:   # reception range, with positions (check_medium)
         capture = RangeCapture(positions(cfg), m["capture_db"], m["capture_exponent"])  # type: ignore[arg-type]
     return Medium(p, topology(cfg), m["queue_packets"], random.Random(seed * 7919 + 11), radio,
                   rate_control=m["rate_control"], seed=seed, capture=capture)
+
+
+def replay_signals(medium: Medium, cfg: dict[str, Any], t_flows: Callable[[], float],
+                   seconds: Callable[[int], float]) -> None:
+    """A medium daemon's ``medium.signal_trace`` (the local backend's medium process, netns's medium daemon):
+    its clock is ns since the daemon started, ``seconds(ns)`` that clock on the nodes' (wall-clock seconds),
+    ``t_flows()`` the flows' start on the nodes' clock, asked at the first frame (local's is fixed after its
+    medium process started).  So the trace's second 0 is the flows' start on every backend.  Nothing
+    without a trace."""
+    st = cfg["medium"]["signal_trace"]
+    if st is None:
+        return
+    assert medium.radio is not None          # the schema allows a signal trace with reception sinr only
+    medium.radio.replay = signal_trace.build(st, directed_links(cfg), lambda: t_flows() - seconds(0))

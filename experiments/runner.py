@@ -50,7 +50,7 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     SNACK, whose option neither the kernel receiver sends nor the kernel sender reads
     (docs/VARIANTS.md, "Which schemes can run on kernel TCP").  A medium runs on the sim and local
     backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others); an explicit ``link``
-    field on sim and netns only (experiments.link_spec.LINK_REFUSED); on the kernel data plane (netns, pi
+    field on sim, local and netns only (experiments.link_spec.LINK_REFUSED); on the kernel data plane (netns, pi
     kernel) no flow's route longer than the IPv4 option's 4-bit hop count
     (experiments.build.refuse_route_hops) and no loss per link (experiments.build.refuse_link_loss); on
     local, a mesh

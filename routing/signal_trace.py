@@ -17,7 +17,7 @@ signal.  A directed link of the topology with no signal in the trace is an error
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from routing.propagation import dbm_to_mw
 from routing.trace_loss import HeldSeries, TraceError, link_series, read_rows
@@ -60,7 +60,33 @@ class SignalReplay:
         return None if s is None else s.value(t_ns / 1e9)
 
 
-def build(settings: Mapping[str, Any], links: list[tuple[str, str]], flows_at_s: float) -> SignalReplay:
-    """The replay of ``settings`` on a medium whose clock reads ``flows_at_s`` when the flows start."""
-    return SignalReplay(series(settings, links), flows_at_s + float(settings.get("at_s", 0.0)),
-                        float(settings.get("offset_s", 0.0)), bool(settings.get("loop", False)))
+class DeferredReplay:
+    """A :class:`SignalReplay` whose flows' start on the medium's clock is known only once the first frame
+    is sent: the local backend's medium process starts before the nodes' clock is fixed (the runner writes
+    it when the process is ready; experiments/backends/medium_process.py).  The trace is read at once, so
+    a file that went missing fails the process at its start."""
+
+    def __init__(self, recorded: dict[tuple[str, str], list[tuple[float, float, float]]],
+                 at_s: Callable[[], float], offset_s: float, loop: bool) -> None:
+        self._recorded = recorded
+        self._at_s = at_s
+        self._offset_s = offset_s
+        self._loop = loop
+        self._replay: SignalReplay | None = None
+
+    def mw(self, rx: str, src: str, t_ns: int) -> float | None:
+        if self._replay is None:
+            self._replay = SignalReplay(self._recorded, self._at_s(), self._offset_s, self._loop)
+        return self._replay.mw(rx, src, t_ns)
+
+
+def build(settings: Mapping[str, Any], links: list[tuple[str, str]],
+          flows_at_s: float | Callable[[], float]) -> SignalReplay | DeferredReplay:
+    """The replay of ``settings`` on a medium whose clock reads ``flows_at_s`` when the flows start (a
+    callable: asked at the first frame, :class:`DeferredReplay`)."""
+    recorded, offset, loop = series(settings, links), float(settings.get("offset_s", 0.0)), bool(settings.get("loop", False))
+    at_s = float(settings.get("at_s", 0.0))
+    if callable(flows_at_s):
+        start = flows_at_s
+        return DeferredReplay(recorded, lambda: start() + at_s, offset, loop)
+    return SignalReplay(recorded, flows_at_s + at_s, offset, loop)

@@ -22,6 +22,7 @@ from routing.auth import MeshAuth
 from routing.eventlog import EventLog
 from routing.neighbours import STRANGER, link_senders
 from routing.node import NodeCore, Out
+from routing.udp_link import EgressLinks
 from routing.wire import MAX_DATAGRAM, AuthError, Packet, WireError, encode
 
 SOCKET_BUFFER = 4 * 1024 * 1024
@@ -63,14 +64,17 @@ class UdpNode:
     node's event log (batched); the loop writes it every LOG_FLUSH_S, so a crash that kills
     the process at once loses at most that much; any other ending writes it all.
     ``done`` is polled after every step; when it returns True the node keeps
-    forwarding but the caller is told (``on_done``) once.
+    forwarding but the caller is told (``on_done``) once.  ``links``: emulated links to the
+    neighbours (routing.udp_link; the ``link:`` section on the local backend), each datagram held
+    until it would have crossed its link; None: datagrams go to the socket at once.
     """
 
     def __init__(self, core: NodeCore, bind: tuple[str, int], peers: dict[str, tuple[str, int]],
                  log: EventLog, deadline: float | None = None,
                  on_done: Callable[[], None] | None = None, done: Callable[[], bool] | None = None,
-                 auth: MeshAuth | None = None) -> None:
+                 auth: MeshAuth | None = None, links: EgressLinks | None = None) -> None:
         self.core = core
+        self.links = links
         self.peers = peers
         #: the authenticated overlay (routing.auth), or None: plain version-2 datagrams from the neighbours
         self.auth = auth
@@ -145,7 +149,7 @@ class UdpNode:
 
     # ---- I/O ---------------------------------------------------------------
     def _send(self, out: Out) -> None:
-        peers, sendto = self.peers, self.sock.sendto
+        peers, links = self.peers, self.links
         for nxt, pkt in out:
             addr = peers.get(nxt)
             if addr is None:
@@ -155,21 +159,47 @@ class UdpNode:
                 if pkt.__class__ is not Packet:     # a datagram the relay path rewrote (ForwardingEngine._relay)
                     if self.auth is not None:
                         self.auth.reseal(pkt, nxt)
-                    sendto(pkt, addr)
+                    data = pkt
                 else:
-                    sendto(encode(pkt) if self.auth is None else self.auth.seal(pkt, nxt), addr)
-                self.tx_datagrams += 1
-            except BlockingIOError:
-                # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
-                self.core.engine.drop(pkt, "queue", time.time())
-            except (OSError, WireError) as e:
-                self.send_errors += 1
-                if self.send_errors <= 10 or self.send_errors % 1000 == 0:
-                    self._emit(time.time(), "send_error", error=str(e), count=self.send_errors)
+                    data = encode(pkt) if self.auth is None else self.auth.seal(pkt, nxt)
+            except WireError as e:
+                self._send_error(e)
+                continue
+            if links is not None and nxt in links:
+                # the emulated link's turn (routing.udp_link): sent by _release when it has crossed; a copy,
+                # because the snoop cache may reseal its relayed bytes for a local retransmission meanwhile
+                if not links.hold(nxt, time.time(), bytes(data), addr, pkt):
+                    self.core.engine.drop(pkt, "queue", time.time())    # drop-tail, as the sim's link
+                continue
+            self._put(data, addr, pkt)
+
+    def _put(self, data: bytes | bytearray, addr: tuple[str, int], pkt: Any) -> None:
+        """Hand one datagram to the socket."""
+        try:
+            self.sock.sendto(data, addr)
+            self.tx_datagrams += 1
+        except BlockingIOError:
+            # the socket buffer is full: the overlay's interface queue overflowed (a queue drop)
+            self.core.engine.drop(pkt, "queue", time.time())
+        except OSError as e:
+            self._send_error(e)
+
+    def _send_error(self, e: Exception) -> None:
+        self.send_errors += 1
+        if self.send_errors <= 10 or self.send_errors % 1000 == 0:
+            self._emit(time.time(), "send_error", error=str(e), count=self.send_errors)
+
+    def _release(self, now: float) -> None:
+        """Send every held datagram whose link crossing has ended (call with ``lock`` held)."""
+        if self.links is not None:
+            for data, addr, pkt in self.links.due(now):
+                self._put(data, addr, pkt)
 
     def _probe(self, nbr: str) -> None:
         with self.lock:
             self._send(self.core.send_probe(nbr, time.time()))
+        if self.links is not None:
+            self._wake()      # the loop's wait may end after this probe is due on its link
 
     def run(self) -> None:
         stop = self.stop_event
@@ -177,11 +207,9 @@ class UdpNode:
                    for n in self.core.neighbours]
         for p in probers:
             p.start()
-        core, lock, log, clock = self.core, self.lock, self.log, time.time
+        core, lock, log, clock, links = self.core, self.lock, self.log, time.time, self.links
         sock_fd, wake_fd = self.sock.fileno(), self._wake_r
-        poller = select.poll()
-        poller.register(sock_fd, select.POLLIN)
-        poller.register(wake_fd, select.POLLIN)
+        fds = [sock_fd, wake_fd]
         with lock:
             t = core.next_timer()
         flushed = clock()
@@ -191,14 +219,23 @@ class UdpNode:
                 if self.deadline is not None and now >= self.deadline:
                     self._emit(now, "deadline", detail="node lifetime limit reached")
                     break
+                if links is not None:
+                    with lock:
+                        due = links.next_due()
+                    if due is not None and (t is None or due < t):
+                        t = due
                 timeout = TICK_S if t is None else min(TICK_S, max(0.0, t - now))
-                for fd, _ev in poller.poll(timeout * 1000.0):
+                # select, not poll: its timeout has microseconds (poll's is rounded up to a millisecond,
+                # which an emulated link's release would take as link time on every hop)
+                ready, _, _ = select.select(fds, [], [], timeout)
+                for fd in ready:
                     if fd == sock_fd:
                         self._drain()
                     else:
                         os.read(wake_fd, 64)
                 now = clock()
                 with lock:             # the next timer after what was just handled (one look-up a round)
+                    self._release(now)
                     t = core.next_timer()
                     if t is not None and t <= now:
                         self._send(core.on_timer(now))

@@ -70,6 +70,9 @@ def test_every_shipped_experiment_validates(path):
     exp = load_file(path)
     assert exp.variants
     assert yaml.safe_dump(exp.resolved())
+    # `aspan run FILE` with no option runs every variant on the file's backend: none may be refused there
+    from experiments.runner import check_backend_support
+    check_backend_support(exp, exp.base.get("backend", "local"))
 
 
 def test_netns_refuses_snack_which_kernel_tcp_cannot_run(tmp_path):

@@ -30,7 +30,7 @@ from typing import Any
 
 from experiments.backends.loopback import MEDIUM_FD_MARGIN, directed_links, local_problem, pair_address
 from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
-from experiments.medium_spec import build_medium
+from experiments.medium_spec import build_medium, replay_signals
 from experiments.radio_loss import attach as attach_radio_loss
 from experiments.records import write_whole
 from routing.eventlog import EventLog, fail_process, write_failure
@@ -203,13 +203,15 @@ def run_medium(conf: dict[str, Any]) -> int:
     code = 0
     try:
         cfg = conf["experiment"]
-        medium = build_medium(cfg, conf["seed"])
+        medium = build_medium(cfg, conf["seed"], replay=False)     # replay_signals below: the nodes' clock
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
         _raise_open_files(len(pairs) + MEDIUM_FD_MARGIN)
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
         # loss that stands for radio errors, on the nodes' clock: their t0 is fixed once this process is ready, and
         # the runner writes it (t0_file) before any node starts, so it is there by the first frame
         attach_radio_loss(medium, cfg, conf["seed"], lambda: flow_start(Path(conf["t0_file"]), cfg), epoch_seconds(proc))
+        # recorded signals too (medium.signal_trace): the trace's second 0 is the flows' start
+        replay_signals(medium, cfg, lambda: flow_start(Path(conf["t0_file"]), cfg), epoch_seconds(proc))
         try:
             serve(proc, medium, log, conf, {"pairs": len(pairs)},
                   lambda: {"frames_in": proc.frames_in, "frames_out": proc.frames_out, "send_errors": proc.send_errors})

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.build import build_node, overlay_tap
+from experiments.link_spec import egress_links
 from experiments.records import write_whole
 from routing.auth import MeshAuth
 from routing.eventlog import EventLog, fail_process
@@ -77,9 +78,12 @@ def run_node(conf: dict[str, Any]) -> int:
             status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
             write_whole(done_file, json.dumps(status))   # whole or not at all; WriteError names it
 
+        # link.*: each datagram held until it has crossed its emulated link (routing/udp_link.py); ms 0 of a
+        # Mahimahi trace is the flows' start, as on sim and netns
+        links = egress_links(cfg, list(core.neighbours), conf["t0"] + cfg["etx"]["settle_s"])
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
-                       auth=node_auth(conf, key, core))
+                       auth=node_auth(conf, key, core), links=links)
         node.install_signal_handlers()
         stations = recorder_from_config(conf.get("station_dump"), log.emit)
         if conf.get("watch_parent", True):  # the pi backend starts nodes detached (watch_parent: false)
@@ -100,7 +104,8 @@ def run_node(conf: dict[str, Any]) -> int:
                  rx_flow_datagrams=None if flow is None else flow[1],
                  sleeps_flow=None if flow is None else flow[2],
                  **({"capture": tap.writer.stats()} if tap is not None else {}), **core.routing_stats(),
-                 **({"station_dump": dict(stations.stats)} if stations is not None else {}))
+                 **({"station_dump": dict(stations.stats)} if stations is not None else {}),
+                 **({"link": dict(links.stats)} if links is not None else {}))
         log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:
         exit_code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)

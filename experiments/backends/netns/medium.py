@@ -35,7 +35,7 @@ from typing import Any
 
 from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
 from experiments.backends.netns.node import go_realtime
-from experiments.medium_spec import build_medium
+from experiments.medium_spec import build_medium, replay_signals
 from experiments.radio_loss import attach as attach_radio_loss
 from routing.eventlog import EventLog, fail_process
 from routing.link_shaper import SO_TIMESTAMP
@@ -191,11 +191,13 @@ def run_medium(conf: dict[str, Any]) -> int:
         if conf.get("realtime"):
             go_realtime()                                   # as the node daemons
         cfg = conf["experiment"]
-        medium = build_medium(cfg, conf["seed"])
+        medium = build_medium(cfg, conf["seed"], replay=False)     # replay_signals below: the nodes' clock
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}
         proc = NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log)
         # loss that stands for radio errors: drawn per attempt here, on the nodes' clock (flows at t0 + settling)
         attach_radio_loss(medium, cfg, conf["seed"], lambda: conf["t0"] + cfg["etx"]["settle_s"], epoch_seconds(proc))
+        # recorded signals too (medium.signal_trace): the trace's second 0 is the flows' start
+        replay_signals(medium, cfg, lambda: conf["t0"] + cfg["etx"]["settle_s"], epoch_seconds(proc))
         serve(proc, medium, log, conf, {"nodes": len(nodes)}, lambda: dict(proc.stats))
         log.flush()   # a write error of the last lines ends here, not in close
     except Exception as e:

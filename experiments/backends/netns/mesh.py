@@ -27,7 +27,7 @@ from experiments.backends.netns import babel, state
 from experiments.backends.netns.sh import IPTABLES, IPTABLES_RESTORE, NetnsError, run
 from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.build import route_hop_problems, route_tables
-from experiments.link_spec import netns_link
+from experiments.link_spec import emulated_link
 from experiments.radio_loss import node_side
 from routing.ipv4 import OPTION_LEN
 from routing.link_shaper import SHAPER_QUEUE
@@ -154,7 +154,7 @@ def plan_mesh(cfg: dict[str, Any], rid: str, check_range: bool = True) -> MeshPl
                          f"learns pkt_qos from the ACKs it hears and stamps it); got {handlers!r}")
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
                     cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
-                    handler_loss, netns_link(cfg), cfg["medium"]["model"] != "none", babel.hello_s_of(cfg),
+                    handler_loss, emulated_link(cfg), cfg["medium"]["model"] != "none", babel.hello_s_of(cfg),
                     babel_loss if babel.hello_s_of(cfg) is not None else {}, adaptive)
 
 
