@@ -16,6 +16,7 @@ controllers' seeds (``controller``); ranges and capture at their edges; every re
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 
@@ -23,8 +24,10 @@ from routing.error_model import MODES
 from routing.medium import (ACK_BYTES, CTS_BYTES, MAC_OVERHEAD_BYTES, RTS_BYTES, Frame, Medium, MediumError, Phy,
                             RangeCapture, Topology, _Tx, basic_rate_set, chain_rate, chain_stages, error_mode,
                             fixed_rate, rate_problems, timing_problems)
+from routing.minstrel import FixedRate, Minstrel
 from routing.rates import RateError, Timing, dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns
 from tests.test_medium import B, DATA_1000, DIFS, SLOT, ScriptedRng, full_mesh, run
+from tests.test_medium_rts import CTS, DATA_40, RTS, RTS_B, SIFS, strike
 
 US = 1000
 
@@ -235,7 +238,8 @@ def test_phy_preset_refusals_and_defaults() -> None:
     assert (b.rate_bps, b.basic_rate_bps, b.rts_threshold, b.rate, b.rates) == (11e6, 2e6, None, None, ())
     o = Phy.preset("b", preamble_us=96, rate_mbps=5.5, basic_rate_mbps=1, retry_limit=3, long_retry_limit=2,
                    cw_min=15, cw_max=255, sifs_us=12, slot_us=10)
-    assert (o.preamble_ns, o.rate_bps, o.basic_rate_bps, o.retry_limit, o.long_retry_limit) == (96_000, 5.5e6, 1e6, 3, 2)
+    assert (o.preamble_ns, o.rate_bps, o.basic_rate_bps, o.retry_limit, o.long_retry_limit) == \
+        (96_000, 5.5e6, 1e6, 3, 2)
     assert (o.cw_min, o.cw_max, o.sifs_ns, o.slot_ns) == (15, 255, 12_000, 10_000)
     assert Phy.preset("b", rts_threshold=100).nav == "duration" and Phy.preset("b", nav="duration").nav == "duration"
     assert Phy.preset("b", rts_threshold=100).rts_threshold == 100
@@ -245,9 +249,13 @@ def test_phy_preset_refusals_and_defaults() -> None:
     assert Phy.preset("g", airtime="txtime", rate_mbps=12, basic_rate_mbps=12).basic_rates == basic_rate_set("g", 12)
 
 
-def test_phy_refuses_what_it_cannot_model() -> None:
-    base = dict(slot_ns=20_000, sifs_ns=10_000, preamble_ns=192_000, cw_min=31, cw_max=1023, retry_limit=7,
+# an 802.11b Phy's fields, for building one by hand (Phy.preset checks less than __post_init__ must)
+BASE_PHY = dict(slot_ns=20_000, sifs_ns=10_000, preamble_ns=192_000, cw_min=31, cw_max=1023, retry_limit=7,
                 rate_bps=11e6, basic_rate_bps=2e6)
+
+
+def test_phy_refuses_what_it_cannot_model() -> None:
+    base = BASE_PHY
     with pytest.raises(MediumError) as e:
         Phy(**base, nav="virtual")   # type: ignore[arg-type]
     assert str(e.value) == "nav: expected one of exchange, duration, got 'virtual'"
@@ -261,7 +269,8 @@ def test_phy_refuses_what_it_cannot_model() -> None:
                     {"rates": rate_set("g"), "basic_rates": basic_rate_set("g")}):
         with pytest.raises(MediumError, match="airtime txtime needs a rate, the rate set and the basic rate set"):
             Phy(**base, airtime="txtime", **missing)   # type: ignore[arg-type]
-    Phy(**base, airtime="txtime", rate=ofdm_rate(54), rates=rate_set("g"), basic_rates=basic_rate_set("g"))  # type: ignore[arg-type]
+    Phy(**base, airtime="txtime", rate=ofdm_rate(54), rates=rate_set("g"),   # type: ignore[arg-type]
+        basic_rates=basic_rate_set("g"))
 
 
 def test_medium_refuses_settings_that_do_not_fit_together() -> None:
@@ -278,7 +287,8 @@ def test_medium_refuses_settings_that_do_not_fit_together() -> None:
                capture=RangeCapture({"A": (0, 0), "B": (1, 0)}, 10))
     assert str(e.value) == "capture_db: ns-2's capture rule is for reception range; reception sinr captures by SINR"
     m = Medium(Phy.preset("g", airtime="txtime"), topo, 5, random.Random(1), rate_control="minstrel", seed=9)
-    assert (m.rate_control, m.seed, m.queue_packets, m.capture, m.radio, m.radio_loss) == ("minstrel", 9, 5, None, None, None)
+    assert (m.rate_control, m.seed, m.queue_packets, m.capture, m.radio, m.radio_loss) == \
+        ("minstrel", 9, 5, None, None, None)
     assert [s.cw for s in m.stations.values()] == [15, 15]
 
 
@@ -298,7 +308,8 @@ def test_a_slot_only_partly_idle_is_not_counted_and_the_driver_never_wakes_for_a
     m.advance(a_start)
     assert m.next_timer() == a_start + DATA_1000   # not B's frozen attempt at DIFS + 5 slots
     a_end = a_start + B.exchange_ns(1000)
-    assert run(m) == [(a_start + DATA_1000, "deliver", "A", "C"), (a_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "B", "C")]
+    assert run(m) == [(a_start + DATA_1000, "deliver", "A", "C"),
+                      (a_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "B", "C")]
 
 
 def test_the_interface_queue_holds_exactly_queue_packets() -> None:
@@ -401,8 +412,6 @@ def test_the_chain_is_cut_to_the_retry_limit_that_applies() -> None:
 
 
 def test_the_controllers_are_one_per_link_seeded_from_the_medium_seed_and_the_links_names() -> None:
-    import zlib
-    from routing.minstrel import FixedRate, Minstrel
     m = Medium(N, full_mesh("A", "B"), 10, random.Random(1), rate_control="minstrel", seed=6)
     ab = m.controller("A", "B")
     assert isinstance(ab, Minstrel) and m.controller("A", "B") is ab and m.controller("B", "A") is not ab
@@ -556,7 +565,8 @@ def test_sinr_a_sender_the_receiver_cannot_detect_draws_nothing_and_overlaps_are
                            ("C", "B", *span, 192_000, MODES["cck-11"], [("A", *span)])]
     a, c = m.stations["A"].stats, m.stations["C"].stats
     assert (a.collisions, a.hidden, a.faded) == (1, 1, 0) and (c.collisions, c.hidden, c.faded) == (1, 1, 0)
-    lone = Medium(B, Topology.from_graph({"A": [], "B": []}), 10, ScriptedRng(), radio=ScriptedRadio())  # type: ignore[arg-type]
+    lone = Medium(B, Topology.from_graph({"A": [], "B": []}), 10, ScriptedRng(),   # type: ignore[arg-type]
+                  radio=ScriptedRadio())   # type: ignore[arg-type]
     lone.send(0, Frame("A", "B", "a", 1000))
     run(lone, until=DIFS + DATA_1000)
     assert lone.radio.asked == [] and lone.stations["A"].stats.faded == 1   # type: ignore[union-attr]
@@ -569,7 +579,8 @@ def test_one_attempts_airtime_at_a_rate_with_and_without_rts_cts() -> None:
             data, ctl = txtime_ns(r, 1036), phy.response_rate(r)
             ack, cts, rts_ns = txtime_ns(ctl, 14), txtime_ns(ctl, 14), txtime_ns(ctl, 20)
             assert phy.attempt_ns(1000, acked=False, rate=r) == data
-            assert phy.attempt_ns(1000, rate=r) == (rts_ns + 10 * US + cts + 10 * US if rts else 0) + data + 10 * US + ack
+            before = rts_ns + 10 * US + cts + 10 * US if rts else 0
+            assert phy.attempt_ns(1000, rate=r) == before + data + 10 * US + ack
     assert Phy.preset("n").response_rate() == ofdm_rate(24) and Phy.preset("n", mcs=0).response_rate() == ofdm_rate(6)
 
 
@@ -633,7 +644,6 @@ def test_rts_and_cts_go_at_the_control_response_rate_of_the_datas_rate_and_their
 
 def test_a_station_that_answers_with_a_cts_counts_its_own_backoff_only_after_the_exchange() -> None:
     """B, with a frame of its own (5 slots), answers A's RTS; its countdown resumes DIFS after the Ack it sends."""
-    from tests.test_medium_rts import CTS, DATA_40, RTS, RTS_B, SIFS
     m = Medium(RTS_B, full_mesh("A", "B"), 10, ScriptedRng(5, 0))   # type: ignore[arg-type]
     m.send(0, Frame("B", "A", "b", 40))
     m.send(0, Frame("A", "B", "a", 1000))
@@ -659,7 +669,6 @@ def test_a_nav_freezes_a_countdown_like_a_busy_medium() -> None:
 
 def test_the_addressee_answers_an_rts_when_its_nav_ends_with_it() -> None:
     """10.3.2.7: a CTS unless the NAV indicates busy; a NAV that ends exactly at the RTS's end does not."""
-    from tests.test_medium_rts import RTS, RTS_B
     rts_end = DIFS + RTS
     for nav_until, answers in ((rts_end, True), (rts_end + 1, False)):
         m = Medium(RTS_B, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
@@ -673,7 +682,6 @@ def test_the_addressee_answers_an_rts_when_its_nav_ends_with_it() -> None:
 def test_a_station_that_senses_an_rts_it_cannot_decode_counts_after_eifs() -> None:
     """X senses A but decodes nothing of it: after A's RTS and again after A's data frame it waits EIFS, not
     DIFS (10.3.2.3.7), and counts its 2 slots only then.  A's 1000-byte frame goes with RTS/CTS, X's 40 without."""
-    from tests.test_medium_rts import CTS, RTS, SIFS
     phy = Phy.preset("b", rts_threshold=500)
     topo = Topology.from_graph({"A": ["B"], "B": ["A"], "X": ["Y"], "Y": ["X"]}, {"X": ["A"]})
     m = Medium(phy, topo, 10, ScriptedRng(0, 2))   # type: ignore[arg-type]
@@ -708,13 +716,15 @@ def test_sinr_rts_and_cts_are_judged_in_the_control_mode() -> None:
     """RTS and CTS go at the control response rate (txtime) or the basic rate (simple): their reception is
     drawn in that mode, the data frame's in the data mode."""
     radio = ScriptedRadio()
-    m = Medium(Phy.preset("n", rts_threshold=0), full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)  # type: ignore[arg-type]
+    m = Medium(Phy.preset("n", rts_threshold=0), full_mesh("A", "B"), 10, ScriptedRng(),   # type: ignore[arg-type]
+               radio=radio)   # type: ignore[arg-type]
     m.send(0, Frame("A", "B", "a", 1000))
     run(m)
     assert [(a[0], a[5]) for a in radio.asked] == [("A", MODES["ofdm-24"]), ("B", MODES["ofdm-24"]),
                                                    ("A", MODES["ht-mcs7"]), ("B", MODES["ofdm-24"])]
     radio = ScriptedRadio()
-    m = Medium(Phy.preset("b", rts_threshold=0), full_mesh("A", "B"), 10, ScriptedRng(), radio=radio)  # type: ignore[arg-type]
+    m = Medium(Phy.preset("b", rts_threshold=0), full_mesh("A", "B"), 10, ScriptedRng(),   # type: ignore[arg-type]
+               radio=radio)   # type: ignore[arg-type]
     m.send(0, Frame("A", "B", "a", 1000))
     run(m)
     assert [a[5] for a in radio.asked] == [MODES["dsss-2"], MODES["dsss-2"], MODES["cck-11"], MODES["dsss-2"]]
@@ -731,7 +741,8 @@ def test_nav_duration_without_rts_defer_airtime_and_an_addressee_out_of_range() 
     m.send(0, Frame("A", "C", "a", 1000))
     a_start = DIFS + 2 * SLOT
     ack_end = a_start + phy.exchange_ns(1000)
-    assert run(m) == [(a_start + DATA_1000, "deliver", "A", "C"), (ack_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "B", "C")]
+    assert run(m) == [(a_start + DATA_1000, "deliver", "A", "C"),
+                      (ack_end + DIFS + 3 * SLOT + DATA_1000, "deliver", "B", "C")]
     assert m.stations["A"].stats.airtime_ns == phy.exchange_ns(1000)
     g = Medium(phy, full_mesh("A", "B"), 10, ScriptedRng())   # type: ignore[arg-type]
     g.send(0, Frame("A", "B", "probe", 1000, acked=False))
@@ -787,7 +798,6 @@ def test_half_duplex_with_the_nav_a_station_that_transmitted_over_a_frame_did_no
 def test_a_countdown_resumed_before_its_old_attempt_time_does_not_go_at_that_time() -> None:
     """B draws 20 slots and has counted 1 when A's short frame starts: B keeps 19, counts them DIFS after A's
     frame, and transmits then, not at the time its first countdown would have ended (10.3.4.3)."""
-    from tests.test_medium_rts import DATA_40
     m = Medium(B, full_mesh("A", "B", "C"), 10, ScriptedRng(20, 0))   # type: ignore[arg-type]
     m.send(0, Frame("B", "C", "b", 40))
     m.advance(DIFS + SLOT - 1)
@@ -822,8 +832,7 @@ def test_the_refusals_say_why_in_full() -> None:
                                                                   "(routing.rates); leave preamble_us out"}
     assert dict(timing_problems({"slot_us": 9, "sifs_us": 10, "cw_min": 31, "cw_max": 15})) == {
         "cw_min": "aCWmin 31 exceeds aCWmax 15 (10.3.3: the window grows from aCWmin to aCWmax)"}
-    base = dict(slot_ns=20_000, sifs_ns=10_000, preamble_ns=192_000, cw_min=31, cw_max=1023, retry_limit=7,
-                rate_bps=11e6, basic_rate_bps=2e6)
+    base = BASE_PHY
     with pytest.raises(MediumError) as e:
         Phy(**base, rts_threshold=0)   # type: ignore[arg-type]
     assert str(e.value) == ("rts_threshold: RTS/CTS works through the NAV its Duration fields set (10.3.2.4): it "
@@ -870,7 +879,6 @@ def test_a_frame_error_is_drawn_as_u_below_p_from_its_own_stream_and_not_at_all_
 def test_the_retry_limit_that_applies_follows_the_rts_threshold() -> None:
     """10.3.4.4: a frame longer than dot11RTSThreshold goes with RTS/CTS and its data frames count against
     dot11LongRetryLimit (4); one not longer than it, without, against dot11ShortRetryLimit (7).  Every Ack lost."""
-    from tests.test_medium_rts import strike
     phy = Phy.preset("b", rts_threshold=500)
     long_ = strike(phy, ["ack"] * 10).stations["A"].stats    # A's frame: 1000 bytes, an MPDU of 1036 > 500
     assert (long_.rts, long_.attempts, long_.ack_lost, long_.frames) == (4, 4, 4, 1)
@@ -881,7 +889,6 @@ def test_the_retry_limit_that_applies_follows_the_rts_threshold() -> None:
 def test_every_frame_that_leaves_the_queue_is_counted_and_each_rts_drop_too() -> None:
     """B decodes nothing from A: each RTS goes unanswered; after dot11ShortRetryLimit (here 2) RTSs a frame is
     dropped (rts_retry, 10.3.4.4); the counters add up over frames (StationStats)."""
-    from tests.test_medium_rts import RTS
     phy = Phy.preset("b", rts_threshold=0, retry_limit=2)
     m = Medium(phy, Topology.from_graph({"A": ["B"], "B": []}), 10, ScriptedRng())   # type: ignore[arg-type]
     for i in range(3):
@@ -906,7 +913,8 @@ def test_every_hidden_collision_is_counted() -> None:
     """A and C cannot sense each other and both send to B in the same slot, attempt after attempt: each of the
     retry_limit attempts collides, each by a sender the other could not sense (hidden), then mac_retry."""
     phy = Phy.preset("b", retry_limit=3)
-    m = Medium(phy, Topology.from_graph({"A": ["B"], "B": ["A", "C"], "C": ["B"]}), 10, ScriptedRng())  # type: ignore[arg-type]
+    hidden = Topology.from_graph({"A": ["B"], "B": ["A", "C"], "C": ["B"]})
+    m = Medium(phy, hidden, 10, ScriptedRng())   # type: ignore[arg-type]
     m.send(0, Frame("A", "B", "a", 1000))
     m.send(0, Frame("C", "B", "c", 1000))
     assert [o[1:] for o in run(m)] == [("mac_retry", "A", "B"), ("mac_retry", "C", "B")]
