@@ -313,7 +313,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "routing.graph.x_least_cost_next_hops__mutmut_55": ("):", "_REL_TOL is 1e-9, math.isclose's default rel_tol"),
     "routing.routes.xǁRouteTableǁ__init____mutmut_3": ("self._next: dict[str, str] = None", "_set replaces it at once"),
     "routing.routes.x__walk_problems__mutmut_9": ("if nxt is None and nxt not in name_of:", _NODE_ADDRS),
-    "routing.routes.x_route_summary__mutmut_13": ("if d in name_of or v in name_of}", _NODE_ADDRS),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
