@@ -342,11 +342,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _RATES + "x_control_response_rate__mutmut_30": ("data_rate.short_preamble and kbps > 1001)", _KBPS_SET),
     _RATES + "x_ofdm_rate__mutmut_19": (
         "n_dbps=OFDM_N_DBPS[mbps], )", "band_ghz=2.4 is Rate's default: the same Rate without it"),
-    _RATES + "x_ht20_rate__mutmut_16": (
+    _RATES + "x_ht20_rate__mutmut_17": (
         "kbps = round(n_dbps * 1000001.0 /", "1 ppm more moves no HT20 rate across a rounding boundary: the "
         "16 rates of Table 19-27 (tests/test_rates.py lists them) round to the same kbit/s"),
-    _RATES + "x_ht20_rate__mutmut_30": ('("" if band_ghz <= 3 else "-5g")', _BANDS),
-    _RATES + "x_ht20_rate__mutmut_31": ('("" if band_ghz < 4 else "-5g")', _BANDS),
+    _RATES + "x_ht20_rate__mutmut_31": ('("" if band_ghz <= 3 else "-5g")', _BANDS),
+    _RATES + "x_ht20_rate__mutmut_32": ('("" if band_ghz < 4 else "-5g")', _BANDS),
     _RATES + "x__response_class__mutmut_5": ("(ERP_OFDM,) if rate.band_ghz <= 3 else (OFDM,)", _BANDS),
     _RATES + "x__response_class__mutmut_6": ("(ERP_OFDM,) if rate.band_ghz < 4 else (OFDM,)", _BANDS),
     # routing/step.py
