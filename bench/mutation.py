@@ -77,7 +77,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     # and tests/test_fuzz_node.py (whole nodes, 1 to 3 s a test) are left out
     "tcp_user/snack.py": ["tests/test_snack.py", "tests/test_rules_tcp_snack.py"],
     "tcp_user/connection.py": ["tests/test_tcp_harness.py", "tests/test_tcp_receiver.py", "tests/test_tcp_rtt.py",
-                               "tests/test_tcp_delayed_ack.py", "tests/test_tcp_parts.py", "tests/test_tcp_rules.py",
+                               "tests/test_tcp_delayed_ack.py", "tests/test_tcp_flow.py", "tests/test_tcp_parts.py",
+                               "tests/test_tcp_rules.py",
                                "tests/test_tcp_reno.py", "tests/test_tcp_sack.py", "tests/test_tcp_transfer.py",
                                "tests/test_tcp_cwnd_limited.py", "tests/test_congestion_mutants.py",
                                "tests/test_rules_congestion.py", "tests/test_rules_sack.py", "tests/test_snack.py",

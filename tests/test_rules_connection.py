@@ -1,0 +1,577 @@
+"""The connection's rules (tcp_user/connection.py), one test each, from the RFCs it cites.
+
+RFC 9293 (the state machine and the segment arrival rules), RFC 6298 (the retransmission timer),
+RFC 2018 (the SACK blocks the receiver sends), RFC 1122 sec. 4.2.3.2 / RFC 5681 sec. 4.2 (delayed
+ACKs), RFC 1122 sec. 4.2.3.3 / 4.2.3.4 (window updates, sender SWS avoidance) and the module's own
+stated choices (its docstring).  Each test is derived from the rule, not from a mutant's text; the
+mutation run of the module (docs/MUTATION.md) names the rules its survivors broke.
+"""
+from __future__ import annotations
+
+import pytest
+
+from test_tcp_harness import PEER_WINDOW, Recorder, ack_seg, client, data_seg, seq_of, server
+from tcp_user.config import TcpConfig
+from tcp_user.connection import TcpConnection
+from tcp_user.segment import ACK, FIN, RST, SYN, Segment
+
+ISS = 7000
+P = 90_000                              # the peer's ISS
+MASK = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------- RFC 6298: the retransmission timer
+def test_rfc6298_the_first_sample_sets_srtt_r_and_rttvar_r_over_2() -> None:
+    # sec. 2.2: SRTT <- R, RTTVAR <- R/2, RTO <- SRTT + max(G, K*RTTVAR) with K = 4, G = 0
+    a, _ = client("reno", iss=ISS, rtt=0.75, min_rto=0.001)
+    assert (a.srtt, a.rttvar, a.rto) == (0.75, 0.375, 0.75 + 4 * 0.375)
+    assert a.rtt_samples == 1
+
+
+def established_client(**cfg) -> tuple[TcpConnection, Recorder]:
+    """A client of ISS 7000 established at t=0.5 (first RTT sample 0.5 s: RTO 1.5 s)."""
+    return client("reno", iss=ISS, peer_iss=P, rtt=0.5, **cfg)
+
+
+def wire(rel: int) -> int:
+    """Our 32-bit sequence number for relative ``rel`` (1 is the first data byte)."""
+    return (ISS + rel) & MASK
+
+
+def peer(rel: int) -> int:
+    """The peer's 32-bit sequence number for relative ``rel``."""
+    return (P + rel) & MASK
+
+
+# ---------------------------------------------------------------- RFC 9293 sec. 3.10: the user calls
+def test_open_calls_are_refused_once_the_connection_was_opened() -> None:
+    a = TcpConnection(TcpConfig(), iss=ISS)
+    a.connect(0.0)
+    with pytest.raises(RuntimeError, match=r"^connect\(\) in state SYN_SENT$"):
+        a.connect(0.1)
+    with pytest.raises(RuntimeError, match=r"^listen\(\) in state SYN_SENT$"):
+        a.listen(0.1)
+    b = TcpConnection(TcpConfig(), iss=ISS)
+    b.listen()
+    with pytest.raises(RuntimeError, match=r"^connect\(\) in state LISTEN$"):
+        b.connect(0.0)
+    # a connection that ended (here: reset) is CLOSED again, but it is not a fresh one
+    c, _ = established_client()
+    c.on_segment(Segment(seq=peer(1), flags=RST), 1.0)
+    assert c.state == "CLOSED"
+    with pytest.raises(RuntimeError, match=r"^connect\(\) in state CLOSED$"):
+        c.connect(1.1)
+    with pytest.raises(RuntimeError, match=r"^listen\(\) in state CLOSED$"):
+        c.listen(1.1)
+
+
+def test_send_after_close_is_refused_and_empty_data_queues_nothing() -> None:
+    c, _ = established_client()
+    c.send(b"")
+    assert c.segments_to_send(1.0) == [] and c.all_acked
+    c.close(1.0)
+    with pytest.raises(RuntimeError, match=r"^send\(\) after close\(\)$"):
+        c.send(b"x")
+
+
+def test_close_is_idempotent_and_a_never_opened_connection_ignores_it() -> None:
+    fresh = TcpConnection(TcpConfig(), iss=ISS)
+    fresh.close(0.0)
+    assert fresh.state == "CLOSED" and fresh.segments_to_send(0.0) == []
+    c, rec = established_client()
+    c.close(1.0)
+    c.close(1.1)                        # the FIN is queued once; no second CLOSE event
+    assert c.state == "FIN_WAIT_1"
+    assert [f["state"] for f in rec.of("state")] == ["SYN_SENT", "ESTABLISHED", "FIN_WAIT_1"]
+    (fin,) = c.segments_to_send(1.1)
+    assert fin.flags == FIN | ACK and fin.seq == wire(1) and fin.length == 1
+
+
+def test_close_in_listen_goes_back_to_closed_and_in_syn_sent_waits_for_established() -> None:
+    rec = Recorder()
+    b = TcpConnection(TcpConfig(), iss=ISS, emit=rec)
+    b.listen(0.0)
+    b.close(0.5)
+    assert b.state == "CLOSED" and rec.of("state") == [{"state": "LISTEN"}, {"state": "CLOSED"}]
+    a = TcpConnection(TcpConfig(), iss=ISS)
+    a.connect(0.0)
+    a.segments_to_send(0.0)
+    a.send(b"d" * 10)
+    a.close(0.1)
+    assert a.state == "SYN_SENT"
+    a.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=PEER_WINDOW), 0.5)
+    assert a.state == "FIN_WAIT_1"
+    out = a.segments_to_send(0.5)
+    assert [(s.flags, s.payload) for s in out] == [(ACK, b""), (ACK | FIN, b"d" * 10)]
+
+
+def test_a_partial_read_returns_the_oldest_bytes_and_keeps_the_rest() -> None:
+    b, _ = server("reno", iss=ISS, peer_iss=P)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)
+    b.on_segment(data_seg(1, peer_iss=P, ack=wire(1)), 1.0)
+    assert b.read(0) == b""
+    assert b.read(1500) == bytes([0]) * 1000 + bytes([1]) * 500
+    assert b.read(-1) == bytes([1]) * 500
+    assert b.read() == b""
+
+
+# ---------------------------------------------------------------- RFC 9293 sec. 3.10.7.2 / 3.10.7.3: opening
+@pytest.mark.parametrize("flags", [RST, ACK, SYN | RST, SYN | ACK, 0, FIN])
+def test_listen_takes_only_a_plain_syn(flags: int) -> None:
+    b = TcpConnection(TcpConfig(), iss=ISS)
+    b.listen()
+    b.on_segment(Segment(seq=P, ack=wire(1), flags=flags, window=PEER_WINDOW), 0.0)
+    assert b.state == "LISTEN" and b.segments_to_send(0.0) == [] and b.rcv_nxt == 0
+
+
+def test_listen_answers_a_syn_with_syn_ack_for_the_next_sequence_number() -> None:
+    b = TcpConnection(TcpConfig(), iss=ISS)
+    b.listen()
+    b.on_segment(Segment(seq=P, flags=SYN, window=12_345), 0.0)
+    assert b.state == "SYN_RCVD" and b.snd_wnd == 12_345 and b.rcv_nxt == peer(1)
+    (synack,) = b.segments_to_send(0.0)
+    assert (synack.seq, synack.ack, synack.flags) == (ISS, peer(1), SYN | ACK)
+
+
+def syn_sent() -> tuple[TcpConnection, Recorder]:
+    rec = Recorder()
+    a = TcpConnection(TcpConfig(), iss=ISS, emit=rec)
+    a.connect(0.0)
+    assert [s.flags for s in a.segments_to_send(0.0)] == [SYN]
+    return a, rec
+
+
+@pytest.mark.parametrize("ack", [ISS, ISS + 2, ISS - 1])
+def test_syn_sent_drops_a_segment_whose_ack_is_not_of_our_syn(ack: int) -> None:
+    # 3.10.7.3 first: an ACK must satisfy ISS < SEG.ACK =< SND.NXT; such a RST or SYN+ACK is no answer
+    for flags in (SYN | ACK, RST | ACK):
+        a, _ = syn_sent()
+        a.on_segment(Segment(seq=P, ack=ack & MASK, flags=flags, window=PEER_WINDOW), 0.5)
+        assert a.state == "SYN_SENT" and a.segments_to_send(0.5) == []
+
+
+def test_syn_sent_is_reset_only_by_a_rst_acknowledging_its_syn() -> None:
+    a, _ = syn_sent()
+    a.on_segment(Segment(seq=P, flags=RST), 0.5)            # no ACK: dropped (3.10.7.3 second)
+    assert a.state == "SYN_SENT"
+    a.on_segment(Segment(seq=P, ack=wire(1), flags=RST | ACK), 0.6)
+    assert a.state == "CLOSED" and a.next_timer() is None
+
+
+def test_syn_sent_drops_an_acceptable_ack_without_syn() -> None:
+    a, _ = syn_sent()
+    a.on_segment(Segment(seq=P, ack=wire(1), flags=ACK, window=PEER_WINDOW), 0.5)   # 3.10.7.3 fifth
+    assert a.state == "SYN_SENT" and a.segments_to_send(0.5) == [] and a.rcv_nxt == 0
+
+
+def test_a_syn_alone_in_syn_sent_is_a_simultaneous_open() -> None:
+    a, rec = syn_sent()
+    a.on_segment(Segment(seq=P, flags=SYN, window=5000), 0.5)
+    assert a.state == "SYN_RCVD" and a.snd_wnd == 5000 and a.rcv_nxt == peer(1)
+    (synack,) = a.segments_to_send(0.5)
+    assert (synack.seq, synack.ack, synack.flags) == (ISS, peer(1), SYN | ACK)
+
+
+def syn_rcvd() -> TcpConnection:
+    b = TcpConnection(TcpConfig(), iss=ISS)
+    b.listen()
+    b.on_segment(Segment(seq=P, flags=SYN, window=PEER_WINDOW), 0.0)
+    b.segments_to_send(0.0)
+    return b
+
+
+def test_syn_rcvd_repeats_its_syn_ack_when_the_peer_repeats_its_syn() -> None:
+    b = syn_rcvd()
+    b.on_segment(Segment(seq=P, flags=SYN, window=PEER_WINDOW), 1.0)
+    (synack,) = b.segments_to_send(1.0)
+    assert (synack.seq, synack.ack, synack.flags) == (ISS, peer(1), SYN | ACK)
+    assert b.state == "SYN_RCVD" and b.stats["ctl_retransmissions"] == 1
+
+
+@pytest.mark.parametrize("ack", [ISS, ISS + 2])
+def test_syn_rcvd_stays_put_on_an_ack_that_is_not_of_its_syn(ack: int) -> None:
+    b = syn_rcvd()
+    b.on_segment(Segment(seq=peer(1), ack=ack, flags=ACK, window=PEER_WINDOW, payload=b"z"), 0.5)
+    assert b.state == "SYN_RCVD" and b.bytes_received == 0
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"z"), 0.6)
+    assert b.state == "ESTABLISHED" and b.bytes_received == 1
+
+
+# ---------------------------------------------------------------- RFC 9293 sec. 3.10.7.4: segment arrival
+def est_server(**cfg) -> TcpConnection:
+    b, _ = server("reno", iss=ISS, peer_iss=P, **cfg)
+    return b
+
+
+def rst(rel: int) -> Segment:
+    return Segment(seq=peer(rel), flags=RST)
+
+
+def test_a_zero_length_segment_is_acceptable_anywhere_in_the_window() -> None:
+    # first check, a zero-length segment with RCV.WND > 0: RCV.NXT =< SEG.SEQ < RCV.NXT + RCV.WND
+    # (an RST shows it: in the window it resets, outside it is dropped without an answer)
+    for rel, resets in ((0, False), (1, True), (64_000, True), (64_001, False)):
+        b = est_server()
+        b.on_segment(rst(rel), 1.0)
+        assert (b.state == "CLOSED") == resets, rel
+        assert b.segments_to_send(1.0) == []
+
+
+def test_a_zero_length_segment_at_a_zero_window_must_be_at_rcv_nxt() -> None:
+    for rel, resets in ((0, False), (1, True), (2, False)):
+        b = est_server(rcv_buffer=1000)
+        b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)     # fills the buffer: RCV.WND 0
+        assert b.segments_to_send(1.0)[-1].window == 0
+        b.on_segment(rst(1000 + rel), 1.1)
+        assert (b.state == "CLOSED") == resets, rel
+
+
+def test_an_unacceptable_segment_draws_an_ack_and_a_wholly_old_one_is_counted() -> None:
+    b = est_server()
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)
+    b.segments_to_send(1.0)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.1)         # all of it below RCV.NXT
+    (ack,) = b.segments_to_send(1.1)
+    assert ack.ack == peer(1001) and b.stats["dup_segments_received"] == 1
+    # beyond the window: answered, but it is no duplicate
+    far = Segment(seq=peer(1001 + 64_000), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"q")
+    b.on_segment(far, 1.2)
+    (ack,) = b.segments_to_send(1.2)
+    assert ack.ack == peer(1001) and b.stats["dup_segments_received"] == 1 and b.bytes_received == 1000
+
+
+def test_a_segment_is_acceptable_when_its_first_or_its_last_octet_is_in_the_window() -> None:
+    b = est_server(rcv_buffer=4000)
+    # starts one below RCV.NXT, ends inside: trimmed to the new octets (seventh)
+    b.on_segment(Segment(seq=peer(0), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"ab"), 1.0)
+    assert b.read() == b"b" and b.rcv_nxt == peer(2)
+    # starts at the window's last octet: one octet taken, the rest trimmed off with the FIN
+    edge = 2 + 4000 - 1
+    b.on_segment(Segment(seq=peer(edge), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW, payload=b"xyz"), 1.1)
+    assert b.stats["ooo_segments_received"] == 1 and b.state == "ESTABLISHED"
+    out = b.segments_to_send(1.1)
+    assert out[-1].ack == peer(2)
+    # one octet past the window: not acceptable, nothing held
+    b2 = est_server(rcv_buffer=4000)
+    b2.on_segment(Segment(seq=peer(1 + 4000), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"xyz"), 1.0)
+    assert b2.stats["ooo_segments_received"] == 0
+    # a segment covering the whole window and beyond it: its first octet is at RCV.NXT, the rest trimmed
+    b3 = est_server(rcv_buffer=4000)
+    b3.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW, payload=b"k" * 4500), 1.0)
+    assert b3.bytes_received == 4000 and b3.state == "ESTABLISHED"
+    assert b3.segments_to_send(1.0)[-1].window == 0
+
+
+def test_at_a_zero_window_only_a_bare_fin_at_rcv_nxt_is_taken() -> None:
+    b = est_server(rcv_buffer=1000)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)
+    b.segments_to_send(1.0)
+    b.on_segment(Segment(seq=peer(1001), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW, payload=b"x"), 1.1)
+    assert b.state == "ESTABLISHED"
+    b.on_segment(Segment(seq=peer(1002), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW), 1.2)
+    assert b.state == "ESTABLISHED"
+    b.on_segment(Segment(seq=peer(1001), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW), 1.3)
+    assert b.state == "CLOSE_WAIT" and b.rcv_nxt == peer(1002)
+
+
+def test_an_in_window_syn_draws_a_challenge_ack_and_changes_nothing() -> None:
+    # fourth (RFC 5961 sec. 4.2): a SYN in the window is answered with an ACK
+    b = est_server()
+    b.on_segment(Segment(seq=peer(5), ack=wire(1), flags=SYN | ACK, window=PEER_WINDOW, payload=b"s"), 1.0)
+    (ack,) = b.segments_to_send(1.0)
+    assert ack.flags == ACK and ack.ack == peer(1) and b.state == "ESTABLISHED" and b.bytes_received == 0
+
+
+def test_a_segment_without_the_ack_bit_is_dropped() -> None:
+    b = est_server()
+    b.on_segment(Segment(seq=peer(1), flags=0, window=PEER_WINDOW, payload=b"abc"), 1.0)
+    assert b.segments_to_send(1.0) == [] and b.bytes_received == 0
+    b.on_segment(Segment(seq=peer(1), flags=FIN, window=PEER_WINDOW), 1.0)
+    assert b.state == "ESTABLISHED"
+
+
+def test_an_ack_of_data_never_sent_is_answered_and_the_segment_dropped() -> None:
+    b = est_server()
+    b.on_segment(Segment(seq=peer(1), ack=wire(2), flags=ACK, window=PEER_WINDOW, payload=b"abc"), 1.0)
+    (ack,) = b.segments_to_send(1.0)
+    assert ack.ack == peer(1) and b.bytes_received == 0
+
+
+def test_an_old_ack_is_ignored_but_the_segment_s_data_is_taken() -> None:
+    c, _ = established_client()
+    c.send(bytes(2000))
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P), 1.5)
+    assert c.snd_una == wire(1001)
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"hi"), 1.6)
+    assert c.snd_una == wire(1001) and c.read() == b"hi"
+
+
+def time_wait_client(time_wait: float = 1.0) -> TcpConnection:
+    """A client that closed first: its FIN acknowledged, the peer's FIN received at t=2.0 (TIME_WAIT)."""
+    c, _ = established_client(time_wait=time_wait)
+    c.close(1.0)
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P), 1.5)
+    assert c.state == "FIN_WAIT_2"
+    c.on_segment(Segment(seq=peer(1), ack=wire(2), flags=ACK | FIN, window=PEER_WINDOW), 2.0)
+    assert c.state == "TIME_WAIT" and c.next_timer() == 2.0 + time_wait
+    (ack,) = c.segments_to_send(2.0)
+    assert ack.ack == peer(2)
+    return c
+
+
+def test_a_retransmitted_fin_in_time_wait_is_acknowledged_and_restarts_the_2msl_timer() -> None:
+    c = time_wait_client()
+    c.on_segment(Segment(seq=peer(1), ack=wire(2), flags=ACK | FIN, window=PEER_WINDOW), 2.5)
+    (ack,) = c.segments_to_send(2.5)
+    assert ack.ack == peer(2) and c.next_timer() == 2.5 + 1.0
+    # an old segment without FIN is acknowledged but does not restart it
+    c.on_segment(Segment(seq=peer(1), ack=wire(2), flags=ACK, window=PEER_WINDOW, payload=b"o"), 3.0)
+    assert len(c.segments_to_send(3.0)) == 1 and c.next_timer() == 3.5
+    c.on_timer(3.5)
+    assert c.state == "CLOSED" and c.is_closed and c.next_timer() is None
+
+
+def test_time_wait_ends_only_when_its_timer_runs_out() -> None:
+    c = time_wait_client(time_wait=2.0)
+    c.on_timer(3.999)
+    assert c.state == "TIME_WAIT"
+    c.on_timer(4.0)
+    assert c.state == "CLOSED"
+
+
+# ---------------------------------------------------------------- RFC 9293 sec. 3.10.7.4 fifth: the send window
+def test_the_send_window_is_taken_from_the_newest_segment_by_wl1_and_wl2() -> None:
+    # "If SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK), set SND.WND <- SEG.WND"
+    c, _ = established_client()
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=3000, payload=b"a"), 1.0)
+    assert c.snd_wnd == 3000
+    # the same SEG.SEQ and SEG.ACK (a pure window update after it): taken
+    c.on_segment(Segment(seq=peer(2), ack=wire(1), flags=ACK, window=2000), 1.1)
+    assert c.snd_wnd == 2000
+    c.on_segment(Segment(seq=peer(2), ack=wire(1), flags=ACK, window=2500), 1.2)
+    assert c.snd_wnd == 2500
+    # an older segment (SEG.SEQ below SND.WL1), arriving late with another window: not taken
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=9000, payload=b"a"), 1.3)
+    assert c.snd_wnd == 2500
+
+
+def test_sender_sws_avoidance_a_partial_segment_needs_half_the_largest_window_offered() -> None:
+    # RFC 1122 sec. 4.2.3.4: send a partial segment only if it is at least 1/2 of the maximum window the
+    # peer ever offered (Fs = 1/2); the rest waits
+    c, _ = established_client(init_cwnd=40, window=1800)
+    c.send(bytes(10_000))
+    assert [len(s.payload) for s in c.segments_to_send(1.0)] == [1000]      # 800 usable: held
+    c.on_segment(ack_seg(c, wire(100), peer_iss=P, window=1800), 1.5)
+    assert c.segments_to_send(1.5) == []                                  # 899 usable: held
+    c.on_segment(ack_seg(c, wire(101), peer_iss=P, window=1800), 1.6)
+    assert [len(s.payload) for s in c.segments_to_send(1.6)] == [900]      # 900 = 1800 / 2: sent
+
+
+def test_the_sws_threshold_is_the_largest_window_ever_offered_not_the_current_one() -> None:
+    c, _ = established_client(init_cwnd=40, window=4000)
+    c.send(bytes(10_000))
+    assert [len(s.payload) for s in c.segments_to_send(1.0)] == [1000] * 4
+    c.on_segment(ack_seg(c, wire(4001), peer_iss=P, window=1800), 1.5)
+    assert [len(s.payload) for s in c.segments_to_send(1.5)] == [1000]
+    c.on_segment(ack_seg(c, wire(4101), peer_iss=P, window=1800), 1.6)
+    assert c.segments_to_send(1.6) == []                                  # 900 < 4000 / 2
+
+
+# ---------------------------------------------------------------- RFC 9293 sec. 3.8.6.1: zero window, persist timer
+def test_a_zero_window_starts_the_persist_timer_and_its_expiry_sends_one_byte_beyond_it() -> None:
+    c, _ = established_client(window=0)                 # RTO 1.5 s
+    c.send(b"abcdef")
+    assert c.segments_to_send(1.0) == []
+    assert c.next_timer() == 1.0 + 1.5                  # the persist timer, one RTO
+    c.on_timer(2.5)
+    (probe,) = c.segments_to_send(2.5)
+    assert (probe.seq, probe.payload, probe.flags) == (wire(1), b"a", ACK)
+    assert c.snd_nxt == wire(1) and c.stats["window_probes"] == 1
+    assert c.stats["data_segments_sent"] == 0 and c.flight_size == 0
+    # backed off: the next probe one RTO x 2 later
+    assert c.next_timer() == 2.5 + 3.0
+    c.on_timer(5.5)
+    assert [s.payload for s in c.segments_to_send(5.5)] == [b"a"]
+    assert c.next_timer() == 5.5 + 6.0
+
+
+def test_the_persist_interval_is_capped_at_max_rto() -> None:
+    c, _ = established_client(window=0, max_rto=4.0)
+    c.send(b"abc")
+    c.segments_to_send(1.0)
+    times = []
+    for _ in range(4):
+        t = c.next_timer()
+        times.append(t)
+        c.on_timer(t)
+        c.segments_to_send(t)
+    assert times == [2.5, 5.5, 9.5, 13.5]               # 1.5, 3, then 4 (not 6) and 4
+
+
+def test_an_accepted_probe_byte_is_acknowledged_and_an_opened_window_resumes_sending() -> None:
+    c, _ = established_client(window=0)
+    c.send(b"abcdef")
+    c.segments_to_send(1.0)
+    c.on_timer(2.5)
+    c.segments_to_send(2.5)
+    # the peer took the byte but its window is still 0: SND.UNA moves past the probe
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P, window=0), 2.6)
+    assert c.snd_una == wire(2) and c.bytes_acked == 1 and c.snd_nxt == wire(2)
+    # a window update stops the persist timer (no probe is due) and the rest goes at once
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P, window=1000), 2.7)
+    out = c.segments_to_send(2.7)
+    assert [(s.seq, s.payload) for s in out] == [(wire(2), b"bcdef")]
+    assert c.stats["window_probes"] == 1
+    assert c.next_timer() == 2.7 + 1.5                  # the retransmission timer, not the persist one
+
+
+def test_the_persist_timer_overrides_sender_sws_avoidance() -> None:
+    # RFC 1122 sec. 4.2.3.4: data held back by SWS avoidance with nothing in flight goes when the
+    # override timeout (here the persist timer) runs out, as much as the window allows
+    c, _ = established_client(window=4000, init_cwnd=10)
+    c.send(bytes(10_000))
+    assert len(c.segments_to_send(1.0)) == 4
+    c.on_segment(ack_seg(c, wire(4001), peer_iss=P, window=300), 1.5)
+    assert c.segments_to_send(1.5) == []                # 300 < 4000 / 2: held, nothing in flight
+    t = c.next_timer()
+    assert t == 1.5 + c.rto
+    c.on_timer(t)
+    assert [(s.seq, len(s.payload)) for s in c.segments_to_send(t)] == [(wire(4001), 300)]
+    assert c.stats["window_probes"] == 0
+    # the override is for that one output: the next 300 bytes wait again
+    c.on_segment(ack_seg(c, wire(4301), peer_iss=P, window=300), t + 0.5)
+    assert c.segments_to_send(t + 0.5) == []
+
+
+# ---------------------------------------------------------------- RFC 9293 sec. 3.10.7.1: CLOSED
+def reset_client() -> TcpConnection:
+    c, _ = established_client()
+    c.on_segment(rst(1), 1.0)
+    assert c.state == "CLOSED" and c.segments_to_send(1.0) == []
+    return c
+
+
+def test_a_closed_connection_answers_a_segment_with_ack_by_a_rst_at_its_ack() -> None:
+    # "If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>"
+    c = reset_client()
+    before = dict(c.stats)
+    c.on_segment(Segment(seq=peer(1), ack=0x12345678, flags=ACK, payload=b"abc"), 2.0)
+    (r,) = c.segments_to_send(2.0)
+    assert (r.seq, r.ack, r.flags) == (0x12345678, 0, RST)
+    assert c.stats["acks_sent"] - before["acks_sent"] == 1
+    assert c.stats["segments_sent"] - before["segments_sent"] == 1
+
+
+def test_a_closed_connection_answers_a_segment_without_ack_by_a_rst_ack_past_it() -> None:
+    # "If the ACK bit is off, <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>" (SYN and FIN count in SEG.LEN)
+    c = reset_client()
+    c.on_segment(Segment(seq=MASK - 1, flags=SYN | FIN, payload=b"abc"), 2.0)
+    (r,) = c.segments_to_send(2.0)
+    assert (r.seq, r.ack, r.flags) == (0, 3, RST | ACK)     # (2**32 - 2 + 5) mod 2**32
+
+
+def test_a_rst_is_never_answered_and_a_connection_never_opened_stays_silent() -> None:
+    c = reset_client()
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=RST | ACK), 2.0)
+    assert c.segments_to_send(2.0) == []
+    fresh = TcpConnection(TcpConfig(), iss=ISS)
+    fresh.on_segment(Segment(seq=P, ack=wire(1), flags=ACK, payload=b"x"), 0.0)
+    assert fresh.segments_to_send(0.0) == [] and fresh.state == "CLOSED"
+
+
+# ---------------------------------------------------------------- RFC 6298 and RFC 1122 4.2.3.5: the timer
+def test_an_rto_with_nothing_outstanding_does_nothing() -> None:
+    c, rec = established_client()
+    c.on_timer(10.0)
+    assert rec.of("loss") == [] and c.rto == 1.5 and c.segments_to_send(10.0) == []
+
+
+def test_rfc6298_5_2_and_5_3_the_timer_stops_when_all_is_acked_and_restarts_on_a_partial_ack() -> None:
+    c, _ = established_client(init_cwnd=4)
+    c.send(bytes(3000))
+    c.segments_to_send(1.0)
+    assert c.next_timer() == 1.0 + 1.5                  # 5.1
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P), 1.25)
+    assert c.next_timer() == 1.25 + c.rto               # 5.3: restarted with the current RTO
+    c.on_segment(ack_seg(c, wire(3001), peer_iss=P), 1.5)
+    assert c.next_timer() is None                       # 5.2
+
+
+def test_rfc6298_5_5_the_backoff_is_capped_at_max_rto_and_5_6_restarts_the_timer() -> None:
+    c, rec = established_client(max_rto=5.0, max_retries=0)
+    c.send(bytes(1000))
+    c.segments_to_send(1.0)
+    expiries = []
+    for _ in range(5):
+        t = c.next_timer()
+        expiries.append(t)
+        c.on_timer(t)
+        assert [s.seq for s in c.segments_to_send(t)] == [wire(1)]
+    assert expiries == [2.5, 5.5, 10.5, 15.5, 20.5]     # RTO 1.5, 3, 5 (not 6), 5, 5
+    assert c.rto == 5.0 and len(rec.of("loss")) == 5 and c.state == "ESTABLISHED"   # 0: never abort
+
+
+def test_max_retries_consecutive_timeouts_without_progress_abort_the_connection() -> None:
+    c, rec = established_client(max_retries=2)
+    c.send(bytes(2000))
+    c.segments_to_send(1.0)
+    for _ in range(2):
+        t = c.next_timer()
+        c.on_timer(t)
+        c.segments_to_send(t)
+    assert c.state == "ESTABLISHED"
+    t = c.next_timer()
+    c.on_timer(t)                                       # the third expiry: R2 reached
+    assert c.state == "CLOSED" and c.stats["aborted"] == 1 and c.next_timer() is None
+    assert rec.of("state")[-1] == {"state": "CLOSED"} and len(rec.of("loss")) == 2
+
+
+def test_progress_resets_the_count_of_consecutive_timeouts() -> None:
+    c, _ = established_client(max_retries=2, init_cwnd=1)
+    c.send(bytes(3000))
+    c.segments_to_send(1.0)
+    for k in range(3):                                  # two timeouts, then an ACK of one segment, each time
+        for _ in range(2):
+            t = c.next_timer()
+            c.on_timer(t)
+            c.segments_to_send(t)
+        c.on_segment(ack_seg(c, wire(1001 + 1000 * k), peer_iss=P), t + 0.1)
+        c.segments_to_send(t + 0.1)
+        assert c.state == "ESTABLISHED", k
+
+
+def test_a_sample_from_a_clock_that_went_back_is_ignored() -> None:
+    c, _ = established_client()
+    c.send(bytes(1000))
+    c.segments_to_send(2.0)
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P), 1.9)      # now earlier than the send
+    assert c.rtt_samples == 1 and (c.srtt, c.rttvar) == (0.5, 0.25)
+
+
+def test_karn_a_retransmission_below_the_timed_segment_spoils_its_sample() -> None:
+    c, _ = established_client(init_cwnd=4)
+    c.send(bytes(4000))
+    c.segments_to_send(1.0)                              # segment 0 is timed (the first sent)
+    c.on_timer(2.5)                                      # timeout: segment 0 again
+    c.segments_to_send(2.5)
+    c.on_segment(ack_seg(c, wire(4001), peer_iss=P), 2.6)
+    assert c.rtt_samples == 1 and c.srtt == 0.5
+    # the next segment sent afresh is timed
+    c.send(bytes(1000))
+    c.segments_to_send(3.0)
+    c.on_segment(ack_seg(c, wire(5001), peer_iss=P), 3.25)
+    assert c.rtt_samples == 2
+
+
+def test_rfc6298_5_7_after_a_lost_syn_the_rto_is_3_s_when_data_begins() -> None:
+    for initial, max_rto, expected in ((1.0, 60.0, 3.0), (4.0, 60.0, 4.0), (1.0, 2.5, 2.5)):
+        a = TcpConnection(TcpConfig(initial_rto=initial, max_rto=max_rto, min_rto=0.2), iss=ISS)
+        a.connect(0.0)
+        a.segments_to_send(0.0)
+        t = a.next_timer()
+        a.on_timer(t)
+        assert [s.flags for s in a.segments_to_send(t)] == [SYN]
+        a.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=PEER_WINDOW), t + 0.1)
+        assert a.rto == expected and a.cwnd == 1000, (initial, max_rto)   # RFC 5681 3.1: IW one segment
