@@ -575,3 +575,114 @@ def test_rfc6298_5_7_after_a_lost_syn_the_rto_is_3_s_when_data_begins() -> None:
         assert [s.flags for s in a.segments_to_send(t)] == [SYN]
         a.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=PEER_WINDOW), t + 0.1)
         assert a.rto == expected and a.cwnd == 1000, (initial, max_rto)   # RFC 5681 3.1: IW one segment
+
+
+# ---------------------------------------------------------------- the connection's own choices (module docstring)
+def three_dupacks(c: TcpConnection, t: float) -> None:
+    for k in range(3):
+        c.on_segment(ack_seg(c, wire(1), peer_iss=P), t + 0.01 * k)
+
+
+def test_a_fast_retransmit_restarts_the_retransmission_timer() -> None:
+    # "The retransmission timer is restarted when a fast retransmit is sent (4.4BSD, Linux)"
+    c, rec = established_client(init_cwnd=6)
+    c.send(bytes(6000))
+    c.segments_to_send(1.0)
+    assert c.next_timer() == 2.5
+    three_dupacks(c, 1.5)
+    out = c.segments_to_send(1.52)
+    assert out[0].seq == wire(1) and rec.of("rtx")[0] == {"seq": wire(1), "len": 1000}
+    assert c.next_timer() == 1.52 + c.rto
+    assert c.stats["dupacks_received"] == 3 and c.stats["losses_dupack"] == 1
+
+
+def test_a_duplicate_ack_carries_no_data_syn_or_fin_and_needs_data_outstanding() -> None:
+    # RFC 5681 sec. 2, DUPLICATE ACKNOWLEDGMENT (a) and (b)/(c)
+    c, _ = established_client(init_cwnd=6)
+    three_dupacks(c, 1.0)                                # nothing outstanding: no dupacks
+    assert c.stats["dupacks_received"] == 0
+    c.send(bytes(6000))
+    c.segments_to_send(1.0)
+    for k in range(3):                                   # each carries data: not a dupack
+        c.on_segment(Segment(seq=peer(1 + k), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"d"), 1.1)
+    c.on_segment(Segment(seq=peer(4), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW), 1.2)
+    assert c.stats["dupacks_received"] == 0 and not c.in_recovery
+
+
+def test_fin_acked_moves_fin_wait_1_closing_and_last_ack_on() -> None:
+    # RFC 9293 sec. 3.10.7.4 fifth: FIN_WAIT_1 -> FIN_WAIT_2, CLOSING -> TIME_WAIT, LAST_ACK -> CLOSED
+    c, _ = established_client()
+    c.send(b"abc")
+    c.close(1.0)
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(4), peer_iss=P), 1.1)   # the data, not the FIN
+    assert c.state == "FIN_WAIT_1"
+    c.on_segment(Segment(seq=peer(1), ack=wire(4), flags=ACK | FIN, window=PEER_WINDOW), 1.2)
+    assert c.state == "CLOSING"                          # simultaneous close
+    c.on_segment(Segment(seq=peer(2), ack=wire(5), flags=ACK, window=PEER_WINDOW), 1.3)
+    assert c.state == "TIME_WAIT" and c.all_acked and c.is_closed
+    b = est_server()
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW), 1.0)
+    b.close(1.0)
+    assert b.state == "LAST_ACK" and not b.is_closed
+    b.segments_to_send(1.0)
+    b.on_segment(Segment(seq=peer(2), ack=wire(2), flags=ACK, window=PEER_WINDOW), 1.1)
+    assert b.state == "CLOSED" and b.is_closed and b.next_timer() is None
+
+
+def test_a_retransmitted_fin_is_a_control_retransmission() -> None:
+    c, rec = established_client()
+    c.close(1.0)
+    c.segments_to_send(1.0)
+    c.on_timer(2.5)
+    (fin,) = c.segments_to_send(2.5)
+    assert fin.flags == ACK | FIN and fin.seq == wire(1)
+    assert c.stats["ctl_retransmissions"] == 1 and c.stats["retransmissions"] == 0 and rec.of("rtx") == []
+
+
+def test_the_public_view() -> None:
+    c, _ = established_client(init_cwnd=4, window=30_000)
+    assert c.all_acked and c.flight_size == 0
+    assert (c.snd_una, c.snd_nxt, c.rcv_nxt, c.snd_wnd) == (wire(1), wire(1), peer(1), 30_000)
+    c.send(bytes(3000))
+    c.segments_to_send(1.0)
+    assert c.flight_size == 3000 and c.snd_nxt == wire(3001) and not c.all_acked
+    assert c.congestion_control is c._cc and c.sacked_blocks == []
+    assert not c.is_closed
+    unopened = TcpConnection(TcpConfig(), iss=ISS)
+    assert unopened.rcv_nxt == 0 and not unopened.is_closed and not unopened.all_acked
+
+
+def test_the_sender_s_scoreboard_is_shown_as_32_bit_blocks() -> None:
+    iss = MASK - 1500                                    # the blocks straddle 2**32
+    c, _ = client("sack", iss=iss, peer_iss=P, init_cwnd=4)
+    c.send(bytes(4000))
+    c.segments_to_send(1.0)
+    lo, hi = (iss + 2001) & MASK, (iss + 3001) & MASK
+    c.on_segment(Segment(seq=peer(1), ack=(iss + 1) & MASK, flags=ACK, window=PEER_WINDOW, sack=((lo, hi),)), 1.1)
+    assert c.sacked_blocks == [(lo, hi)] == [(500, 1500)]
+
+
+def test_next_timer_is_the_earliest_deadline() -> None:
+    c, _ = established_client(delayed_ack=True, time_wait=5.0)
+    c.send(bytes(1000))
+    c.segments_to_send(1.0)                              # RTO at 2.5
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=bytes(1000)), 1.1)
+    assert c.next_timer() == pytest.approx(1.1 + 0.2)    # the delayed ACK's, earlier
+    c.on_timer(1.3)
+    c.segments_to_send(1.3)
+    assert c.next_timer() == 2.5
+
+
+def test_snack_resends_only_losses_still_outstanding() -> None:
+    c, _ = established_client(snack=True, init_cwnd=6)
+    c.send(bytes(6000))
+    c.segments_to_send(1.0)
+    entries = (wire(1001), wire(3001))
+    for t in (1.1, 1.2):
+        c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, snack=entries), t)
+    # before the output, an ACK covers the first loss: only the second is resent
+    c.on_segment(ack_seg(c, wire(2001), peer_iss=P), 1.3)
+    out = c.segments_to_send(1.3)
+    assert [(s.seq, len(s.payload)) for s in out if s.seq < wire(6001)] == [(wire(3001), 1000)]
+    assert c.stats["snack_retransmissions"] == 1 and c.stats["snack_acks"] == 2
