@@ -83,6 +83,10 @@ MODULE_TESTS: dict[str, list[str]] = {
                                "tests/test_tcp_cwnd_limited.py", "tests/test_congestion_mutants.py",
                                "tests/test_rules_congestion.py", "tests/test_rules_sack.py", "tests/test_snack.py",
                                "tests/test_bulk.py", "tests/test_rules_connection.py"],
+    "tcp_user/segment.py": ["tests/test_rules_tcp_segment_state.py", "tests/test_tcp_parts.py",
+                            "tests/test_tcp_receiver.py", "tests/test_tcp_transfer.py", "tests/test_rules_connection.py"],
+    "tcp_user/state.py": ["tests/test_rules_tcp_segment_state.py", "tests/test_tcp_parts.py",
+                          "tests/test_tcp_transfer.py", "tests/test_rules_connection.py"],
 }
 
 #: tests left out of a module's run, and why: a memory measurement that takes half a minute under
