@@ -686,3 +686,52 @@ def test_snack_resends_only_losses_still_outstanding() -> None:
     out = c.segments_to_send(1.3)
     assert [(s.seq, len(s.payload)) for s in out if s.seq < wire(6001)] == [(wire(3001), 1000)]
     assert c.stats["snack_retransmissions"] == 1 and c.stats["snack_acks"] == 2
+
+
+# ---------------------------------------------------------------- the receive window (RFC 1122 4.2.3.3, RFC 9293 3.8.6.2.2)
+def test_an_ack_not_yet_sent_carries_the_window_a_read_opened() -> None:
+    b = est_server(rcv_buffer=4000)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)
+    assert len(b.read()) == 1000                         # before the ACK leaves
+    (ack,) = b.segments_to_send(1.0)
+    assert (ack.ack, ack.window) == (peer(1001), 4000) and b.stats["window_updates"] == 0
+
+
+def test_a_window_update_goes_once_the_edge_can_move_by_min_half_the_buffer_and_one_mss() -> None:
+    # buffer 1,500, MSS 1,000: the threshold is min(750, 1000) = 750
+    b = est_server(rcv_buffer=1500)
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=bytes(1500)), 1.0)
+    assert b.segments_to_send(1.0)[-1].window == 0
+    assert len(b.read(749)) == 749
+    assert b.segments_to_send(1.1) == []
+    assert len(b.read(1)) == 1
+    (upd,) = b.segments_to_send(1.2)
+    assert (upd.ack, upd.window) == (peer(1501), 750) and b.stats["window_updates"] == 1
+
+
+def test_after_the_peer_s_fin_a_read_sends_no_window_update() -> None:
+    b = est_server(rcv_buffer=2000)
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW, payload=bytes(2000)), 1.0)
+    assert b.state == "CLOSE_WAIT"
+    b.segments_to_send(1.0)
+    assert len(b.read()) == 2000 and b.segments_to_send(1.1) == []
+
+
+def test_the_right_edge_is_never_moved_left() -> None:
+    # out-of-order data uses buffer space, but the window already advertised is not taken back
+    b = est_server(rcv_buffer=4000)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)
+    assert b.segments_to_send(1.0)[-1].window == 3000    # edge at 4001
+    b.on_segment(data_seg(2, peer_iss=P, ack=wire(1)), 1.1)
+    assert b.segments_to_send(1.1)[-1].window == 3000    # free 2000, but the edge stays at 4001
+    b.on_segment(data_seg(3, peer_iss=P, ack=wire(1)), 1.2)
+    assert b.segments_to_send(1.2)[-1].window == 3000
+    b.on_segment(data_seg(1, peer_iss=P, ack=wire(1)), 1.3)
+    assert b.segments_to_send(1.3)[-1].window == 0       # everything in order: 4000 unread, edge 4001
+
+
+def test_the_syn_advertises_the_receive_buffer() -> None:
+    b = TcpConnection(TcpConfig(rcv_buffer=12_345), iss=ISS)
+    b.connect(0.0)
+    (syn,) = b.segments_to_send(0.0)
+    assert syn.window == 12_345 and syn.ack == 0 and syn.sack == ()
