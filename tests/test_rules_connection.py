@@ -352,9 +352,12 @@ def test_the_send_window_is_taken_from_the_newest_segment_by_wl1_and_wl2() -> No
     assert c.snd_wnd == 2000
     c.on_segment(Segment(seq=peer(2), ack=wire(1), flags=ACK, window=2500), 1.2)
     assert c.snd_wnd == 2500
-    # an older segment (SEG.SEQ below SND.WL1), arriving late with another window: not taken
-    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=9000, payload=b"a"), 1.3)
-    assert c.snd_wnd == 2500
+    # reordered: the peer's segment at 3 arrives before the one at 2; the older one, acceptable and
+    # taken as data, carries an older window, which is not taken
+    c.on_segment(Segment(seq=peer(3), ack=wire(1), flags=ACK, window=1500, payload=b"c"), 1.3)
+    assert c.snd_wnd == 1500
+    c.on_segment(Segment(seq=peer(2), ack=wire(1), flags=ACK, window=9000, payload=b"b"), 1.4)
+    assert c.snd_wnd == 1500 and c.read() == b"abc"
 
 
 def test_sender_sws_avoidance_a_partial_segment_needs_half_the_largest_window_offered() -> None:
@@ -735,3 +738,395 @@ def test_the_syn_advertises_the_receive_buffer() -> None:
     b.connect(0.0)
     (syn,) = b.segments_to_send(0.0)
     assert syn.window == 12_345 and syn.ack == 0 and syn.sack == ()
+
+
+def test_a_fresh_connection_s_view_and_counters() -> None:
+    c = TcpConnection(TcpConfig(), iss=ISS)
+    assert (c.snd_una, c.snd_nxt, c.rcv_nxt, c.snd_wnd, c.flight_size) == (ISS, ISS, 0, 0, 0)
+    assert (c.srtt, c.rttvar, c.rto) == (None, None, 1.0)
+    assert c.all_acked is False and c.is_closed is False and c.next_timer() is None
+    assert set(c.stats.values()) == {0} and len(c.stats) == 18
+    assert (c.bytes_acked, c.bytes_received, c.rtt_samples) == (0, 0, 0)
+
+
+def test_the_counters_count_one_per_event() -> None:
+    # a scripted exchange, each counter checked from zero: the SYN, the handshake's ACK, three data
+    # segments (one lost and resent after a timeout), one in-order and one out-of-order segment received
+    c = TcpConnection(TcpConfig(init_cwnd=3), iss=ISS)
+    c.connect(0.0)
+    c.segments_to_send(0.0)
+    c.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=PEER_WINDOW), 0.5)
+    c.send(bytes(2500))
+    out = c.segments_to_send(0.5)                        # the ACK of the SYN+ACK, then the data
+    assert [len(s.payload) for s in out] == [0, 1000, 1000, 500]
+    c.on_segment(Segment(seq=peer(1), ack=wire(1001), flags=ACK, window=PEER_WINDOW, payload=b"in"), 1.0)
+    c.on_segment(Segment(seq=peer(10), ack=wire(1001), flags=ACK, window=PEER_WINDOW, payload=b"ooo"), 1.0)
+    c.segments_to_send(1.0)
+    t = c.next_timer()
+    c.on_timer(t)
+    assert [len(s.payload) for s in c.segments_to_send(t)] == [1000]
+    assert c.stats == {
+        "segments_sent": 8, "data_segments_sent": 4, "acks_sent": 3,
+        "retransmissions": 1, "bytes_retransmitted": 1000, "ctl_retransmissions": 0,
+        "losses_dupack": 0, "losses_rto": 1, "dupacks_received": 0,
+        "segments_received": 3, "ooo_segments_received": 1, "dup_segments_received": 0,
+        "window_probes": 0, "window_updates": 0, "rtt_samples": 2, "aborted": 0,
+        "snack_acks": 0, "snack_retransmissions": 0}
+    assert c.bytes_acked == 1000 and c.bytes_received == 2
+
+
+# ---------------------------------------------------------------- the rules the first mutation run found unpinned
+def test_the_default_iss_is_0() -> None:
+    c = TcpConnection(TcpConfig())
+    assert c.snd_nxt == 0 and c.snd_una == 0
+    c.connect(0.0)
+    (syn,) = c.segments_to_send(0.0)
+    assert syn.seq == 0
+
+
+def test_the_first_output_after_the_handshake_is_no_probe_and_no_partial_segment() -> None:
+    # data queued before ESTABLISHED, the SYN+ACK offering a zero window: no probe until the persist timer
+    a = TcpConnection(TcpConfig(), iss=ISS)
+    a.connect(0.0)
+    a.segments_to_send(0.0)
+    a.send(b"early")
+    a.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=0), 0.5)
+    out = a.segments_to_send(0.5)
+    assert [(s.flags, s.payload) for s in out] == [(ACK, b"")] and a.stats["window_probes"] == 0
+    assert a.next_timer() == 0.5 + a.rto
+    # passive: the SYN offered 4,000, the handshake's ACK 300: 300 < 4000 / 2 is held back (SWS)
+    b = TcpConnection(TcpConfig(), iss=ISS)
+    b.listen()
+    b.on_segment(Segment(seq=P, flags=SYN, window=4000), 0.0)
+    b.segments_to_send(0.0)
+    b.send(bytes(5000))
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=300), 0.1)
+    assert b.state == "ESTABLISHED" and b.segments_to_send(0.1) == []
+
+
+def test_a_listening_endpoint_s_syn_acknowledged_by_a_syn_ack_is_established_with_its_window_and_rtt() -> None:
+    # RFC 9293 fig. 7's last step seen from SYN_RCVD: the peer's SYN+ACK acknowledges our SYN
+    b = TcpConnection(TcpConfig(), iss=ISS)
+    b.listen()
+    b.on_segment(Segment(seq=P, flags=SYN, window=PEER_WINDOW), 0.0)
+    b.segments_to_send(0.0)                              # our SYN+ACK, timed
+    b.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=7000), 0.25)
+    assert b.state == "ESTABLISHED" and b.snd_wnd == 7000
+    assert b.rtt_samples == 1 and b.srtt == 0.25
+    assert [s.ack for s in b.segments_to_send(0.25)] == [peer(1)]
+
+
+def test_a_simultaneous_open_takes_the_window_of_the_syn_ack_that_completes_it() -> None:
+    a, _ = syn_sent()
+    a.on_segment(Segment(seq=P, flags=SYN, window=5000), 0.5)
+    a.segments_to_send(0.5)
+    a.on_segment(Segment(seq=P, ack=wire(1), flags=SYN | ACK, window=6000), 0.6)
+    assert a.state == "ESTABLISHED" and a.snd_wnd == 6000
+
+
+def test_state_and_loss_events_carry_the_time() -> None:
+    a, rec = syn_sent()
+    a.on_timer(1.0)                                      # the SYN times out
+    assert rec.timed("loss") == [(1.0, {"kind": "rto", "seq": ISS})]
+    assert a.next_timer() == 1.0 + 2.0                   # RFC 6298 5.6: restarted at once, backed off
+    a.on_segment(Segment(seq=P, ack=wire(1), flags=RST | ACK), 1.5)
+    assert rec.timed("state")[-1] == (1.5, {"state": "CLOSED"})
+    c, rec = established_client()
+    c.on_segment(rst(1), 2.5)
+    assert rec.timed("state")[-1] == (2.5, {"state": "CLOSED"})
+
+
+def test_seg_len_counts_the_fin_and_the_syn_in_the_acceptability_test() -> None:
+    # a retransmission of data already received, now with the FIN: its last octet (the FIN) is new
+    b = est_server()
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"ab"), 1.0)
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK | FIN, window=PEER_WINDOW, payload=b"ab"), 1.1)
+    assert b.state == "CLOSE_WAIT" and b.rcv_nxt == peer(4) and b.stats["dup_segments_received"] == 0
+    # a SYN carrying two old octets: SYN + 2 = 3, so its last octet is RCV.NXT: acceptable (challenge
+    # ACK), no duplicate
+    b = est_server()
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"ab"), 1.0)
+    b.segments_to_send(1.0)
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=SYN | ACK, window=PEER_WINDOW, payload=b"xy"), 1.1)
+    assert b.stats["dup_segments_received"] == 0 and len(b.segments_to_send(1.1)) == 1
+
+
+def filled_server() -> TcpConnection:
+    """A server whose 1,000-byte buffer is full (RCV.WND 0, RCV.NXT peer(1001)); our side sent 3 bytes."""
+    b = est_server(rcv_buffer=1000)
+    b.send(b"xyz")
+    b.segments_to_send(0.5)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)
+    b.segments_to_send(1.0)
+    return b
+
+
+def test_an_unacceptable_segment_s_ack_and_window_are_not_processed() -> None:
+    # RFC 9293 3.10.7.4 first: an unacceptable segment is answered and dropped, ACK field and all
+    for seg in (
+            # at a zero window: a FIN carrying data, a FIN beyond RCV.NXT, a SYN+RST at RCV.NXT
+            Segment(seq=peer(1001), ack=wire(4), flags=ACK | FIN, window=5, payload=b"x"),
+            Segment(seq=peer(1002), ack=wire(4), flags=ACK | FIN, window=5),
+            Segment(seq=peer(1001), ack=wire(4), flags=ACK | SYN | RST, window=5)):
+        b = filled_server()
+        b.on_segment(seg, 1.1)
+        assert b.snd_una == wire(1) and b.snd_wnd == PEER_WINDOW and b.state == "ESTABLISHED"
+    # with an open window: one octet at RCV.NXT + RCV.WND (the first octet past it)
+    b = est_server(rcv_buffer=4000)
+    b.send(b"xyz")
+    b.segments_to_send(0.5)
+    b.on_segment(Segment(seq=peer(1 + 4000), ack=wire(4), flags=ACK, window=5, payload=b"q"), 1.0)
+    assert b.snd_una == wire(1) and b.snd_wnd == PEER_WINDOW
+
+
+def test_a_segment_beyond_the_window_is_no_duplicate_however_long() -> None:
+    b = est_server(rcv_buffer=1000)
+    b.on_segment(Segment(seq=peer(1001), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=bytes(1000)), 1.0)
+    assert b.stats["dup_segments_received"] == 0 and len(b.segments_to_send(1.0)) == 1
+
+
+def test_syn_rcvd_answers_an_ack_below_rcv_nxt_and_stays() -> None:
+    b = syn_rcvd()
+    b.on_segment(Segment(seq=P, ack=wire(1), flags=ACK, window=PEER_WINDOW), 0.5)    # SEG.SEQ = IRS
+    assert b.state == "SYN_RCVD"
+    (ack,) = b.segments_to_send(0.5)
+    assert ack.flags == ACK and ack.ack == peer(1)
+
+
+def test_syn_rcvd_repeats_its_syn_ack_unless_the_repeated_syn_acknowledges_ours() -> None:
+    # only a SYN with the ACK bit and ISS < SEG.ACK =< SND.NXT completes the handshake
+    for seg in (Segment(seq=P, ack=wire(1), flags=SYN, window=PEER_WINDOW),          # no ACK bit
+                Segment(seq=P, ack=wire(0), flags=SYN | ACK, window=PEER_WINDOW)):   # acks the ISS
+        b = syn_rcvd()
+        b.on_segment(seg, 1.0)
+        assert b.state == "SYN_RCVD"
+        assert [s.flags for s in b.segments_to_send(1.0)] == [SYN | ACK]
+
+
+def test_the_window_a_read_put_on_a_waiting_ack_is_never_taken_back() -> None:
+    b = est_server(rcv_buffer=4000)
+    b.on_segment(data_seg(0, peer_iss=P, ack=wire(1)), 1.0)          # its ACK would say 3,000
+    assert len(b.read()) == 1000                                      # the waiting ACK says 4,000: edge 5001
+    assert b.segments_to_send(1.0)[-1].window == 4000
+    b.on_segment(data_seg(2, peer_iss=P, ack=wire(1)), 1.1)           # out of order: 2,000 free
+    b.on_segment(data_seg(3, peer_iss=P, ack=wire(1)), 1.1)
+    assert [s.window for s in b.segments_to_send(1.1)] == [4000, 4000]   # RCV.NXT 1001 + 4000 still
+
+
+def test_the_update_threshold_counts_the_opening_not_the_window() -> None:
+    # 2,000 unread of 4,000 (advertised 2,000): reading 500 opens the edge by 500 < min(2000, 1000)
+    b = est_server(rcv_buffer=4000)
+    for i in range(2):
+        b.on_segment(data_seg(i, peer_iss=P, ack=wire(1)), 1.0)
+    b.segments_to_send(1.0)
+    assert len(b.read(500)) == 500 and b.segments_to_send(1.1) == []
+    assert len(b.read(500)) == 500
+    (upd,) = b.segments_to_send(1.2)
+    assert upd.window == 3000
+    # an odd buffer: min(1501 // 2, MSS) = 750
+    b = est_server(rcv_buffer=1501)
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=bytes(1501)), 1.0)
+    b.segments_to_send(1.0)
+    assert len(b.read(749)) == 749 and b.segments_to_send(1.1) == []
+    assert len(b.read(1)) == 1
+    assert [s.window for s in b.segments_to_send(1.2)] == [750]
+    assert len(b.read()) == 751
+    assert [s.window for s in b.segments_to_send(1.3)] == [1501]
+    assert b.stats["window_updates"] == 2
+
+
+def test_counters_add_up_over_several_events() -> None:
+    c, _ = established_client(init_cwnd=4)
+    c.send(bytes(3000))
+    c.close(1.0)
+    c.segments_to_send(1.0)
+    for t in (2.5, 5.5):                                 # two timeouts: segment 0 twice
+        c.on_timer(t)
+        c.segments_to_send(t)
+    c.on_segment(ack_seg(c, wire(3001), peer_iss=P), 6.0)   # the data; the FIN is lost twice
+    for _ in range(2):
+        t = c.next_timer()
+        c.on_timer(t)
+        (fin,) = c.segments_to_send(t)
+        assert fin.flags == ACK | FIN
+    assert c.stats["retransmissions"] == 2 and c.stats["bytes_retransmitted"] == 2000
+    assert c.stats["ctl_retransmissions"] == 2
+    for i in (3, 5):
+        c.on_segment(Segment(seq=peer(1 + 1000 * i), ack=wire(3001), flags=ACK, window=PEER_WINDOW,
+                             payload=bytes(1000)), 20.0)
+    assert c.stats["ooo_segments_received"] == 2
+
+
+def test_the_persist_timer_stops_when_the_window_opens_even_by_one_byte_and_its_backoff_starts_over() -> None:
+    c, _ = established_client(window=0)
+    c.send(b"abcdef")
+    c.segments_to_send(1.0)
+    c.on_timer(2.5)
+    c.segments_to_send(2.5)                              # probe; next persist at 5.5, backoff 1
+    c.on_segment(ack_seg(c, wire(1), peer_iss=P, window=1), 3.0)
+    assert [s.payload for s in c.segments_to_send(3.0)] == [b"a"]
+    assert c.next_timer() == 3.0 + 1.5                   # the retransmission timer only
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P, window=0), 3.5)    # acked, and closed again
+    assert c.segments_to_send(3.5) == []
+    assert c.next_timer() == 3.5 + c.rto                 # one RTO: the backoff started over
+
+
+def test_bytes_acked_counts_each_data_octet_once() -> None:
+    c, _ = established_client(init_cwnd=4)
+    c.send(b"a")
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P), 1.5)
+    assert c.bytes_acked == 1
+    c.send(bytes(2000))
+    c.close(1.5)
+    c.segments_to_send(1.5)
+    c.on_segment(ack_seg(c, wire(1002), peer_iss=P), 2.0)
+    assert c.bytes_acked == 1001
+    c.on_segment(ack_seg(c, wire(2003), peer_iss=P), 2.5)   # the rest and the FIN: 1,000 octets of data
+    assert c.bytes_acked == 2001
+
+
+def test_data_partly_below_rcv_nxt_is_trimmed_to_the_new_octets() -> None:
+    b = est_server()
+    b.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"abcde"), 1.0)
+    b.on_segment(Segment(seq=peer(4), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"dexyz"), 1.1)
+    assert b.read() == b"abcdexyz" and b.bytes_received == 8
+
+
+def test_after_a_timeout_one_segment_goes_even_into_a_zero_window() -> None:
+    c, _ = established_client(init_cwnd=4)
+    c.send(bytes(4000))
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P, window=0), 1.2)   # the peer's window closed
+    t = c.next_timer()
+    c.on_timer(t)
+    assert [(s.seq, len(s.payload)) for s in c.segments_to_send(t)] == [(wire(1001), 1000)]
+
+
+def test_an_rtt_sample_of_zero_counts() -> None:
+    b = est_server()                                     # SYN+ACK and its ACK at the same instant
+    assert b.rtt_samples == 1 and (b.srtt, b.rttvar) == (0.0, 0.0) and b.rto == 0.2
+
+
+def snack_report(c: TcpConnection, entries: tuple[int, ...], t: float, times: int = 2) -> None:
+    for k in range(times):
+        c.on_segment(Segment(seq=peer(1), ack=c.snd_una, flags=ACK, window=PEER_WINDOW, snack=entries), t)
+
+
+def test_snack_resends_a_one_byte_loss_at_its_time_and_never_the_fin() -> None:
+    c, rec = established_client(snack=True, init_cwnd=4)
+    c.send(bytes(2001))
+    c.close(1.0)
+    c.segments_to_send(1.0)                              # 1000, 1000, 1 + FIN
+    snack_report(c, (wire(2001), wire(2002)), 1.2)       # the last octet, and (forged) the FIN's number
+    out = c.segments_to_send(1.2)
+    assert [(s.seq, len(s.payload), s.flags) for s in out] == [(wire(2001), 1, ACK | FIN)]
+    assert rec.timed("rtx") == [(1.2, {"seq": wire(2001), "len": 1})]
+
+
+def test_karn_a_retransmission_above_the_timed_segment_leaves_its_sample() -> None:
+    c, _ = established_client(snack=True, init_cwnd=4)
+    c.send(bytes(3000))
+    c.segments_to_send(1.0)                              # segment 0 timed
+    snack_report(c, (wire(1001),), 1.1)
+    assert [s.seq for s in c.segments_to_send(1.1)] == [wire(1001)]   # segment 1 resent, above the timed one
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P), 1.25)
+    assert c.rtt_samples == 2 and c.srtt == 0.5 * 7 / 8 + 0.25 / 8
+
+
+def test_a_data_segment_carrying_snack_entries_is_still_taken_as_data() -> None:
+    c, _ = established_client(snack=True, init_cwnd=4)
+    c.send(bytes(3000))
+    c.segments_to_send(1.0)
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=PEER_WINDOW, payload=b"hi",
+                         snack=(wire(1001),)), 1.1)
+    assert c.read() == b"hi"
+
+
+def test_a_fast_retransmit_made_moot_by_an_ack_of_everything_sends_nothing() -> None:
+    c, _ = established_client(init_cwnd=4)
+    c.send(bytes(4000))
+    c.segments_to_send(1.0)
+    three_dupacks(c, 1.5)
+    c.on_segment(ack_seg(c, wire(4001), peer_iss=P), 1.6)    # before the output
+    assert c.segments_to_send(1.6) == [] and c.next_timer() is None
+
+
+def test_sack_data_is_skipped_and_the_segment_after_it_sent_in_the_same_output() -> None:
+    c, _ = client("sack", iss=ISS, peer_iss=P, init_cwnd=4)
+    c.send(bytes(4000))
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(1), peer_iss=P, sack=((wire(2001), wire(3001)),)), 1.1)
+    t = c.next_timer()
+    c.on_timer(t)                                        # timeout: loss window, segment 0 again
+    assert [s.seq for s in c.segments_to_send(t)] == [wire(1)]
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P, sack=((wire(2001), wire(3001)),)), t + 0.1)
+    # cwnd 2 segments: segment 1, then segment 3 past the SACKed segment 2, in one output
+    assert [s.seq for s in c.segments_to_send(t + 0.1)] == [wire(1001), wire(3001)]
+
+
+def test_a_fin_alone_needs_no_window() -> None:
+    c, _ = established_client(window=1000)
+    c.send(bytes(1000))
+    assert [len(s.payload) for s in c.segments_to_send(1.0)] == [1000]     # the window is full
+    c.close(1.0)
+    (fin,) = c.segments_to_send(1.0)
+    assert (fin.seq, fin.flags, fin.payload) == (wire(1001), ACK | FIN, b"")
+
+
+def test_a_window_of_one_octet_carries_a_one_octet_segment() -> None:
+    c, _ = established_client(window=1000)
+    c.send(bytes(1001))
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P, window=1000), 1.1)    # one octet of window free
+    assert [(s.seq, len(s.payload)) for s in c.segments_to_send(1.1)] == [(wire(1001), 1)]
+
+
+def test_a_fast_retransmit_of_a_lone_fin_resends_the_fin() -> None:
+    # RFC 5681 3.2: the segment at SND.UNA is resent at the third dupack; here that is the FIN alone
+    c, _ = established_client()
+    c.send(bytes(1000))
+    c.segments_to_send(1.0)
+    c.on_segment(ack_seg(c, wire(1001), peer_iss=P), 1.5)
+    c.close(1.5)
+    assert [s.flags for s in c.segments_to_send(1.5)] == [ACK | FIN]
+    for k in range(3):
+        c.on_segment(ack_seg(c, wire(1001), peer_iss=P), 1.6 + k / 100)
+    out = c.segments_to_send(1.63)
+    assert [(s.seq, s.flags, s.payload) for s in out] == [(wire(1001), ACK | FIN, b"")]
+    assert c.stats["ctl_retransmissions"] == 1 and c.stats["retransmissions"] == 0
+
+
+def test_a_probe_carries_the_ack_the_window_and_the_sack_of_the_moment_and_is_counted() -> None:
+    c, _ = established_client(window=0)
+    c.send(b"abc")
+    c.segments_to_send(1.0)
+    c.on_segment(Segment(seq=peer(1), ack=wire(1), flags=ACK, window=0, payload=b"in"), 1.2)
+    c.segments_to_send(1.2)
+    before = c.stats["segments_sent"]
+    c.on_timer(2.5)
+    (probe,) = c.segments_to_send(2.5)
+    assert (probe.ack, probe.window, probe.sack) == (peer(3), 64_000 - 2, ())
+    assert c.stats["segments_sent"] - before == 1
+    c.on_timer(5.5)
+    c.segments_to_send(5.5)
+    assert c.stats["segments_sent"] - before == 2 and c.stats["window_probes"] == 2
+
+
+def test_an_ack_beyond_the_probe_byte_acknowledges_something_not_sent() -> None:
+    c, _ = established_client(window=0)
+    c.send(b"abc")
+    c.segments_to_send(1.0)
+    c.on_timer(2.5)
+    c.segments_to_send(2.5)
+    c.on_segment(ack_seg(c, wire(3), peer_iss=P, window=0), 2.6)   # the probe was one octet: wire(2) at most
+    assert c.snd_una == wire(1)
+    (ack,) = c.segments_to_send(2.6)
+    assert ack.flags == ACK and not ack.payload
+
+
+def test_a_rst_from_a_closed_connection_offers_no_window() -> None:
+    c = reset_client()
+    c.on_segment(Segment(seq=peer(1), ack=0x12345678, flags=ACK), 2.0)
+    c.on_segment(Segment(seq=peer(1), flags=FIN), 2.0)
+    assert [s.window for s in c.segments_to_send(2.0)] == [0, 0]
