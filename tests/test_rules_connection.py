@@ -1130,3 +1130,19 @@ def test_a_rst_from_a_closed_connection_offers_no_window() -> None:
     c.on_segment(Segment(seq=peer(1), ack=0x12345678, flags=ACK), 2.0)
     c.on_segment(Segment(seq=peer(1), flags=FIN), 2.0)
     assert [s.window for s in c.segments_to_send(2.0)] == [0, 0]
+
+
+def test_a_persist_expiry_with_no_data_left_sends_nothing() -> None:
+    # the one queued octet went as a probe and was acknowledged, the window still 0: the persist timer
+    # that was running has nothing to probe with (RFC 9293 3.8.6.1 probes send data)
+    c, _ = established_client(window=0)
+    c.send(b"a")
+    c.segments_to_send(1.0)
+    c.on_timer(2.5)
+    assert [s.payload for s in c.segments_to_send(2.5)] == [b"a"]
+    c.on_segment(ack_seg(c, wire(2), peer_iss=P, window=0), 2.6)
+    assert c.all_acked
+    t = c.next_timer()
+    c.on_timer(t)
+    assert c.segments_to_send(t) == [] and c.stats["window_probes"] == 1
+    assert c.next_timer() is None
