@@ -91,6 +91,20 @@ MODULE_TESTS: dict[str, list[str]] = {
     "tcp_user/config.py": ["tests/test_tcp_config.py", "tests/test_rules_settings.py"],
     "tcp_user/bulk.py": ["tests/test_bulk.py", "tests/test_rules_bulk.py"],
     "etx/prober.py": ["tests/test_rules_settings.py"],
+    # the user-space TCP's connection and SNACK (issue 30, item 3); tests/test_sockets.py (real-time meshes)
+    # and tests/test_fuzz_node.py (whole nodes, 1 to 3 s a test) are left out
+    "tcp_user/snack.py": ["tests/test_snack.py", "tests/test_rules_tcp_snack.py"],
+    "tcp_user/connection.py": ["tests/test_tcp_harness.py", "tests/test_tcp_receiver.py", "tests/test_tcp_rtt.py",
+                               "tests/test_tcp_delayed_ack.py", "tests/test_tcp_flow.py", "tests/test_tcp_parts.py",
+                               "tests/test_tcp_rules.py",
+                               "tests/test_tcp_reno.py", "tests/test_tcp_sack.py", "tests/test_tcp_transfer.py",
+                               "tests/test_tcp_cwnd_limited.py", "tests/test_congestion_mutants.py",
+                               "tests/test_rules_congestion.py", "tests/test_rules_sack.py", "tests/test_snack.py",
+                               "tests/test_bulk.py", "tests/test_rules_connection.py"],
+    "tcp_user/segment.py": ["tests/test_rules_tcp_segment_state.py", "tests/test_tcp_parts.py",
+                            "tests/test_tcp_receiver.py", "tests/test_tcp_transfer.py", "tests/test_rules_connection.py"],
+    "tcp_user/state.py": ["tests/test_rules_tcp_segment_state.py", "tests/test_tcp_parts.py",
+                          "tests/test_tcp_transfer.py", "tests/test_rules_connection.py"],
 }
 
 #: tests left out of a module's run, and why: a memory measurement that takes half a minute under
@@ -247,6 +261,25 @@ _AD_BACKOFF = ("every arm but the incumbent has a backoff from _start_holding, _
                "re-probed, so the default of get is never read")
 _AD_PROBE = ("the new incumbent's entry is never read: `due` leaves the incumbent out, and when it is replaced "
              "_switch_to writes the entry anew; the challenger always has one (it ran because it was due)")
+_TCP = "tcp_user.connection.xǁTcpConnectionǁ"
+_T_TRUTH = "read only as a truth value: None is False"
+_T_SAME = "at equality it stores or picks the value it already has"
+_T_WL = ("the first window taken is the SYN+ACK's (SEG.SEQ 0), which passes with SND.WL1 below 0 whatever SND.WL2 "
+         "is; the passive and simultaneous opens set SND.WL1 and SND.WL2 to 0 first")
+_T_WL2 = ("an acceptable ACK of our SYN has SEG.ACK 1 (ISS < SEG.ACK =< SND.NXT): SND.WL2 0 or 1 is =< it, and "
+          "every later segment has SEG.SEQ >= 1 > SND.WL1")
+_T_IRS = "read only once the peer's SYN is in (_have_irs), which sets it first"
+_T_EDGE = ("at RCV.NXT 1 an edge of 0 or 1 is not above RCV.NXT: the first window is the free space either way, and "
+           "the first ACK sets the edge")
+_T_TIMER = ("the retransmission timer stops when everything is acknowledged (RFC 6298 5.2) and on leaving the "
+            "sending states, so while it runs there is data outstanding in a sending state: _on_rto sets it again "
+            "or aborts (CLOSED clears it), never taking the early return")
+_T_SYN_ACKED = "overwritten: the SYN's acknowledgement runs _on_new_ack right after, which sets it to 0"
+_T_NO_SEG = ("reached only for a segment without data, SYN or FIN (SEG.LEN 0): the caller has nothing more to do "
+             "with it either way")
+_T_FIN_ZERO = "for nxt >= the data's end _seg_len gives 0, what the else gives"
+_T_WRAP = ("the window is at most the free buffer, <= rcv_buffer <= 2**32 - 1 (TcpConfig), or one advertised "
+           "before: it never exceeds MASK")
 _AD_EXACT = ("differs only when the difference equals Z standard errors exactly, in floating point: two measured "
              "goodputs never do, and with no noise (se 0) the margin test already needs a positive difference")
 _BULK = "tcp_user.bulk."
@@ -264,6 +297,130 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _BULK + "xǁBulkSenderǁsegments_to_send__mutmut_2": (
         "return self.conn.segments_to_send(now) if (self.started) or True else []",
         "before the start the connection is not opened and has nothing to send: both give []"),
+    # tcp_user/connection.py
+    _TCP + "__init____mutmut_18": ("self._probe_end = 1", "top = max(SND.MAX, probe end) is read from ESTABLISHED "
+                                   "on, when SND.MAX >= 1 (the SYN): a probe end of 1 never raises it"),
+    _TCP + "__init____mutmut_24": ("self._fin_queued = None", _T_TRUTH),
+    _TCP + "__init____mutmut_29": ("self._max_snd_wnd = 1", "the SWS test is reached only with usable > 0, after a "
+                                   "window > 0 was taken, which set the maximum to it (>= 1) either way"),
+    _TCP + "__init____mutmut_32": ("self._snd_wl1 = -2", _T_WL),
+    _TCP + "__init____mutmut_33": ("self._snd_wl2 = None", _T_WL),
+    _TCP + "__init____mutmut_34": ("self._snd_wl2 = +1", _T_WL),
+    _TCP + "__init____mutmut_35": ("self._snd_wl2 = -2", _T_WL),
+    _TCP + "__init____mutmut_42": ("self._force_one = None", _T_TRUTH),
+    _TCP + "__init____mutmut_44": ("self._probe_pending = None", _T_TRUTH),
+    _TCP + "__init____mutmut_46": ("self._force_small = None", _T_TRUTH),
+    _TCP + "__init____mutmut_56": ("self._rtt_time = None", "written with _rtt_seq whenever a segment is timed, "
+                                   "and read only while _rtt_seq is set"),
+    _TCP + "__init____mutmut_57": ("self._rtt_time = 1.0", "written with _rtt_seq whenever a segment is timed, "
+                                   "and read only while _rtt_seq is set"),
+    _TCP + "__init____mutmut_58": ("self._syn_retransmitted = None", _T_TRUTH),
+    _TCP + "__init____mutmut_68": ("self._delack_segments = None", "every connection sends its SYN or SYN+ACK before "
+                                   "any data can arrive, and _ack_fields sets the count to 0 for it"),
+    _TCP + "__init____mutmut_69": ("self._delack_segments = 1", "every connection sends its SYN or SYN+ACK before "
+                                   "any data can arrive, and _ack_fields sets the count to 0 for it"),
+    _TCP + "__init____mutmut_70": ("self._have_irs = None", _T_TRUTH),
+    _TCP + "__init____mutmut_72": ("self._irs = None", _T_IRS),
+    _TCP + "__init____mutmut_73": ("self._irs = 1", _T_IRS),
+    _TCP + "__init____mutmut_74": ("self._rcv_nxt = None", _T_IRS),
+    _TCP + "__init____mutmut_75": ("self._rcv_nxt = 1", _T_IRS),
+    _TCP + "__init____mutmut_81": ("self._rcv_adv_edge = 1", _T_EDGE),
+    _TCP + "_on_syn_sent__mutmut_31": ("self._rcv_adv_edge = 1", _T_EDGE),
+    _TCP + "_on_syn_sent__mutmut_2": ("ack_ok = None", _T_TRUTH),
+    _TCP + "_on_listen__mutmut_14": ("self._snd_wl1, self._snd_wl2 = 0, 1", _T_WL2),
+    _TCP + "_on_syn_sent__mutmut_43": ("self._snd_wl1, self._snd_wl2 = 0, 1", _T_WL2),
+    _TCP + "_on_syn_sent__mutmut_39": ("self._process_ack(seg, 1, now)", "SND.WL1 -1 is below 0 and 1 alike, and every "
+                                       "later acceptable segment has SEG.SEQ >= 1, which SND.WL1 0 or 1 lets through "
+                                       "(SND.WL2 =< SEG.ACK always holds)"),
+    _TCP + "next_timer__mutmut_6": ("t <= best", _T_SAME),
+    _TCP + "send__mutmut_5": ("raise RuntimeError(None)", "unreachable: the states outside _SEND_ALLOWED (FIN_WAIT_1 "
+                              "and after, LAST_ACK) come only after close() queued our FIN, which send() refuses first"),
+    _TCP + "close__mutmut_2": ("if self._fin_queued and st == State.CLOSED:", "with the FIN queued the state is "
+                               "SYN_SENT or SYN_RCVD (the flag is set again) or FIN_WAIT_1 and after (no CLOSE "
+                               "transition), and in CLOSED no branch applies: the rest of close() does nothing"),
+    _TCP + "read__mutmut_11": ("if n < 0:", "reading 0 octets changes neither buffer nor window: the update test gives "
+                               "what the last read's did, which sent the update or left it to a waiting delayed ACK"),
+    _TCP + "read__mutmut_35": ("if self._rcv_nxt + wnd >= self._rcv_adv_edge:", _T_SAME),
+    _TCP + "_ack_fields__mutmut_13": ("if rcv_nxt + wnd >= self._rcv_adv_edge:", _T_SAME),
+    _TCP + "_ack_fields__mutmut_18": ("if self._sack or self._reasm.blocks:", "Reassembly(False) (no SACK) keeps no "
+                                      "recency list: sack_blocks gives no block, as the guard does"),
+    _TCP + "_process_ack__mutmut_12": ("if self._snd_max >= self._probe_end", _T_SAME),
+    _TCP + "_process_ack__mutmut_19": ("if self._snd_wl1 <= seq or", "SND.WL2 is an ACK that passed SEG.ACK >= SND.UNA, "
+                                       "and SND.UNA only grows: SND.WL2 =< SND.UNA =< SEG.ACK whenever the test runs"),
+    _TCP + "_process_ack__mutmut_26": ("if seg.window >= self._max_snd_wnd:", _T_SAME),
+    _TCP + "_process_ack__mutmut_38": ("if (seg.sack) or True else 0", "on_sack_blocks of no block adds nothing and "
+                                       "returns 0 (Reno always 0; SACK's Update() loops over no block)"),
+    _TCP + "_process_ack__mutmut_77": ("return False", _T_NO_SEG),
+    _TCP + "_process_ack__mutmut_84": ("return False", _T_NO_SEG),
+    _TCP + "_on_new_ack__mutmut_14": ("acked = ack if ack <= data_end else data_end", _T_SAME),
+    _TCP + "_on_new_ack__mutmut_19": ("newly = acked - (una if una >= 1 else 1)", "at SND.UNA 1 both subtract 1"),
+    _TCP + "_on_new_ack__mutmut_22": ("if newly >= 0:", "it adds 0 octets"),
+    _TCP + "_on_new_ack__mutmut_26": ("newly = None", "congestion control reads newly only as a truth value when it "
+                                      "is 0 (CongestionControl.on_new_ack: `elif newly and ...`)"),
+    _TCP + "_on_new_ack__mutmut_29": ("if ack >= self._snd_max:", _T_SAME),
+    _TCP + "_on_new_ack__mutmut_31": ("if self._snd_nxt <= ack:", _T_SAME),
+    _TCP + "_on_new_ack__mutmut_35": ("if drop >= 0:", "it deletes 0 octets"),
+    _TCP + "_on_new_ack__mutmut_36": ("if drop > 1:", "a one-octet ACK leaves its octet in the buffer until the next "
+                                      "ACK trims it; payloads are taken at offsets from _sndbuf_base, which stays with it"),
+    _TCP + "_process_data__mutmut_5": ("if seq <= rcv_nxt:", "at seq == RCV.NXT it trims 0 octets"),
+    _TCP + "_process_data__mutmut_16": ("data = data[: max(1, right - seq)]", "an acceptable segment with data starts "
+                                        "below RCV.NXT + RCV.WND, so right - seq >= 1 after the trim (at a zero window "
+                                        "only a bare FIN is acceptable)"),
+    _TCP + "_process_data__mutmut_18": ("fin = None", _T_TRUTH),
+    _TCP + "_process_data__mutmut_69": ("self._rcv_nxt = None", "the FIN branch's store is overwritten by the one "
+                                        "after it, and _fire reads nothing of it"),
+    _TCP + "_process_data__mutmut_70": ('self._rcv_fin = ""', "after the FIN the state is CLOSE_WAIT, CLOSING or "
+                                        "TIME_WAIT, outside RECV_STATES, where _process_data is not called again"),
+    _TCP + "_process_data__mutmut_75": ("in_order = None", _T_TRUTH),
+    _TCP + "_rcv_wnd__mutmut_9": ("w = free if free >= held else held", _T_SAME),
+    _TCP + "_rcv_wnd__mutmut_11": ("return w if (w < MASK) or True else MASK", _T_WRAP),
+    _TCP + "_rcv_wnd__mutmut_12": ("return w if w <= MASK else MASK", _T_WRAP),
+    _TCP + "on_timer__mutmut_4": ('self._tw_deadline = ""', "TIME_WAIT_EXPIRED leads to CLOSED, where _fire clears it"),
+    _TCP + "on_timer__mutmut_15": ('self._rto_deadline = ""', _T_TIMER),
+    _TCP + "_on_rto__mutmut_28": ("if st not in SEND_STATES and self._snd_una >= self._snd_max:", _T_TIMER),
+    _TCP + "_on_rto__mutmut_30": ("if st not in SEND_STATES or self._snd_una > self._snd_max:", _T_TIMER),
+    _TCP + "_rtt_sample__mutmut_3": ("if self.srtt is None and self.rttvar is None:", "SRTT and RTTVAR are None "
+                                     "together until the first sample sets both"),
+    _TCP + "segments_to_send__mutmut_18": ("out.append(self._build(0, None, now))", "for the SYN (start 0) _build "
+                                           "reads n only as a truth value"),
+    _TCP + "segments_to_send__mutmut_55": ("min(self._persist_backoff, 31)", "RTO x 2**30 is above max_rto unless "
+                                           "max_rto / min_rto > 2**30 (60 s / 2**30 = 56 ns): capped either way"),
+    _TCP + "_output_snack__mutmut_2": ("if self._snd_una <= s <= self._snd_max:", "SnackSender takes only entries "
+                                       "below SND.MAX, and SND.MAX never falls"),
+    _TCP + "_output_window__mutmut_3": ("cc.fast_rtx_pending = None", _T_TRUTH),
+    _TCP + "_output_window__mutmut_16": ("self._probe_pending = None", _T_TRUTH),
+    _TCP + "_output_window__mutmut_48": ("self._force_one = None", _T_TRUTH),
+    _TCP + "_output_window__mutmut_95": ("self._force_small = None", _T_TRUTH),
+    _TCP + "_output_window__mutmut_97": ("self._force_small = None", _T_TRUTH),
+    _TCP + "_output_window__mutmut_32": ("if (not cc.in_recovery) or True else self.cwnd", "lt_extra is 0 in "
+                                         "recovery: entering it (Reno and SACK) sets 0, and only a dupack outside "
+                                         "recovery raises it"),
+    _TCP + "_output_window__mutmut_42": ("if sb is not None and sb.blocks and nxt <= self._snd_max:", "no SACKed "
+                                         "block reaches past SND.MAX (Update() drops such blocks): skip(SND.MAX) is SND.MAX"),
+    _TCP + "_output_window__mutmut_52": ("n = self._seg_len(nxt) if (nxt < data_end) or True else 0", _T_FIN_ZERO),
+    _TCP + "_output_window__mutmut_54": ("n = self._seg_len(nxt) if nxt <= data_end else 0", _T_FIN_ZERO),
+    _TCP + "_output_window__mutmut_78": ("return", "the reset after the loop matters only when _force_small is set, by "
+                                         "a persist expiry with the window open and nothing in flight (the persist "
+                                         "timer runs only while SND.UNA = SND.MAX): the first pass then sends, which "
+                                         "resets it"),
+    _TCP + "_output_window__mutmut_87": ("return", "taken only when _force_small is False (else the partial segment "
+                                         "goes): the reset after the loop does nothing"),
+    _TCP + "_seg_len__mutmut_3": ("if n < 0:", "at n = 0 the rest returns 0 as well"),
+    _TCP + "_seg_len__mutmut_6": ("if n >= self._mss:", _T_SAME),
+    _TCP + "_seg_len__mutmut_12": ("if sb is not None and sb.blocks and start <= self._snd_max:", "no SACKed block "
+                                   "starts at or past SND.MAX: next_start(SND.MAX) is None"),
+    _TCP + "_seg_len__mutmut_18": ("if ns is not None and ns - start <= n:", _T_SAME),
+    _TCP + "_build__mutmut_95": ("if end >= self._snd_max:", _T_SAME),
+    _TCP + "_build__mutmut_98": ("if start <= self._snd_nxt <= end:", _T_SAME),
+    _TCP + "_zero_window_probe__mutmut_5": ("if nxt + 2 > self._probe_end:", "it assigns also when the probe end is "
+                                            "nxt + 1 already: the same value"),
+    _TCP + "_zero_window_probe__mutmut_6": ("if nxt + 1 >= self._probe_end:", _T_SAME),
+    _TCP + "_reply_rst__mutmut_13": ("self._pending.append(Segment(seg.ack, 0, RST, ))", "window 0 is Segment's default"),
+    _TCP + "_reply_rst__mutmut_24": ("RST | ACK, ))", "window 0 is Segment's default"),
+    _TCP + "_established__mutmut_12": ("self._rto_consecutive = None", _T_SYN_ACKED),
+    _TCP + "_established__mutmut_13": ("self._rto_consecutive = 1", _T_SYN_ACKED),
+    _TCP + "_abort__mutmut_1": ('self.stats["aborted"] = 1', "a connection aborts once: ABORT leads to CLOSED, where "
+                                "no timer runs"),
     # aspan/adaptive.py
     _AD + "xǁQosLearnerǁ_schedule__mutmut_17": ("self._backoff.get(arm, None) * 2", _AD_BACKOFF),
     _AD + "xǁQosLearnerǁ_schedule__mutmut_19": ("self._backoff.get(arm, ) * 2", _AD_BACKOFF),
@@ -421,7 +578,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "routing.graph.x_least_cost_next_hops__mutmut_55": ("):", "_REL_TOL is 1e-9, math.isclose's default rel_tol"),
     "routing.routes.xǁRouteTableǁ__init____mutmut_3": ("self._next: dict[str, str] = None", "_set replaces it at once"),
     "routing.routes.x__walk_problems__mutmut_9": ("if nxt is None and nxt not in name_of:", _NODE_ADDRS),
-    "routing.routes.x_route_summary__mutmut_13": ("if d in name_of or v in name_of}", _NODE_ADDRS),
     # routing/propagation.py
     "routing.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
@@ -498,11 +654,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _RATES + "x_control_response_rate__mutmut_30": ("data_rate.short_preamble and kbps > 1001)", _KBPS_SET),
     _RATES + "x_ofdm_rate__mutmut_19": (
         "n_dbps=OFDM_N_DBPS[mbps], )", "band_ghz=2.4 is Rate's default: the same Rate without it"),
-    _RATES + "x_ht20_rate__mutmut_16": (
+    _RATES + "x_ht20_rate__mutmut_17": (
         "kbps = round(n_dbps * 1000001.0 /", "1 ppm more moves no HT20 rate across a rounding boundary: the "
         "16 rates of Table 19-27 (tests/test_rates.py lists them) round to the same kbit/s"),
-    _RATES + "x_ht20_rate__mutmut_30": ('("" if band_ghz <= 3 else "-5g")', _BANDS),
-    _RATES + "x_ht20_rate__mutmut_31": ('("" if band_ghz < 4 else "-5g")', _BANDS),
+    _RATES + "x_ht20_rate__mutmut_31": ('("" if band_ghz <= 3 else "-5g")', _BANDS),
+    _RATES + "x_ht20_rate__mutmut_32": ('("" if band_ghz < 4 else "-5g")', _BANDS),
     _RATES + "x__response_class__mutmut_5": ("(ERP_OFDM,) if rate.band_ghz <= 3 else (OFDM,)", _BANDS),
     _RATES + "x__response_class__mutmut_6": ("(ERP_OFDM,) if rate.band_ghz < 4 else (OFDM,)", _BANDS),
     # routing/step.py

@@ -210,7 +210,7 @@ def ofdm_rate(mbps: int, erp: bool = True) -> Rate:
 
 def ht20_rate(mcs: int, short_gi: bool = False, band_ghz: float = 2.4) -> Rate:
     """HT20 MCS 0-7, one spatial stream (Table 19-27)."""
-    if not isinstance(mcs, int) or not 0 <= mcs <= 7:
+    if isinstance(mcs, bool) or not isinstance(mcs, int) or not 0 <= mcs <= 7:   # (a bool is an int: True == 1)
         raise RateError(f"HT MCS {mcs!r}: expected 0..7 (one spatial stream)")
     n_dbps = HT20_N_DBPS[mcs]
     kbps = round(n_dbps * 1e6 / (HT_SGI_SYMBOL_NS if short_gi else HT_LGI_SYMBOL_NS))

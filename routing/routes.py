@@ -146,10 +146,12 @@ def topology_routes(topology: Mapping[str, Any], link_cost: LinkCost | None = No
 
 
 def route_summary(topology: Mapping[str, Any], tables: Mapping[str, RouteTable]) -> dict[str, dict[str, str]]:
-    """Node -> {destination node: next-hop node} of every table, by name (for meta.json and routes.json)."""
+    """Node -> {destination node: next-hop node} of every table, by name (for meta.json and routes.json).
+    A route whose destination or next hop is no node's address has no name and is left out."""
     addrs = topology["addresses"]
     name_of = {a: n for n, a in addrs.items()}
     order = {a: i for i, a in enumerate(addrs.values())}     # destinations in node order
-    return {n: {name_of[d]: name_of[v] for d, v in sorted(t.as_dict().items(), key=lambda kv: order[kv[0]])
-                if d in name_of and v in name_of}
+    return {n: {name_of[d]: name_of[v] for d, v in sorted(((d, v) for d, v in t.as_dict().items()
+                                                           if d in name_of and v in name_of),
+                                                          key=lambda kv: order[kv[0]])}
             for n, t in tables.items()}

@@ -47,8 +47,8 @@ class SnackSender:
         self.due: list[int] = []              # losses to resend with the next output
 
     def on_entries(self, entries: tuple[int, ...], iss: int, una: int, snd_max: int) -> None:
-        """Count one report of each entry; entries at or below SND.UNA, or beyond what was
-        sent, are ignored."""
+        """Count one report of each entry; entries below SND.UNA (acknowledged), at or beyond
+        SND.MAX (never sent) or naming the SYN are ignored."""
         reports = self.reports
         threshold = self.threshold
         for x32 in entries:

@@ -161,3 +161,14 @@ def test_the_summary_follows_node_order_not_address_order():
     topo = {"chain": ["A", "B", "C"], "addresses": addrs}
     s = route_summary(topo, topology_routes(topo))
     assert list(s["B"]) == ["A", "C"] and list(s["A"]) == ["B", "C"]
+
+
+def test_the_summary_leaves_out_routes_that_name_no_node():
+    # a table may hold an address that is no node's (a route learned at run time, a table built by hand):
+    # the summary is by node name, so such a destination or next hop has no entry, and the rest keep node order
+    addrs = {"A": "a", "B": "b", "C": "c"}
+    topo = {"chain": ["A", "B", "C"], "addresses": addrs}
+    tables = {"A": RouteTable({"10.9.9.9": "b", "c": "b"}, ["b"]),
+              "B": RouteTable({}, ["c", "a", "10.8.8.8"])}
+    assert route_summary(topo, tables) == {"A": {"B": "B", "C": "B"}, "B": {"A": "A", "C": "C"}}
+    assert list(route_summary(topo, tables)["B"]) == ["A", "C"]

@@ -89,6 +89,13 @@ def test_unknown_rates_are_refused_with_the_rates_that_exist():
         txtime_ns(Rate("x", "vht", 1000), 100)
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_bool_is_no_mcs(flag):
+    # a bool is an int in Python (True == 1): ht20_rate(True) was MCS 1; it is refused like 1.0
+    with pytest.raises(RateError, match=rf"^HT MCS {flag}: expected 0..7 \(one spatial stream\)$"):
+        ht20_rate(flag)
+
+
 @pytest.mark.parametrize("preset, slot, sifs, cw", [("b", 20, 10, 31), ("g", 9, 10, 15), ("a", 9, 16, 15),
                                                     ("n", 9, 10, 15)])
 def test_each_phy_s_timing_and_its_difs_and_mean_first_backoff(preset, slot, sifs, cw):
