@@ -91,6 +91,12 @@ MODULE_TESTS: dict[str, list[str]] = {
     "tcp_user/config.py": ["tests/test_tcp_config.py", "tests/test_rules_settings.py"],
     "tcp_user/bulk.py": ["tests/test_bulk.py", "tests/test_rules_bulk.py"],
     "etx/prober.py": ["tests/test_rules_settings.py"],
+    # the link rules (issues 11 and 25): the drop-tail link, the local backend's held datagrams, Mahimahi's
+    # opportunities, recorded signals (the whole runs of these files are marked slow or root: left out)
+    "routing/linkem.py": ["tests/test_linkem.py", "tests/test_udp_link.py", "tests/test_mahimahi.py"],
+    "routing/udp_link.py": ["tests/test_udp_link.py"],
+    "routing/mahimahi.py": ["tests/test_mahimahi.py", "tests/test_rules_mahimahi.py"],
+    "routing/signal_trace.py": ["tests/test_signal_trace.py", "tests/test_rules_signal_trace.py"],
     # the user-space TCP's connection and SNACK (issue 30, item 3); tests/test_sockets.py (real-time meshes)
     # and tests/test_fuzz_node.py (whole nodes, 1 to 3 s a test) are left out
     "tcp_user/snack.py": ["tests/test_snack.py", "tests/test_rules_tcp_snack.py"],
@@ -111,6 +117,13 @@ MODULE_TESTS: dict[str, list[str]] = {
 #: mutmut's tracing, run for every mutant of the functions it reaches (the flow bounds it measures are
 #: pinned by test_forged_flows_are_bounded_refused_and_counted and tests/test_aspan_agent_mutants.py)
 DESELECT: dict[str, list[str]] = {
+    # whole runs on the sim (a 6,000-segment flow twice; two Mahimahi-limited flows), seconds each: the rules
+    # they rest on are pinned without a run in tests/test_rules_signal_trace.py and the queue tests
+    "routing/signal_trace.py": ["tests/test_signal_trace.py::test_minstrel_follows_the_recorded_signal_down",
+                                "tests/test_signal_trace.py::test_the_trace_plays_from_the_flows_start_on_the_sim"
+                                "_and_the_local_medium_process"],
+    "routing/linkem.py": ["tests/test_mahimahi.py::test_on_the_sim_the_goodput_follows_the_traces_rate"],
+    "routing/mahimahi.py": ["tests/test_mahimahi.py::test_on_the_sim_the_goodput_follows_the_traces_rate"],
     # whole runs on the sim (3 variants of 16,000 segments, a diamond, a grid) and the local backend, 20 s to
     # 3 min each; the learner's rules are pinned by the synthetic-path tests of the same file
     "aspan/adaptive.py": [f"tests/test_adaptive_qos.py::{t}" for t in (
@@ -283,10 +296,36 @@ _T_WRAP = ("the window is at most the free buffer, <= rcv_buffer <= 2**32 - 1 (T
 _AD_EXACT = ("differs only when the difference equals Z standard errors exactly, in floating point: two measured "
              "goodputs never do, and with no noise (se 0) the margin test already needs a positive difference")
 _BULK = "tcp_user.bulk."
+_ASCII_ALIAS = "'ASCII' names the same codec as 'ascii'"
+_DIGITS_ONLY = ("the file holds digits and newlines only, the same bytes in any ASCII-compatible encoding (the "
+                "locale's is UTF-8 here)")
+_MM_FIRST_IDLE = ("read only when the queue is busy; the first packet finds it idle (_at starts at -inf) and sets "
+                  "both before any packet can read them")
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # aspan/schemes.py: no agent reads the node's name
     "aspan.schemes.x__aspan__mutmut_1": ("return SnoopAgent(None, config, emit)", _SC_NO_NODE),
     "aspan.schemes.x_make_agent__mutmut_9": ("return entry.make(None, config, emit, scheme)", _SC_NO_NODE),
+    # routing/udp_link.py, routing/linkem.py, routing/signal_trace.py, routing/mahimahi.py
+    "routing.udp_link.xǁEgressLinksǁdue__mutmut_29": ('if late >= stats["late_max_us"]:', _SAME_VALUE),
+    "routing.udp_link.xǁEgressLinksǁhold__mutmut_31": ('if len(self._held) >= self.stats["held_max"]:', _SAME_VALUE),
+    "routing.linkem.xǁLinkQueueǁadmit__mutmut_10": ("start = now if now >= self.busy_until else self.busy_until",
+                                                   _SAME_VALUE),
+    "routing.linkem.xǁLinkQueueǁadmit__mutmut_13": (
+        "if (p.rate_bps != math.inf) or True else start", "at an infinite rate size * 8 / rate is 0.0: start + 0.0 "
+                                                         "is start"),
+    "routing.signal_trace.x_build__mutmut_16": ('bool(settings.get("loop", None))', "bool(None) is bool(False)"),
+    "routing.signal_trace.x_build__mutmut_18": ('bool(settings.get("loop", ))', "bool(None) is bool(False)"),
+    "routing.mahimahi.x_opportunities__mutmut_33": (
+        "while len(out) + 1 < total + 1e-9:", "differs only when the running total is exactly a whole number less "
+                                              "1e-9, which a sum of per-millisecond rates never is"),
+    "routing.mahimahi.x_parse__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
+    "routing.mahimahi.x_write__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
+    "routing.mahimahi.x_write__mutmut_4": ('encoding=None', _DIGITS_ONLY),
+    "routing.mahimahi.x_write__mutmut_6": ('open("w", )', _DIGITS_ONLY),
+    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_7": ("self._k = None", _MM_FIRST_IDLE),
+    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_8": ("self._k = 1", _MM_FIRST_IDLE),
+    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_11": ("self._left = None", _MM_FIRST_IDLE),
+    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_12": ("self._left = 1", _MM_FIRST_IDLE),
     # tcp_user/bulk.py
     _BULK + "xǁBulkSenderǁon_timer__mutmut_22": (
         "self.conn.close(None)", "close() is called in SYN_SENT, right after connect(): it only queues the FIN "

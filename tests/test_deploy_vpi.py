@@ -339,8 +339,11 @@ def test_a_diamond_on_one_bridge_each_pi_hears_only_its_neighbours_and_is_restor
     exp.write_text(yaml.safe_dump(doc))
     p = start_aspan("run", str(exp), "--backend", "pi", "--inventory", str(lab.inv), "--out", str(tmp_path / "runs"))
     try:
-        wait_for(lambda: p.poll() is not None or f"--mac-source {macs['A']}" in iptables_state(lab)["D"], 60,
-                 "D's filter in force")
+        def all_in_force() -> bool:
+            """Every Pi's filter (the runner puts them in force one Pi after another)."""
+            state = iptables_state(lab)
+            return all(f"--mac-source {macs[others[0]]}" in state[n] for n, others in NOT_HEARD.items())
+        wait_for(lambda: p.poll() is not None or all_in_force(), 60, "every Pi's filter in force")
         if p.poll() is not None:
             pytest.fail(f"the run ended before the filter was seen:\n{p.communicate()[0]}")
         during = iptables_state(lab)

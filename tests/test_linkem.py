@@ -1,5 +1,6 @@
 """The link rule (routing.linkem) in virtual time, and the ``link:`` section per backend (experiments.link_spec)."""
 import math
+import re
 
 import pytest
 
@@ -240,3 +241,10 @@ def test_with_the_dcf_medium_every_node_queues_what_it_hears_for_the_medium_daem
     assert p.medium and p.held and p.link is None and mesh.link_conf(p, "B") is None   # no per-node shaper
     assert all(mesh.rule_specs(p, n, "an+")[0] == ("raw", "PREROUTING", "-i an+ -j NFQUEUE --queue-num 1 --queue-bypass")
                for n in "ABCD")
+
+
+def test_link_params_name_themselves_when_refused_and_any_positive_rate_is_a_rate():
+    assert LinkParams(0.5, 0.0, 1).rate_bps == 0.5          # half a bit a second is slow, not wrong
+    bad = "LinkParams(rate_bps=0.0, delay_s=0.0, queue_packets=1)"
+    with pytest.raises(ValueError, match=re.escape(f"link: expected rate > 0, delay >= 0, queue >= 1, got {bad}")):
+        LinkParams(0.0, 0.0, 1)

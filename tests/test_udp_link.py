@@ -171,3 +171,29 @@ def test_a_mahimahi_trace_serves_the_links_on_local(tmp_path: Path):
     print(f"chain over a 2 Mbit/s Mahimahi trace: sim {s:.3f}, local {g:.3f} Mbit/s")
     assert 0.7 * 2.0 < g < 2.0
     assert abs(g - s) < 0.15 * s
+
+
+def test_the_counters_step_once_per_datagram_and_a_release_is_late_past_one_ms():
+    """``node_stop``'s ``link`` (docs/LOGS.md): held and released per datagram, drops of either bound,
+    the most held at once, and lateness in microseconds: summed, its maximum, and releases more than 1 ms
+    late (exactly 1 ms is not)."""
+    p = LinkParams(math.inf, 0.5, 1)
+    e = EgressLinks({"a": LinkQueue(p), "b": LinkQueue(p)}, max_held=3)
+    assert "a" in e and "c" not in e
+    for _ in range(3):
+        assert e.hold("a", 0.0, b"x", "A", None)
+    assert not e.hold("b", 0.0, b"x", "B", None) and not e.hold("b", 0.0, b"x", "B", None)   # the node's bound
+    assert len(list(e.due(0.501))) == 3                          # each 1 ms late: 1000 us, not "over 1 ms"
+    assert e.hold("b", 1.0, b"x", "B", None) and e.hold("a", 1.0, b"x", "A", None)
+    assert [a for _, a, _ in e.due(1.501001)] == ["B", "A"]       # 1001 us late: over 1 ms
+    assert e.hold("a", 2.0, b"x", "A", None)
+    assert len(list(e.due(3.5))) == 1                            # a whole second late
+    assert e.stats == {"held": 6, "released": 6, "link_drops": 2, "held_max": 3, "late_max_us": 1_000_000,
+                       "late_sum_us": 3 * 1000 + 2 * 1001 + 1_000_000, "late_1ms": 3}
+    full = EgressLinks({"a": LinkQueue(LinkParams(8e6, 0.0, 1))})
+    assert full.stats == dict.fromkeys(e.stats, 0)               # every counter from 0
+    assert full.hold("a", 0.0, bytes(972), "A", None)
+    assert not full.hold("a", 0.0, b"x", "A", None) and not full.hold("a", 0.0, b"x", "A", None)   # its queue
+    assert full.stats["link_drops"] == 2
+    one = EgressLinks({"a": LinkQueue(p)}, max_held=1)           # a bound of one datagram is allowed
+    assert one.hold("a", 0.0, b"x", "A", None) and not one.hold("a", 0.0, b"x", "A", None)
