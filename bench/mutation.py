@@ -689,7 +689,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "whole microseconds): tx + 1 >= 6 ms exactly when tx >= 6 ms"),
     _ML + "_sample_rate__mutmut_18": ("if delta >= 2 * n:", "at delta == 2 n it forgives delta - 2 n = 0 frames"),
     # routing/rates.py
-    _RATES + "x_dsss_rate__mutmut_23": ("DSSS if kbps <= 2001 else HR_DSSS", _KBPS_SET),
+    _RATES + "x_dsss_rate__mutmut_24": ("DSSS if kbps <= 2001 else HR_DSSS", _KBPS_SET),
     _RATES + "x_control_response_rate__mutmut_30": ("data_rate.short_preamble and kbps > 1001)", _KBPS_SET),
     _RATES + "x_ofdm_rate__mutmut_19": (
         "n_dbps=OFDM_N_DBPS[mbps], )", "band_ghz=2.4 is Rate's default: the same Rate without it"),

@@ -190,7 +190,7 @@ def txtime_ns(rate: Rate, length: int) -> int:
 def dsss_rate(mbps: float, short_preamble: bool = False) -> Rate:
     """1 and 2 Mb/s (DSSS, clause 15), 5.5 and 11 Mb/s (HR/DSSS, clause 16)."""
     kbps = round(mbps * 1000)
-    if kbps not in (1000, 2000, 5500, 11000):
+    if isinstance(mbps, bool) or kbps not in (1000, 2000, 5500, 11000):   # (a bool is a number: True == 1)
         raise RateError(f"DSSS/HR-DSSS rate {mbps} Mb/s: expected one of 1, 2, 5.5, 11")
     if short_preamble and kbps == 1000:
         raise RateError("the short PLCP preamble is not defined for 1 Mb/s (16.2.2.3)")

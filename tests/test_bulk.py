@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import heapq
 from typing import Any, Callable
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from tcp_user.bulk import BulkReceiver, BulkSender, bulk_payload
 from tcp_user.config import TcpConfig
 from tcp_user.segment import Segment
+from test_rules_bulk import transfer
 
 Tamper = Callable[[Segment], Segment]
 SEGMENTS = 40
@@ -20,44 +20,8 @@ SEGMENTS = 40
 def _transfer(tamper: Tamper | None = None, variant: str = "sack",
               delay: float = 0.01) -> tuple[BulkSender, BulkReceiver, list[tuple[str, dict[str, Any]]]]:
     """Run one flow of ``SEGMENTS`` segments; ``tamper`` may rewrite each data segment on its way."""
-    events: list[tuple[str, dict[str, Any]]] = []
-
-    def emit(now: float, ev: str, **fields: Any) -> None:
-        events.append((ev, fields))
-
-    cfg = TcpConfig(variant=variant, time_wait=0.0)
-    snd = BulkSender(cfg, "A-D", SEGMENTS, 7, 1000, 0.0, emit)
-    rcv = BulkReceiver(cfg, "A-D", SEGMENTS, 7, 50_000, emit)
-    peer = {"s": rcv, "r": snd}
-    q: list[tuple[float, int, str, Segment]] = []
-    n = 0
-
-    def flush(name: str, app: BulkSender | BulkReceiver, now: float) -> None:
-        nonlocal n
-        for seg in app.segments_to_send(now):
-            if name == "s" and seg.payload and tamper is not None:
-                seg = tamper(seg)
-            n += 1
-            heapq.heappush(q, (now + delay, n, "r" if name == "s" else "s", seg))
-
-    now = 0.0
-    apps = {"s": snd, "r": rcv}
-    for _ in range(100_000):
-        timers = [(t, k) for k, a in apps.items() if (t := a.next_timer()) is not None]
-        cand = [t for t, _ in timers] + ([q[0][0]] if q else [])
-        if not cand:
-            break
-        now = max(now, min(cand))
-        while q and q[0][0] <= now:
-            _, _, dst, seg = heapq.heappop(q)
-            apps[dst].on_segment(seg, now)
-            flush(dst, apps[dst], now)
-        for k, a in apps.items():
-            t = a.next_timer()
-            if t is not None and t <= now:
-                a.on_timer(now)
-                flush(k, a, now)
-    return snd, rcv, events
+    snd, rcv, events = transfer(SEGMENTS, start=0.0, tamper=tamper, flow="A-D", variant=variant, delay=delay)
+    return snd, rcv, [(ev, f) for _, _, ev, f in events]
 
 
 @pytest.mark.parametrize("variant", ["reno", "sack"])

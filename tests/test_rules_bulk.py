@@ -17,16 +17,18 @@ MSS = 1000
 
 
 def transfer(segments: int, start: float = 0.5, keep: Callable[[str, Segment], bool] = lambda d, s: True,
-             until: float = 60.0, **cfg: Any) -> tuple[BulkSender, BulkReceiver, list[Event]]:
-    """One flow over a 10 ms path; ``keep(direction, seg)`` False loses a segment ("s": toward the
-    receiver, "r": toward the sender)."""
+             until: float = 60.0, tamper: Callable[[Segment], Segment] | None = None, flow: str = "A->D",
+             delay: float = 0.01, **cfg: Any) -> tuple[BulkSender, BulkReceiver, list[Event]]:
+    """One flow over a path of ``delay`` (one way) in virtual time (data seed 7, ISS 1000 and 50,000);
+    ``keep(direction, seg)`` False loses a segment ("s": toward the receiver, "r": toward the sender),
+    ``tamper`` may rewrite each data segment on its way (tests/test_bulk.py)."""
     events: list[Event] = []
 
     def sink(side: str) -> Callable[..., None]:
         return lambda now, ev, **f: events.append((side, now, ev, f))
-    config = TcpConfig(variant="sack", mss=MSS, time_wait=0.0, **cfg)
-    snd = BulkSender(config, "A->D", segments, 7, 1000, start, sink("s"))
-    rcv = BulkReceiver(config, "A->D", segments, 7, 50_000, sink("r"))
+    config = TcpConfig(**{"variant": "sack", "mss": MSS, "time_wait": 0.0, **cfg})
+    snd = BulkSender(config, flow, segments, 7, 1000, start, sink("s"))
+    rcv = BulkReceiver(config, flow, segments, 7, 50_000, sink("r"))
     apps: dict[str, BulkSender | BulkReceiver] = {"s": snd, "r": rcv}
     q: list[tuple[float, int, str, Segment]] = []
     n = 0
@@ -35,8 +37,10 @@ def transfer(segments: int, start: float = 0.5, keep: Callable[[str, Segment], b
         nonlocal n
         for seg in apps[name].segments_to_send(now):
             n += 1
+            if name == "s" and seg.payload and tamper is not None:
+                seg = tamper(seg)
             if keep(name, seg):
-                heapq.heappush(q, (now + 0.01, n, "r" if name == "s" else "s", seg))
+                heapq.heappush(q, (now + delay, n, "r" if name == "s" else "s", seg))
 
     now = 0.0
     while now < until:

@@ -90,6 +90,13 @@ def test_unknown_rates_are_refused_with_the_rates_that_exist():
 
 
 @pytest.mark.parametrize("flag", [True, False])
+def test_a_bool_is_no_dsss_rate(flag):
+    # dsss_rate(True) was 1 Mb/s (round(True * 1000) == 1000); it is refused like any rate not in the clause
+    with pytest.raises(RateError, match=rf"^DSSS/HR-DSSS rate {flag} Mb/s: expected one of 1, 2, 5.5, 11$"):
+        dsss_rate(flag)
+
+
+@pytest.mark.parametrize("flag", [True, False])
 def test_a_bool_is_no_mcs(flag):
     # a bool is an int in Python (True == 1): ht20_rate(True) was MCS 1; it is refused like 1.0
     with pytest.raises(RateError, match=rf"^HT MCS {flag}: expected 0..7 \(one spatial stream\)$"):
