@@ -147,7 +147,9 @@ def assert_dead_second(times: list[float], backend: str) -> None:
     inside = [t for t in times if 2.0 - (late - 0.05) <= t < 3.0 + late]
     print(f"{backend}: {len(times)} mac_retry drops of A->B, {len(inside)} in the dead second: "
           f"{[round(t, 2) for t in times if t not in inside]} outside")
-    assert len(inside) >= 10
+    # how many frames meet the dead second is TCP's (it backs off after the first losses): 12 to 51 on local
+    # at load 2-6, 7 in a CI run at a higher load; a replay aligned to the process's start puts none inside
+    assert len(inside) >= 3
     assert len(times) - len(inside) <= (0 if backend == "sim" else 2), times
 
 
