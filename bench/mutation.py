@@ -306,7 +306,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "aspan.schemes.x__aspan__mutmut_1": ("return SnoopAgent(None, config, emit)", _SC_NO_NODE),
     "aspan.schemes.x_make_agent__mutmut_9": ("return entry.make(None, config, emit, scheme)", _SC_NO_NODE),
     # routing/udp_link.py, routing/linkem.py, routing/signal_trace.py, routing/mahimahi.py
-    "routing.udp_link.xǁEgressLinksǁdue__mutmut_29": ('if late >= stats["late_max_us"]:', _SAME_VALUE),
+    "routing.linkem.x_count_release__mutmut_22": ('if late >= stats["late_max_us"]:', _SAME_VALUE),
     "routing.udp_link.xǁEgressLinksǁhold__mutmut_31": ('if len(self._held) >= self.stats["held_max"]:', _SAME_VALUE),
     "routing.linkem.xǁLinkQueueǁadmit__mutmut_10": ("start = now if now >= self.busy_until else self.busy_until",
                                                    _SAME_VALUE),

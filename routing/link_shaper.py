@@ -37,7 +37,7 @@ import time
 import zlib
 from typing import Any, Callable
 
-from routing.linkem import LinkParams, LinkQueue
+from routing.linkem import LinkParams, LinkQueue, count_release
 from routing.mahimahi import OpportunityQueue
 from routing.step import DropLines
 
@@ -235,13 +235,7 @@ class LinkShaper:
             if board is not None:
                 board.post(key, now - due, now)
             pkt.accept()
-            late = int((now - due) * 1e6)
-            self.stats["released"] += 1
-            self.stats["late_sum_us"] += late
-            if late > 1000:
-                self.stats["late_1ms"] += 1
-            if late > self.stats["late_max_us"]:
-                self.stats["late_max_us"] = late
+            count_release(self.stats, due, now)
 
     def timeout(self, now: float, cap: float = TICK_S) -> float:
         """How long a select may wait before the next packet is due (at most ``cap``)."""

@@ -71,3 +71,16 @@ class LinkQueue(EndsQueue):
         self._ends.append(done)
         self.admitted += 1
         return done + p.delay_s
+
+
+def count_release(stats: dict[str, int], due: float, now: float) -> None:
+    """Count one held packet let go at ``now`` that was due at ``due``: ``released``, and its lateness in
+    microseconds (``late_sum_us``, ``late_max_us``, ``late_1ms``: more than 1 ms late).  The netns shaper's
+    and the local backend's held packets are counted the same way (routing/link_shaper.py, routing/udp_link.py)."""
+    late = int((now - due) * 1e6)
+    stats["released"] += 1
+    stats["late_sum_us"] += late
+    if late > 1000:
+        stats["late_1ms"] += 1
+    if late > stats["late_max_us"]:
+        stats["late_max_us"] = late

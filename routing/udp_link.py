@@ -25,6 +25,7 @@ import heapq
 import itertools
 from typing import Any, Iterator, Protocol
 
+from routing.linkem import count_release
 from routing.wire import IP_UDP_OVERHEAD   # a datagram's size on the link, as routing.wire.wire_size counts it
 
 
@@ -83,13 +84,7 @@ class EgressLinks:
         held, stats = self._held, self.stats
         while held and held[0][0] <= now:
             due, _, datagram, addr, packet = heapq.heappop(held)
-            late = int((now - due) * 1e6)
-            stats["released"] += 1
-            stats["late_sum_us"] += late
-            if late > 1000:
-                stats["late_1ms"] += 1
-            if late > stats["late_max_us"]:
-                stats["late_max_us"] = late
+            count_release(stats, due, now)
             yield datagram, addr, packet
 
     def held(self) -> int:
