@@ -61,6 +61,12 @@ KERNEL_APT_LINE = "sudo apt-get install " + " ".join(KERNEL_PACKAGES) + " iperf3
 NFQ_PACKAGE = "netfilterqueue"
 # netfilterqueue's build requirements, uploaded for offline builds (its setup.py asks for cython too)
 BUILD_WHEELS = ("setuptools>=68", "wheel", "cython")
+# pip reads an sdist's metadata by building it in an isolated environment, which gets the same format
+# options: with --no-binary=:all: that environment's Cython (asked for by netfilterqueue's egg_info)
+# is compiled from source, 10-15 minutes on a machine whose pip cache holds no built Cython wheel.
+# So only netfilterqueue itself comes as source; everything else pip fetches, the build
+# environment included, must be a wheel (pip's rule: a name listed in --no-binary beats :all:).
+SDIST_ONLY_NFQ = ("--only-binary=:all:", f"--no-binary={NFQ_PACKAGE}")
 
 _PROBE_PY = ("import json, platform, sys\n"
              "try:\n    import venv, ensurepip\n    v = True\nexcept ImportError:\n    v = False\n"
@@ -268,7 +274,7 @@ def download_kernel_sources(project_wheel: Path, facts: HostFacts, dest: Path, s
     if marker.exists():
         return
     base = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--dest", str(dest)]
-    _local(base + ["--no-deps", "--no-binary=:all:", req], say, dry_run)
+    _local(base + ["--no-deps", *SDIST_ONLY_NFQ, req], say, dry_run)
     plat = pip_platform_args(facts) if facts.python else ["--only-binary=:all:"]
     _local(base + plat + list(BUILD_WHEELS), say, dry_run)     # with their dependencies (wheel needs packaging)
     if not dry_run:
@@ -282,7 +288,8 @@ def nfq_install_command(host: Host, req: str) -> str:
     py = f"{q(host.venv)}/bin/python"
     pip = f"{py} -m pip --disable-pip-version-check"
     return (f"if {py} -c 'import netfilterqueue' 2>/dev/null; then echo present; else "
-            f"{pip} wheel --quiet --no-index --find-links {wheels} --wheel-dir {wheels} {q(req)} && "
+            f"{pip} wheel --quiet --no-index {' '.join(SDIST_ONLY_NFQ)} --find-links {wheels} --wheel-dir {wheels} "
+            f"{q(req)} && "
             f"{pip} install --quiet --no-index --find-links {wheels} {q(req)} && "
             f"{py} -c 'import netfilterqueue' && echo installed; fi")
 

@@ -375,3 +375,25 @@ def test_node_configs_point_at_the_key_file_only_with_the_mac_on():
     on = node_configs(cfg, inv, 5, 1000.0, {}, rdirs, auth=True)
     assert on["B"]["auth_key_file"] == "/r/B/B.key"
     assert "auth_key_file" not in node_configs(cfg, inv, 5, 1000.0, {}, rdirs)["B"]
+
+
+def test_setup_builds_no_build_tool_from_source(tmp_path, monkeypatch):
+    """Only netfilterqueue is fetched as source; its build environment's setuptools, wheel and Cython are wheels.
+
+    ``--no-binary=:all:`` also reaches the isolated environment pip builds to read the sdist's
+    metadata, and compiled Cython from source there (over 10 minutes on a machine with an empty pip cache).
+    """
+    ran: list[list[str]] = []
+    monkeypatch.setattr(install, "_local", lambda cmd, say, dry_run: ran.append(cmd))
+    facts = install.HostFacts((3, 11, 2), "aarch64", ("glibc", "2.36"), True)
+    install.download_kernel_sources(tmp_path / "p.whl", facts, tmp_path, lambda s: None, dry_run=True)
+    sdist, build_tools = ran
+    assert "--no-binary=:all:" not in sdist
+    assert sdist[sdist.index("--only-binary=:all:") + 1] == "--no-binary=netfilterqueue"
+    assert "--no-deps" in sdist and sdist[-1] == "netfilterqueue>=1.1"
+    assert "--only-binary=:all:" in build_tools and not any(a.startswith("--no-binary") for a in build_tools)
+    assert {"setuptools>=68", "wheel", "cython"} <= set(build_tools)
+    host = load_inventory(inv_doc(), check_files=False).hosts[0]
+    on_pi = install.nfq_install_command(host, "netfilterqueue>=1.1")
+    assert "--no-index --only-binary=:all: --no-binary=netfilterqueue" in on_pi
+

@@ -42,9 +42,9 @@ def _virtual_pis_available():
         pytest.skip(f"virtual Pis: {why}")
 
 
-def aspan(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def aspan(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=None if env is None else {**os.environ, **env})
 
 
 def start_aspan(*args: str) -> subprocess.Popen:
@@ -113,9 +113,14 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def installed(lab, wheelhouse):
-    """`aspan deploy setup` on the four Pis (once for the module)."""
+    """`aspan deploy setup` on the four Pis (once for the module), with an empty pip cache of its own.
+
+    A warm cache (a built Cython wheel, say) hides what a new user's first setup meets (issue 37).
+    """
     t = time.time()
-    r = aspan("deploy", "setup", "-i", str(lab.inv), "--wheelhouse", str(wheelhouse), timeout=900)
+    cache = lab.base / "pip-cache"
+    r = aspan("deploy", "setup", "-i", str(lab.inv), "--wheelhouse", str(wheelhouse), timeout=900,
+              env={"PIP_CACHE_DIR": str(cache)})
     assert r.returncode == 0, r.stdout + r.stderr
     lab.setup_output = r.stdout
     lab.setup_seconds = time.time() - t
