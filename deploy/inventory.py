@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from routing.fieldspec import BOOL, INT, NUM, STR, ConfigError, fill, in_range, raise_all
+from routing.fieldspec import BOOL, INT, NUM, STR, ConfigError, fill, in_range, one_of, raise_all
 from routing.fieldspec import Field as F
 
 OPT_BOOL = (bool, type(None))
@@ -76,6 +76,10 @@ SCHEMA: dict[str, Any] = {
     "udp_port": F(INT, 7000, in_range(1024, 65535), "UDP port of the overlay on every host"),
     "start_margin_s": F(NUM, 5.0, in_range(0, lo_open=True), "time for the nodes to start before probing begins"),
     "poll_interval_s": F(NUM, 1.0, in_range(0, lo_open=True), "how often a run polls the hosts"),
+    "graph_filter": F(STR, "mac", one_of("mac", "none"),
+                      "how the overlay enforces the experiment's graph: mac (each host drops what non-neighbours' "
+                      "MAC addresses send, with iptables) or none (the radios hear only their neighbours already, "
+                      "or the hosts cannot run iptables: the graph is only the routes, and meta.json says so)"),
     "hosts": F((list,), [], None, "the hosts of the mesh"),
 }
 
@@ -126,6 +130,7 @@ class Inventory:
     udp_port: int
     start_margin_s: float
     poll_interval_s: float
+    graph_filter: str = "mac"
     raw: dict[str, Any] = field(default_factory=dict)
 
     def by_node(self) -> dict[str, Host]:
@@ -252,7 +257,7 @@ def load_inventory(data: Any, source: str = "inventory.yaml", base_dir: Path | N
             f"{mesh['prefix']} network (an IBSS cell is one subnet): " + ", ".join(sorted(str(n) for n in nets)))
     raise_all(errs)
     return Inventory(source, hosts, mesh, top["udp_port"], float(top["start_margin_s"]),
-                     float(top["poll_interval_s"]), copy.deepcopy(data))
+                     float(top["poll_interval_s"]), top["graph_filter"], copy.deepcopy(data))
 
 
 def load_inventory_file(path: str | Path, check_files: bool = True) -> Inventory:

@@ -74,6 +74,7 @@ def kill_group(p: subprocess.Popen) -> None:
 # node processes on loopback in real time (seconds to minutes each).  Everything else (the protocol
 # cores, the sim in virtual time, schema, plots) stays in the quick subset.
 ROOT_MODULES = frozenset({"test_netns_backend", "test_netns_graph", "test_netns_link", "test_deploy_vpi",
+                          "test_deploy_vpi_arm64",
                           "test_capture"})
 SLOW_MODULES = frozenset({"test_local_backend", "test_local_mesh", "test_medium_local", "test_variants_local",
                           "test_exit_status", "test_sockets"})

@@ -217,3 +217,40 @@ def test_dry_run_shows_each_pis_filter_for_a_diamond(tmp_path, data_plane):
         assert r.stdout.count(f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A") == 2
         assert f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A ASPAN-PREROUTING -i wlan0 " \
                f"-m mac ! --mac-source <" in r.stdout                         # the allow list
+
+
+def test_arm_hosts_without_the_mac_filter_snapshots_and_restores_but_adds_no_rule(tmp_path):
+    remotes = [FakeRemote(n, MACS[n], tmp_path) for n in "ABCD"]
+    meta: dict = {}
+    pi_common.arm_hosts(remotes, {n: overlay_plan() for n in "ABCD"}, DIAMOND, tmp_path, {}, [], meta,
+                        mac_filter=False)
+    assert meta["mac_filter"] is None and meta["iptables"] == {n: "nft" for n in "ABCD"}
+    assert all("--mac-source" not in cmd for r in remotes for cmd, _ in r.calls)
+
+
+@pytest.mark.parametrize("data_plane", ["udp", "kernel"])
+def test_graph_filter_none_puts_no_mac_rule_on_any_pi(tmp_path, data_plane):
+    """Inventory ``graph_filter: none``: the overlay touches no host state (no snapshot, no iptables), the
+    kernel plane keeps its own rules; a wrong value is refused naming the field."""
+    inv = {"graph_filter": "none", "defaults": {"user": "pi", "iface": "wlan0", "install_dir": "/home/pi/aspan"},
+           "hosts": [{"name": f"pi-{n.lower()}", "node": n, "host": f"192.0.2.{10 + i}", "mesh_address": f"10.2.1.{i + 1}"}
+                     for i, n in enumerate("ABCD")]}
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
+    exp = {"name": "d", "pi": {"data_plane": data_plane}, "repetitions": 1,
+           "topology": {"links": [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]},
+           "flows": [{"sender": "A", "receiver": "D", "segments": 10}], "variants": [{"name": "sack",
+                                                                                      "tcp": {"variant": "sack"}}]}
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(exp))
+    cmd = [sys.executable, "-m", "experiments", "deploy", "run", str(tmp_path / "d.yaml"), "-i",
+           str(tmp_path / "inv.yaml"), "--dry-run"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "--mac-source" not in r.stdout
+    if data_plane == "udp":
+        assert "apply:" not in r.stdout and "@@version" not in r.stdout
+    else:
+        assert "apply: iptables-<nft|legacy, from iptables -V>" in r.stdout      # NFQUEUE rules stay
+    inv["graph_filter"] = "ebtables"
+    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "graph_filter" in r.stderr + r.stdout and "mac, none" in r.stderr + r.stdout

@@ -104,12 +104,18 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     receiver = cfg["flows"][0]["receiver"]
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                          sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
+    # graph_filter none: no MAC filter; with no radio setting either, the overlay touches no host state
+    mac_filter = inventory.graph_filter == "mac"
+    meta["graph_filter"] = inventory.graph_filter
+    must_arm = mac_filter or any(p.radio is not None and not p.radio.empty for p in plans.values())
     try:
         offsets = _preflight(remotes, rdirs, meta)
-        if dry_run:
-            dry_arm(remotes, plans, graph)
+        if not must_arm:
+            meta["mac_filter"] = None
+        elif dry_run:
+            dry_arm(remotes, plans, graph, mac_filter)
         else:
-            arm_hosts(remotes, plans, graph, rep_dir, snaps, armed, meta)
+            arm_hosts(remotes, plans, graph, rep_dir, snaps, armed, meta, mac_filter)
         t0 = time.time() + inventory.start_margin_s
         key = new_key() if mac_on(cfg, "pi") else None   # per repetition; never logged (issue 13)
         meta["auth"] = key is not None

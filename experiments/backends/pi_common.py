@@ -7,6 +7,7 @@ Split from :mod:`experiments.backends.pi` so that the kernel data plane
 from __future__ import annotations
 
 import copy
+import json
 import shlex
 from pathlib import Path
 from typing import Any, Callable
@@ -52,20 +53,40 @@ def check_hosts(inv: Inventory, names: list[str]) -> None:
                              f"the inventory has {', '.join(h.node for h in inv.hosts)}")
 
 
+# what each host's venv runs on, for meta.json: machine, Python and C library (a Pi: aarch64 3.11.2 glibc 2.36)
+PLATFORM_PY = ("import json, platform; print(json.dumps({'machine': platform.machine(), "
+               "'python': platform.python_version(), 'libc': ' '.join(platform.libc_ver())}))")
+
+
+def parse_platform(line: str) -> dict[str, str]:
+    """The host's platform line (:data:`PLATFORM_PY`), or a HostError naming what came instead."""
+    try:
+        got = json.loads(line)
+    except ValueError:
+        raise HostError(f"cannot read the host's platform line: {line[:200]!r}") from None
+    if not isinstance(got, dict) or not all(isinstance(got.get(k), str) for k in ("machine", "python", "libc")):
+        raise HostError(f"cannot read the host's platform line: {line[:200]!r}")
+    return {k: got[k] for k in ("machine", "python", "libc")}
+
+
 def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any]) -> dict[str, float]:
     """Every host: installed, no node still running, its run directory made, clock offset measured."""
 
-    def check(r: Remote) -> clock.ClockSample:
+    def check(r: Remote) -> tuple[clock.ClockSample, dict[str, str]]:
         h = r.host
-        running = r.run(f"test -x {shlex.quote(h.aspan)} || {{ echo 'not installed at {h.install_dir}: "
-                        f"run aspan deploy setup' >&2; exit 1; }}; mkdir -p {shlex.quote(rdirs[h.node])} && "
-                        + nodes.running_nodes_command(h.work_dir)).stdout.split()
+        out = r.run(f"test -x {shlex.quote(h.aspan)} || {{ echo 'not installed at {h.install_dir}: "
+                    f"run aspan deploy setup' >&2; exit 1; }}; mkdir -p {shlex.quote(rdirs[h.node])} && "
+                    f"{shlex.quote(h.venv)}/bin/python -c {shlex.quote(PLATFORM_PY)} && "
+                    + nodes.running_nodes_command(h.work_dir)).stdout.split("\n")
+        platform = parse_platform(out[0]) if not r.dry_run else {}
+        running = [ln for ln in out[1:] if ln.strip()]
         if running:
             raise HostError(f"an aspan node still runs there (pid file {running[0]}): run aspan deploy stop")
-        return clock.measure(r)
+        return clock.measure(r), platform
 
-    samples = _group(remotes, check)
-    by_node = {r.host.node: samples[r.name] for r in remotes}
+    got = _group(remotes, check)
+    by_node = {r.host.node: got[r.name][0] for r in remotes}
+    meta["platforms"] = {r.host.node: got[r.name][1] for r in remotes}
     meta["clock_offsets"] = {n: round(s.offset, 6) for n, s in by_node.items()}
     meta["clock_rtt_s"] = {n: round(s.rtt, 6) for n, s in by_node.items()}
     return {n: s.offset for n, s in by_node.items()}
@@ -92,25 +113,30 @@ def each_host(remotes: list[Remote], what: str, task: Callable[[Remote], Any],
 
 
 def arm_hosts(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: MeshGraph, rep_dir: Path,
-              snaps: dict[str, kernel.Snapshot], armed: list[Remote], meta: dict[str, Any]) -> None:
+              snaps: dict[str, kernel.Snapshot], armed: list[Remote], meta: dict[str, Any],
+              mac_filter: bool = True) -> None:
     """Snapshot every host (its mesh MAC address too), put the MAC filter of ``graph`` first in each
-    plan, upload each host's restore script, then apply the plan.  ``snaps`` and ``armed`` fill as it
-    goes: whatever fails, the caller restores every host in ``armed`` (:func:`restore_hosts`)."""
+    plan (unless the inventory's ``graph_filter`` is none), upload each host's restore script, then apply
+    the plan.  ``snaps`` and ``armed`` fill as it goes: whatever fails, the caller restores every host in
+    ``armed`` (:func:`restore_hosts`)."""
     got = _group(remotes, lambda r: kernel.snapshot(r, plans[r.host.node]))
     snaps.update({r.host.node: got[r.name] for r in remotes})
     left = [f"{r.host.label()}: leftovers of an earlier run ({', '.join(snaps[r.host.node].leftovers)}): "
             "run aspan deploy stop" for r in remotes if snaps[r.host.node].leftovers]
     if left:
         raise RunFailed(left)
-    macs = {r.host.node: str(snaps[r.host.node].mac) for r in remotes}
-    same = macfilter.check_distinct(macs)
-    if same:
-        raise RunFailed(same)
-    for r in remotes:
-        n = r.host.node
-        plans[n].rules = macfilter.drop_rules(graph, n, r.host.iface, macs) + plans[n].rules
     meta["iptables"] = {n: s.flavour for n, s in snaps.items()}
-    meta["mac_filter"] = {"macs": macs, "drop_from": {n: macfilter.non_neighbours(graph, n) for n in macs}}
+    if mac_filter:
+        macs = {r.host.node: str(snaps[r.host.node].mac) for r in remotes}
+        same = macfilter.check_distinct(macs)
+        if same:
+            raise RunFailed(same)
+        for r in remotes:
+            n = r.host.node
+            plans[n].rules = macfilter.drop_rules(graph, n, r.host.iface, macs) + plans[n].rules
+        meta["mac_filter"] = {"macs": macs, "drop_from": {n: macfilter.non_neighbours(graph, n) for n in macs}}
+    else:
+        meta["mac_filter"] = None
 
     def arm(r: Remote) -> None:
         n = r.host.node
@@ -123,13 +149,15 @@ def arm_hosts(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: M
     _group(remotes, arm)
 
 
-def dry_arm(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: MeshGraph) -> None:
+def dry_arm(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: MeshGraph,
+            mac_filter: bool = True) -> None:
     """What :func:`arm_hosts` would apply on each host, with placeholders for what the snapshot reads."""
     macs = {r.host.node: f"<{r.host.node}:{r.host.iface}:MAC>" for r in remotes}
     for r in remotes:
         n = r.host.node
         plan = copy.copy(plans[n])
-        plan.rules = macfilter.drop_rules(graph, n, r.host.iface, macs) + plan.rules
+        if mac_filter:
+            plan.rules = macfilter.drop_rules(graph, n, r.host.iface, macs) + plan.rules
         snap = kernel.Snapshot("<flavour>", {k: "<before>" for k in plan.sysctls},
                                {f: "<before>" for f in plan.offloads_off}, {}, "", "", [],
                                radio=radio.RadioState(phy="<phy>", rts="<before>") if plan.radio else None)
@@ -146,7 +174,7 @@ def restore_hosts(armed: list[Remote], plans: dict[str, kernel.HostPlan], snaps:
                   meta: dict[str, Any], problems: dict[str, list[str]]) -> None:
     """The MAC filter's counters, then each armed host's restore script, then its state compared with the
     snapshot (``meta``: ``mac_filter.dropped``, ``restored``, ``host_state_after``)."""
-    macs = meta.get("mac_filter", {}).get("macs")
+    macs = (meta.get("mac_filter") or {}).get("macs")
     if macs:
         listing = each_host(armed, "counters", lambda r: r.run(
             macfilter.counters_command(snaps[r.host.node].iptables_cmd), root=True).stdout, problems)

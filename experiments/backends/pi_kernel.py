@@ -278,7 +278,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     try:
         offsets = _preflight(remotes, rdirs, meta)
         _check_kernel_ready(run, cfg)
-        _arm(run, hplans, experiment_graph(cfg), meta)
+        meta["graph_filter"] = inventory.graph_filter
+        _arm(run, hplans, experiment_graph(cfg), meta, inventory.graph_filter == "mac")
         _run_flows(run, cfg, plan, apps, seed, offsets, inventory, meta, progress)
         if meta["status"] == "running":
             meta["status"] = "ok"
@@ -327,9 +328,10 @@ def _check_kernel_ready(run: _Run, cfg: dict[str, Any]) -> None:
     run.group(run.remotes, check)
 
 
-def _arm(run: _Run, hplans: dict[str, kernel.HostPlan], graph: MeshGraph, meta: dict[str, Any]) -> None:
+def _arm(run: _Run, hplans: dict[str, kernel.HostPlan], graph: MeshGraph, meta: dict[str, Any],
+         mac_filter: bool) -> None:
     """Snapshot every host, upload its restore script, then apply the plan (MAC filter, routes, sysctls, rules)."""
-    arm_hosts(run.remotes, hplans, graph, run.rep_dir, run.snaps, run.armed, meta)
+    arm_hosts(run.remotes, hplans, graph, run.rep_dir, run.snaps, run.armed, meta, mac_filter)
 
 
 def _wait_ready(run: _Run, want: dict[str, list[str]], timeout: float) -> None:
@@ -531,7 +533,8 @@ def _dry_run(cfg: dict[str, Any], plan: meshmod.MeshPlan, inv: Inventory, rdirs:
     for n in plan.nodes:
         h = hosts[n]
         macs = {m: f"<{m}:{hosts[m].iface}:MAC>" for m in plan.nodes}
-        hp[n].rules = macfilter.drop_rules(graph, n, h.iface, macs) + hp[n].rules
+        if inv.graph_filter == "mac":
+            hp[n].rules = macfilter.drop_rules(graph, n, h.iface, macs) + hp[n].rules
         snap = kernel.Snapshot("<flavour>", {k: "<before>" for k in hp[n].sysctls},
                                {f: "<before>" for f in hp[n].offloads_off}, {}, "", "", [])
         print(f"[{h.name}] kernel data plane on {h.iface} ({h.mesh_address}); processes: {', '.join(procs[n])}",
