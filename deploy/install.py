@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -374,6 +375,8 @@ def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], w
                     dirs[key] = download_wheels(project_wheel, f, wheelhouse, say, dry_run, extra_index_url)
                     download_kernel_sources(project_wheel, f, dirs[key], say, dry_run)
 
+        build_locks = {str(d): threading.Lock() for d in dirs.values()}
+
         def install(r: Remote) -> SetupReport:
             f = facts[r.name]
             if not isinstance(f, HostFacts):
@@ -401,10 +404,19 @@ def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], w
                 kernel = (f"not built: the kernel data plane needs {', '.join(missing)} "
                           f"({KERNEL_APT_LINE})")
             else:
-                kernel = r.run(nfq_install_command(r.host, kernel_requirement(None if r.dry_run else project_wheel)),
-                               timeout=INSTALL_TIMEOUT_S).stdout.strip()
-                if not r.dry_run:
-                    fetch_built_wheel(r, wheels_dir, src)
+                # one host of a platform builds netfilterqueue (minutes on a Pi 3, and four compilers at once
+                # would share its cores); the others of that platform wait and get the wheel it built
+                with build_locks[str(src)]:
+                    if not r.dry_run:
+                        for w in sorted(src.glob("*.whl")):
+                            if w.name.lower().startswith(NFQ_PACKAGE) and have.get(w.name) != w.stat().st_size \
+                                    and w.name not in uploaded:
+                                r.put(w, f"{wheels_dir}/{w.name}")
+                                uploaded.append(w.name)
+                    kernel = r.run(nfq_install_command(r.host, kernel_requirement(None if r.dry_run else project_wheel)),
+                                   timeout=INSTALL_TIMEOUT_S).stdout.strip()
+                    if not r.dry_run:
+                        fetch_built_wheel(r, wheels_dir, src)
             return SetupReport(f, warnings, uploaded, out.strip(), kernel)
 
         return by_name(on_hosts(remotes, install), remotes)

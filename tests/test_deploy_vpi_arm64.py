@@ -111,3 +111,32 @@ def test_the_kernel_data_plane_step_says_why_qemu_cannot_run_it(installed):
         pytest.fail("this qemu runs iptables inside the arm64 Pis: the kernel data plane and MAC-filter runs "
                     "can be written for them now (tests/vpi_arm64.py, netfilter_refused)")
     pytest.skip(why)
+
+
+def _state(lab) -> dict[str, str]:
+    """What a run may not leave changed on a Pi: addresses, routes, and the processes besides sshd."""
+    return {n: lab.run_in(n, "ip -br addr; ip route; ps -eo comm= | grep -v -x -e sshd -e ps -e sh | sort").stdout
+            for n in lab.nodes}
+
+
+def test_deploy_run_of_paper_lossy_on_the_overlay_records_aarch64(installed, tmp_path):
+    """paper-lossy (the chain, 0.5 % loss per node, 16,000 segments) with SACK and A-SPAN, one repetition,
+    on the Pis' own aarch64 Python; each Pi's platform is in meta.json and the Pis are left as they were."""
+    lab = installed
+    before = _state(lab)
+    r = aspan("deploy", "run", "experiments/paper-lossy.yaml", "-i", str(lab.inv), "--repetitions", "1",
+              "--variants", "sack,aspan-1.00-once", "--out", str(tmp_path / "runs"), timeout=2400)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    [run] = list((tmp_path / "runs" / "paper-lossy").iterdir())
+    import pandas as pd
+    df = pd.read_csv(run / "summary.csv")
+    assert list(df["variant"]) == ["sack", "aspan-1.00-once"]
+    assert (df["status"] == "ok").all() and df["integrity_ok"].all() and (df["segments"] == 16000).all()
+    assert (df["drops_loss"] > 0).all()
+    for variant in df["variant"]:
+        meta = json.loads((run / variant / "rep0" / "meta.json").read_text())
+        assert meta["graph_filter"] == "none" and meta["mac_filter"] is None
+        assert meta["platforms"] == {n: {"machine": "aarch64", "python": "3.11.2", "libc": "glibc 2.36"}
+                                     for n in lab.nodes}
+    print("arm64 overlay paper-lossy goodput (Mbit/s):", dict(zip(df["variant"], df["goodput_mbps"])))
+    assert _state(lab) == before

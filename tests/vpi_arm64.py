@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from vpi import Pi, VirtualPiLab, sh
 
 CACHE = Path("/var/cache/aspan/vpi-arm64")
@@ -202,8 +204,15 @@ class Arm64PiLab(VirtualPiLab):
         return Path(f"/home/{USER}/aspan")
 
     def inventory(self, path: Path, install_root: Path | None = None, **defaults: Any) -> Path:
+        """As the x86 lab's, with the Pis' own Python and ``graph_filter: none``: iptables cannot run under
+        qemu-user (:func:`netfilter_refused`), and one bridge of unicast veths needs no MAC filter for a
+        chain's static routes (a datagram goes to its next hop's address only)."""
         defaults.setdefault("connect_timeout_s", 20)
-        return super().inventory(path, install_root, python="/usr/bin/python3", **defaults)
+        super().inventory(path, install_root, python="/usr/bin/python3", **defaults)
+        doc = yaml.safe_load(path.read_text())
+        doc["graph_filter"] = "none"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
 
     def run_in(self, node: str, command: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """A command inside the Pi (its namespace and root), as root."""
