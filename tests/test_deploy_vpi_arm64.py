@@ -124,8 +124,8 @@ def test_deploy_run_of_paper_lossy_on_the_overlay_records_aarch64(installed, tmp
     on the Pis' own aarch64 Python; each Pi's platform is in meta.json and the Pis are left as they were."""
     lab = installed
     before = _state(lab)
-    r = aspan("deploy", "run", "experiments/paper-lossy.yaml", "-i", str(lab.inv), "--repetitions", "1",
-              "--variants", "sack,aspan-1.00-once", "--out", str(tmp_path / "runs"), timeout=2400)
+    r = aspan("run", "experiments/paper-lossy.yaml", "--backend", "pi", "--inventory", str(lab.inv),
+              "--repetitions", "1", "--variants", "sack,aspan-1.00-once", "--out", str(tmp_path / "runs"), timeout=2400)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     [run] = list((tmp_path / "runs" / "paper-lossy").iterdir())
     import pandas as pd
