@@ -13,7 +13,7 @@ DEMO_RUNS ?= runs/demo-mesh
 LOOPBACK_EXPERIMENT ?= experiments/paper-lossy.yaml
 LOOPBACK_ARGS ?= --backend local --repetitions 2
 
-.PHONY: demo demo-loopback test test-fast sim-demo bench mutation clean-venv
+.PHONY: demo demo-loopback test test-fast test-arm64 sim-demo bench mutation clean-venv
 
 # setuptools prints an "Editable installation" notice (not an error, not a deprecation) as a banner
 # of asterisks on every editable install; it is silenced by its message, nothing else is.
@@ -57,6 +57,11 @@ test: $(VENV)/.installed-test
 test-fast: $(VENV)/.installed-test
 	@echo "make test-fast: without the root and real-time tests, takes about 10 minutes"
 	$(PY) -m pytest -q -m "not root and not slow" $(PYTEST_ARGS)
+
+# the arm64 Raspberry Pi OS virtual Pis (tests/test_deploy_vpi_arm64.py): root, debootstrap,
+# qemu-user-static; 25-40 minutes on 2 cores (the base root once per machine, a setup under qemu)
+test-arm64: $(VENV)/.installed-test
+	ASPAN_ARM64_PIS=1 ASPAN_REQUIRE_ROOT_TESTS=1 $(PY) -m pytest -q -s tests/test_deploy_vpi_arm64.py $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) -m bench
