@@ -228,7 +228,8 @@ def judge_ibss(list_sec: Section | None, dev_sec: Section | None, ctx: Context) 
                       f"dongle with ath9k_htc or mt76, and set iface in {ctx.inventory} to it")
     if not phy.freqs:
         return Result(name, FAIL, f"{ctx.iface} ({label}) lists IBSS but iw list shows no frequency list for it "
-                      f"(truncated output?): {ctx.freq} MHz cannot be checked", "sudo iw list  (and read its Frequencies)")
+                      f"(truncated output?): {ctx.freq} MHz cannot be checked",
+                      "sudo iw list  (and read its Frequencies)")
     good = sorted(ch for f, (ch, fl) in phy.freqs.items() if ch is not None and _usable(fl) is None and f < 3000)
     if ctx.freq not in phy.freqs:
         return Result(name, FAIL, f"{ctx.iface} ({label}) lists IBSS, but not {ctx.freq} MHz (channel {ctx.channel})",
@@ -236,7 +237,8 @@ def judge_ibss(list_sec: Section | None, dev_sec: Section | None, ctx: Context) 
                       + (f" (2.4 GHz: {_chans(good)})" if good else ""))
     why = _usable(phy.freqs[ctx.freq][1])
     if why:
-        return Result(name, FAIL, f"{ctx.iface} ({label}) lists IBSS, but {ctx.freq} MHz (channel {ctx.channel}) is {why}",
+        return Result(name, FAIL, f"{ctx.iface} ({label}) lists IBSS, but {ctx.freq} MHz (channel {ctx.channel}) "
+                      f"is {why}",
                       f"pick another channel: mesh: {{channel: N}} in {ctx.inventory}"
                       + (f" (usable here: {_chans(good)})" if good else "")
                       + "; or set the right country: sudo iw reg set XX")
@@ -322,7 +324,8 @@ def judge_reg(reg_sec: Section | None, ctx: Context) -> Result:
     if bad:
         return Result(name, FAIL, f"country {dom.country} allows {ctx.freq} MHz only with {', '.join(bad)} "
                       f"({rule[0]}-{rule[1]} MHz): an IBSS cell cannot start there",
-                      f"pick another channel: mesh: {{channel: N}} in {ctx.inventory} (1, 6 or 11 are allowed everywhere)")
+                      f"pick another channel: mesh: {{channel: N}} in {ctx.inventory} "
+                      "(1, 6 or 11 are allowed everywhere)")
     return Result(name, PASS, f"country {dom.country} ({dom.scope}); {ctx.freq} MHz allowed "
                   f"({rule[0]}-{rule[1]} MHz{', ' + ', '.join(rule[2]) if rule[2] else ''})")
 
@@ -398,7 +401,8 @@ def judge_managers(nm: Section | None, wpa: Section | None, dhcpcd: Section | No
             else:
                 problems.append(f"dhcpcd runs for every interface ({procs[0].split(None, 1)[-1][:60]}) and "
                                 f"/etc/dhcpcd.conf does not exclude {i}: it would give {i} an address of its own")
-                fixes.append(f"echo 'denyinterfaces {i}' | sudo tee -a /etc/dhcpcd.conf && sudo systemctl restart dhcpcd")
+                fixes.append(f"echo 'denyinterfaces {i}' | sudo tee -a /etc/dhcpcd.conf && "
+                             "sudo systemctl restart dhcpcd")
         else:
             seen.append(f"no {daemon} on {i}")
     if problems:
@@ -407,7 +411,8 @@ def judge_managers(nm: Section | None, wpa: Section | None, dhcpcd: Section | No
 
 
 # ---- clock, nfnetlink_queue, disk, version -------------------------------------------------------
-def judge_clock(offset: float | None, error: float | None, why: str | None = None, bound: float = CLOCK_BOUND_S) -> Result:
+def judge_clock(offset: float | None, error: float | None, why: str | None = None,
+                bound: float = CLOCK_BOUND_S) -> Result:
     """Check 5: |offset| plus the measurement's error bound (half the round trip) within ``bound``."""
     name = "clock"
     fix = ("sudo timedatectl set-ntp true (a Pi without internet: NTP=<this machine's address> in "
@@ -546,7 +551,8 @@ def context(host: Any, inv: Any, kernel: bool | None, inventory_path: str) -> Co
     return Context(host.iface, freq, channel, inv.mesh["country"], host.radio, kernel, host.install_dir, inventory_path)
 
 
-def examine(remote: Any, ctx: Context, local: tuple[str, str], measure: Callable[..., Any] | None = None) -> list[Result]:
+def examine(remote: Any, ctx: Context, local: tuple[str, str],
+            measure: Callable[..., Any] | None = None) -> list[Result]:
     """Run the doctor on one host: its script (one SSH command) and the clock's round trips."""
     from paramiko.ssh_exception import SSHException
 
