@@ -18,7 +18,7 @@ nfqueue    ``nfnetlink_queue`` is loaded or loads (``sudo modprobe``), or is bui
            kernel data plane (``pi.data_plane: kernel``); otherwise SKIP
 disk       at least :data:`MIN_FREE_BYTES` free where the install directory lives
 version    the project installed in the host's venv has this machine's version and the same code
-           (a digest of every ``.py`` file of its packages)
+           (a hash of every ``.py`` file of its packages)
 ========== ==========================================================================================
 
 The three radio checks SKIP, saying so, on a host whose inventory entry says ``radio: false`` (the
@@ -63,23 +63,37 @@ PACKAGES = ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "plo
 DISTRIBUTION = "aspan-testbed"
 SBIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin"
 
-# The project's version and a digest of its code, printed the same way here and on a host: every .py file
-# of the packages (directories with an __init__.py, as setuptools finds them), by relative path and content.
+# The project's version and a manifest of its code, printed the same way here and on a host: every .py file of
+# the packages (directories with an __init__.py, as setuptools finds them), its path and a hash of its content.
+# Files only the host has are not counted against it: a stale build/lib of the orchestrator's source tree (which
+# setuptools does not clean) may put modules into the wheel that nothing imports any more.
 DIGEST_PY = (
     "import hashlib, os, importlib.util as u, importlib.metadata as m\n"
-    f"h = hashlib.sha256()\nfor top in {PACKAGES!r}:\n"
+    f"print('version', m.version({DISTRIBUTION!r}))\nfor top in {PACKAGES!r}:\n"
     "    s = u.find_spec(top)\n"
     "    if s is None or not s.submodule_search_locations:\n"
-    "        h.update(b'missing:' + top.encode()); continue\n"
+    "        continue\n"
     "    root = list(s.submodule_search_locations)[0]\n"
     "    for d, dirs, files in os.walk(root):\n"
     "        dirs[:] = sorted(x for x in dirs if os.path.isfile(os.path.join(d, x, '__init__.py')))\n"
     "        for f in sorted(files):\n"
     "            if f.endswith('.py'):\n"
     "                p = os.path.join(d, f)\n"
-    "                h.update(os.path.relpath(p, os.path.dirname(root)).encode() + b'\\0')\n"
-    "                h.update(open(p, 'rb').read() + b'\\0')\n"
-    f"print(m.version({DISTRIBUTION!r}), h.hexdigest()[:16])\n")
+    "                print('file', os.path.relpath(p, os.path.dirname(root)),\n"
+    "                      hashlib.sha256(open(p, 'rb').read()).hexdigest()[:16])\n")
+
+
+def parse_manifest(text: str) -> tuple[str | None, dict[str, str]]:
+    """The output of :data:`DIGEST_PY`: (version, path -> hash)."""
+    version = None
+    files: dict[str, str] = {}
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) == 2 and w[0] == "version":
+            version = w[1]
+        elif len(w) == 3 and w[0] == "file":
+            files[w[1]] = w[2]
+    return version, files
 
 
 @dataclass(frozen=True)
@@ -465,31 +479,35 @@ def judge_disk(sec: Section | None, ctx: Context, bound: int = MIN_FREE_BYTES) -
     return Result(name, PASS, text)
 
 
-def judge_version(sec: Section | None, local: tuple[str, str], ctx: Context) -> Result:
-    """Check 8: the host's installed version and code digest equal ``local`` (version, digest) of this machine."""
+def judge_version(sec: Section | None, local: tuple[str, dict[str, str]], ctx: Context) -> Result:
+    """Check 8: the host's installed version and code (:data:`DIGEST_PY`) are this machine's ``local``."""
     name = "version"
     fix = f"aspan deploy setup -i {ctx.inventory}"
-    words = (sec.text if sec is not None else "").split()
-    if sec is None or sec.rc != 0 or len(words) != 2:
+    ver, files = parse_manifest(sec.text) if sec is not None else (None, {})
+    if sec is None or sec.rc != 0 or ver is None:
         return Result(name, FAIL, f"aspan-testbed is not installed in {ctx.install_dir}/venv "
                       f"({_first(sec.text if sec else '')})", fix)
-    ver, digest = words
     if ver != local[0]:
         return Result(name, FAIL, f"aspan-testbed {ver} installed, this machine runs {local[0]}", fix)
-    if digest != local[1]:
-        return Result(name, FAIL, f"aspan-testbed {ver} installed, but its code differs from this machine's "
-                      f"(digest {digest}, here {local[1]}): an older build", fix)
-    return Result(name, PASS, f"aspan-testbed {ver}, the same code as here (digest {digest})")
+    missing = sorted(set(local[1]) - set(files))
+    differ = sorted(p for p in local[1] if p in files and files[p] != local[1][p])
+    if missing or differ:
+        some = ", ".join((differ + missing)[:3]) + (", ..." if len(differ) + len(missing) > 3 else "")
+        return Result(name, FAIL, f"aspan-testbed {ver} installed, but its code is not this machine's: "
+                      f"{len(differ)} file(s) differ, {len(missing)} missing ({some}): an older build", fix)
+    extra = len(set(files) - set(local[1]))
+    return Result(name, PASS, f"aspan-testbed {ver}, the same code as here ({len(local[1])} files"
+                  + (f"; {extra} more there, not here" if extra else "") + ")")
 
 
 # ---- the script, the local side, the driver ------------------------------------------------------
-def local_version() -> tuple[str, str]:
-    """This machine's (version, code digest), computed as the hosts compute theirs."""
+def local_version() -> tuple[str, dict[str, str]]:
+    """This machine's (version, path -> hash of each .py file), computed as the hosts compute theirs."""
     r = subprocess.run([sys.executable, "-c", DIGEST_PY], capture_output=True, text=True, timeout=60)
-    words = r.stdout.split()
-    if r.returncode != 0 or len(words) != 2:
-        return ("unknown", f"not installed here: {(r.stderr or r.stdout).strip()[-200:]}")
-    return words[0], words[1]
+    ver, files = parse_manifest(r.stdout)
+    if r.returncode != 0 or ver is None:
+        return (f"unknown (not installed here: {(r.stderr or r.stdout).strip()[-200:]})", {})
+    return ver, files
 
 
 def doctor_script(host: Any, ctx: Context) -> str:
@@ -528,7 +546,7 @@ def doctor_script(host: Any, ctx: Context) -> str:
 
 
 def judge_all(out: str, ctx: Context, clock: tuple[float | None, float | None, str | None],
-              local: tuple[str, str]) -> list[Result]:
+              local: tuple[str, dict[str, str]]) -> list[Result]:
     """Every check of one host from its script's output and its clock measurement (offset, error, why not)."""
     s = split_sections(out)
     return [
@@ -551,7 +569,7 @@ def context(host: Any, inv: Any, kernel: bool | None, inventory_path: str) -> Co
     return Context(host.iface, freq, channel, inv.mesh["country"], host.radio, kernel, host.install_dir, inventory_path)
 
 
-def examine(remote: Any, ctx: Context, local: tuple[str, str],
+def examine(remote: Any, ctx: Context, local: tuple[str, dict[str, str]],
             measure: Callable[..., Any] | None = None) -> list[Result]:
     """Run the doctor on one host: its script (one SSH command) and the clock's round trips."""
     from paramiko.ssh_exception import SSHException
@@ -586,7 +604,7 @@ def examine_hosts(remotes: list[Any], contexts: dict[str, Context],
     """The doctor on every host in parallel (deploy.hosts.on_hosts): host name -> its results, or the
     exception that kept it from answering (unreachable, login refused, a command that timed out)."""
     from deploy.hosts import GroupException, by_name, on_hosts
-    local = ("<version>", "<digest>") if any(r.dry_run for r in remotes) else local_version()
+    local: tuple[str, dict[str, str]] = ("<version>", {}) if any(r.dry_run for r in remotes) else local_version()
     try:
         res = on_hosts(remotes, lambda r: examine(r, contexts[r.name], local, measure))
     except GroupException as e:

@@ -183,19 +183,27 @@ def test_disk():
 
 
 def test_version():
-    here = ("0.1.0", "abcdef0123456789")
-    assert d.judge_version(Section("0.1.0 abcdef0123456789", 0), here, CTX).status == PASS
-    old = d.judge_version(Section("0.1.0 0000000000000000", 0), here, CTX)
-    assert old.status == FAIL and "its code differs" in old.detail and old.fix == "aspan deploy setup -i pi.yaml"
+    here = ("0.1.0", {"deploy/doctor.py": "abcdef0123456789", "deploy/__init__.py": "0123456789abcdef"})
+    same = Section("version 0.1.0\nfile deploy/__init__.py 0123456789abcdef\nfile deploy/doctor.py abcdef0123456789", 0)
+    ok = d.judge_version(same, here, CTX)
+    assert ok.status == PASS and ok.detail == "aspan-testbed 0.1.0, the same code as here (2 files)"
+    stale = Section(same.text + "\nfile routing/old.py 1111111111111111", 0)        # a stale build/lib module there
+    assert d.judge_version(stale, here, CTX).detail.endswith("(2 files; 1 more there, not here)")
+    old = d.judge_version(Section("version 0.1.0\nfile deploy/doctor.py 0000000000000000", 0), here, CTX)
+    assert old.status == FAIL and old.fix == "aspan deploy setup -i pi.yaml"
+    assert "1 file(s) differ, 1 missing (deploy/doctor.py, deploy/__init__.py)" in old.detail
+    other = d.judge_version(Section("version 0.0.9", 0), here, CTX)
+    assert other.status == FAIL and other.detail == "aspan-testbed 0.0.9 installed, this machine runs 0.1.0"
     none = d.judge_version(Section("sh: 1: /home/pi/aspan/venv/bin/python: not found", 127), here, CTX)
     assert none.status == FAIL and "not installed in /home/pi/aspan/venv" in none.detail
 
 
-def test_the_digest_covers_the_packages_the_wheel_holds():
+def test_the_manifest_covers_the_packages_the_wheel_holds():
     found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     assert sorted(p.rstrip("*") for p in found) == sorted(d.PACKAGES)
-    ver, digest = d.local_version()
-    assert ver != "unknown" and len(digest) == 16
+    ver, files = d.local_version()
+    assert not ver.startswith("unknown") and "deploy/doctor.py" in files and "experiments/backends/pi.py" in files
+    assert not any("__pycache__" in f for f in files)
 
 
 def test_the_inventory_field_radio_takes_true_or_false_only():
