@@ -54,6 +54,8 @@ HOST_FIELDS: dict[str, F] = {
     "strict_host_keys": F(BOOL, True, None, "reject hosts whose key is not in known_hosts (false only for virtual Pis)"),
     "known_hosts": F(OPT_STR, None, None, "known_hosts file (default: ~/.ssh/known_hosts)"),
     "connect_timeout_s": F(NUM, 10.0, in_range(0, lo_open=True), "ssh connect timeout"),
+    "radio": F(BOOL, True, None, "iface is a WiFi radio; false: a wired stand-in (the virtual Pis' veth), whose "
+               "radio checks (aspan deploy doctor: ibss, regdomain, power-save) skip, saying so"),
 }
 
 HOST_ONLY: dict[str, F] = {
@@ -103,6 +105,7 @@ class Host:
     strict_host_keys: bool
     known_hosts: str | None
     connect_timeout_s: float
+    radio: bool = True
 
     @property
     def venv(self) -> str:

@@ -1,4 +1,4 @@
-"""``aspan deploy setup|mesh|routes|run|status|stop|gather``: the Pi mesh in one command each.
+"""``aspan deploy setup|mesh|routes|run|status|stop|gather|doctor``: the Pi mesh in one command each.
 
 The command line of ``deploy``'s Fabric tasks; it lives here, in the application layer,
 because ``deploy run`` uses the runner and ``deploy routes`` reads an experiment file
@@ -21,7 +21,9 @@ EXIT_HOST_FAILED = 1
 DEPLOY_DESCRIPTION = """Set up and run the Raspberry Pi mesh from this machine, over SSH, one step per command:
 setup (install the project on every Pi), mesh (the WiFi in IBSS mode with its mesh address),
 routes (kernel routes, kernel data plane only), run (an experiment, as aspan run --backend pi),
-status, stop (after a crash), gather (copy the Pis' run directories here).
+status, stop (after a crash), gather (copy the Pis' run directories here), doctor (what breaks a
+bench on day one: IBSS, regulatory domain, power save, NetworkManager, clock, nfnetlink_queue, disk,
+version; run checks it first and refuses a run on a failed check).
 
 Needs the pi extra: pip install -e '.[pi]'.  Every command takes -i INV.yaml (the hosts),
 --hosts (a subset) and --dry-run (print every command per host, connect nowhere).  Each host's
@@ -31,7 +33,8 @@ Raspberry Pis", walks through it."""
 
 
 def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -> dict[str, Any]:
-    """The runner's backend options for the pi backend: the loaded inventory, checked against ``exp``."""
+    """The runner's backend options for the pi backend: the loaded inventory, checked against ``exp``; then the
+    doctor's checks of the experiment's hosts (:func:`pre_run_doctor`), which refuse the run on a failed check."""
     need_fabric()
     from deploy.inventory import load_inventory_file
     from experiments.backends.pi import check_hosts
@@ -46,7 +49,63 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
         experiment_graph(v.config)               # the MAC filter needs the links: refused before any run
     from experiments.backends.pi_kernel import check_variants
     check_variants(exp, inv)
+    from experiments.runner import check_backend_support
+    check_backend_support(exp, "pi")            # what the run refuses without a host, refused before the doctor
+    nodes = {n for v in exp.variants for n in v.config["topology"]["nodes"]}
+    kernel = any(v.config.get("pi", {}).get("data_plane") == "kernel" for v in exp.variants)
+    pre_run_doctor(inv, [h for h in inv.hosts if h.node in nodes], inventory, kernel, dry_run)
     return {"inventory": inv, "dry_run": dry_run}
+
+
+def doctor_report(inv: Any, hosts: list[Any], inventory: str, kernel: bool | None, dry_run: bool,
+                  echo: Any = None) -> tuple[list[str], int, list[str]]:
+    """The doctor's report on ``hosts``: (lines, hosts that failed a check, lines of hosts it could not reach)."""
+    from deploy import doctor
+    from deploy.hosts import close_all, describe_error, open_remotes
+    remotes = open_remotes(hosts, dry_run=dry_run, echo=echo)
+    contexts = {h.name: doctor.context(h, inv, kernel, inventory) for h in hosts}
+    try:
+        results = doctor.examine_hosts(remotes, contexts)
+    finally:
+        close_all(remotes)
+    lines: list[str] = []
+    unreachable: list[str] = []
+    failed = 0
+    for r in remotes:
+        v = results[r.name]
+        if isinstance(v, BaseException):
+            unreachable.append(f"{r.host.label()}: FAILED: {describe_error(v)}")
+            lines.append(unreachable[-1])
+            continue
+        lines += doctor.report_lines(r.name, v)
+        failed += bool(doctor.failed(v))
+    return lines, failed, unreachable
+
+
+def pre_run_doctor(inv: Any, hosts: list[Any], inventory: str, kernel: bool, dry_run: bool) -> None:
+    """The doctor's checks before a run (aspan run --backend pi, aspan deploy run): a failed check refuses the
+    run with the report (deploy.doctor.DoctorRefused), nothing started.  A host the doctor cannot reach is
+    named and left to the run, whose check of each repetition fails that repetition naming it (README)."""
+    from deploy import doctor
+    if dry_run:
+        print("[local] first the doctor's checks on every host (aspan deploy doctor): a failed check refuses the run")
+    lines, failed, unreachable = doctor_report(inv, hosts, inventory, kernel, dry_run, sys.stdout if dry_run else None)
+    if dry_run:
+        return
+    if failed:
+        for ln in lines:
+            print(f"doctor: {ln}", file=sys.stderr)
+        raise doctor.DoctorRefused(f"the doctor found {failed} of {len(hosts)} host(s) failing a check (the report "
+                                   f"above): nothing was started; fix them, then aspan deploy doctor -i {inventory}")
+    for ln in unreachable:
+        print(f"doctor: {ln} (the run's own check names it)", file=sys.stderr)
+    for h in hosts:
+        mine = [ln for ln in lines if ln.startswith(f"{h.name}: ")]
+        skipped = [ln.split(None, 3)[2].rstrip(":") for ln in mine if ln.split()[1:2] == [doctor.SKIP]]
+        if mine:
+            print(f"doctor: {h.name}: {len(mine) - len(skipped)} check(s) passed"
+                  + (f", skipped: {', '.join(skipped)} (aspan deploy doctor says why)" if skipped else ""),
+                  file=sys.stderr)
 
 
 def need_fabric() -> None:
@@ -128,6 +187,14 @@ def add_deploy_parser(sub: Any) -> None:
                                     "a crashed kernel-data-plane run left (rules, routes, sysctls)")
     _common(sp)
     sp.set_defaults(func=_with_fabric(_cmd_stop))
+
+    dr = ds.add_parser("doctor", help="per host: IBSS, regulatory domain, power save, NetworkManager/wpa_supplicant/"
+                                      "dhcpcd, clock, nfnetlink_queue, disk, version; each PASS, FAIL (with the fix) "
+                                      "or SKIP (with the reason)")
+    _common(dr)
+    dr.add_argument("--experiment", default=None, metavar="EXP.yaml",
+                    help="the experiment to check for (its data plane: nfnetlink_queue for pi.data_plane: kernel)")
+    dr.set_defaults(func=_with_fabric(_cmd_doctor))
 
     g = ds.add_parser("gather", help="copy every node's files from the hosts into the local run directories")
     _common(g)
@@ -264,6 +331,26 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         return line
 
     return _report(remotes, task, lambda r, s: s)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    """Every check on every host (or --hosts): one line each, the fix under a failure; 1 if any failed."""
+    kernel = None
+    if args.experiment:
+        from experiments.schema import load_file
+        exp = load_file(args.experiment)
+        kernel = any(v.config.get("pi", {}).get("data_plane") == "kernel" for v in exp.variants)
+    from deploy.inventory import load_inventory_file
+    inv = load_inventory_file(args.inventory, check_files=not args.dry_run)
+    hosts = inv.select([h for h in (args.hosts or "").split(",") if h])
+    lines, failed, unreachable = doctor_report(inv, hosts, args.inventory, kernel, args.dry_run,
+                                               sys.stdout if (args.dry_run or args.verbose) else None)
+    for ln in lines:
+        print(ln)
+    bad = failed + len(unreachable)
+    if bad:
+        print(f"{bad} of {len(hosts)} host(s) failed", file=sys.stderr)
+    return EXIT_HOST_FAILED if bad else 0
 
 
 def _cmd_gather(args: argparse.Namespace) -> int:
