@@ -96,6 +96,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "routing/links/linkem.py": ["tests/test_linkem.py", "tests/test_udp_link.py", "tests/test_mahimahi.py"],
     "routing/overlay/udp_link.py": ["tests/test_udp_link.py"],
     "routing/links/mahimahi.py": ["tests/test_mahimahi.py", "tests/test_rules_mahimahi.py"],
+    # the trace files' reader and writer (moved out of mahimahi.py and trace_loss.py, issue 38): their rules
+    "tracefiles.py": ["tests/test_rules_mahimahi.py", "tests/test_rules_trace_loss.py"],
     "routing/medium/signal_trace.py": ["tests/test_signal_trace.py", "tests/test_rules_signal_trace.py"],
     # the user-space TCP's connection and SNACK (issue 30, item 3); tests/test_sockets.py (real-time meshes)
     # and tests/test_fuzz_node.py (whole nodes, 1 to 3 s a test) are left out
@@ -320,10 +322,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "routing.links.mahimahi.x_opportunities__mutmut_33": (
         "while len(out) + 1 < total + 1e-9:", "differs only when the running total is exactly a whole number less "
                                               "1e-9, which a sum of per-millisecond rates never is"),
-    "routing.links.mahimahi.x_parse__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
-    "routing.links.mahimahi.x_write__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
-    "routing.links.mahimahi.x_write__mutmut_4": ('encoding=None', _DIGITS_ONLY),
-    "routing.links.mahimahi.x_write__mutmut_6": ('open("w", )', _DIGITS_ONLY),
+    "tracefiles.x_read_mahimahi__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
+    "tracefiles.x_write_mahimahi__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
+    "tracefiles.x_write_mahimahi__mutmut_4": ('encoding=None', _DIGITS_ONLY),
+    "tracefiles.x_write_mahimahi__mutmut_6": ('open("w", )', _DIGITS_ONLY),
     "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_7": ("self._k = None", _MM_FIRST_IDLE),
     "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_8": ("self._k = 1", _MM_FIRST_IDLE),
     "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_11": ("self._left = None", _MM_FIRST_IDLE),
