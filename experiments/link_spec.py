@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 import tracefiles
+from routing.links import mahimahi
 from fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, in_range
 from routing.links.linkem import LinkParams, LinkQueue
 from routing.overlay.udp_link import EgressLinks
