@@ -67,7 +67,7 @@ bench: $(VENV)/.installed
 	$(PY) -m bench
 
 # Mutation testing of the cores (docs/MUTATION.md): mutmut, one module at a time under nice -n 19, over
-# each module's unit tests. Slow (minutes per module), never in CI. MODULES="routing/step.py" for one.
+# each module's unit tests. Slow (minutes per module), never in CI. MODULES="routing/forwarding/step.py" for one.
 $(VENV)/.installed-mutation: $(VENV)/.installed-test
 	$(PIP_INSTALL) -e '.[test,mutation]'
 	touch $@

@@ -30,8 +30,8 @@ are forgotten and each is re-probed at once: what they scored describes a path t
 An epoch in which no ACK advanced (the path is down, or the flow idle) scores nothing and is run again
 with the same arm.  Every epoch's end is one ``qos`` event (arm, score, phase, decision), at most one
 per flow per epoch.  Nothing here does I/O or reads a clock: the data plane passes ``now`` in, so the
-same learner runs in the user-space TCP's node (routing.node) and in the kernel data plane's handler at
-the sender (routing.kernel).
+same learner runs in the user-space TCP's node (routing.overlay.node) and in the kernel data plane's handler at
+the sender (routing.kernel.forwarder).
 """
 from __future__ import annotations
 

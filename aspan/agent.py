@@ -2,7 +2,7 @@
 
 It sees packets through a narrow, backend-neutral view (flow key, sequence
 numbers, header fields) and stores the packet object it is given as an opaque
-value, so the same agent runs on the UDP overlay (a routing.wire.Packet), on
+value, so the same agent runs on the UDP overlay (a routing.overlay.wire.Packet), on
 kernel TCP through NFQUEUE (raw IP bytes) and in virtual time.
 """
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The events a node logs about packets, one typed writer each (docs/LOGS.md has their meaning).
 
-The forwarding step (routing.step) and the snoop agents log through an
+The forwarding step (routing.forwarding.step) and the snoop agents log through an
 :class:`EventSink`: one method per packet event, with the event's fields as its
 parameters, so every data plane writes the same event with the same fields.
 Events that are not about packets (TCP, ETX, a node's lifecycle) go through the
 generic ``emit(now, ev, **fields)``.
 
 :class:`EventWriter` defines each packet event once, on top of ``emit``; a log
-file (routing.eventlog.EventLog) overrides the per-packet ones (``tx`` and
+file (routing.drivers.eventlog.EventLog) overrides the per-packet ones (``tx`` and
 ``cache``, written once or twice for every data packet) with a faster writer of
 the same line, and a test checks that both give the same record.
 """
@@ -42,7 +42,7 @@ class EventWriter:
 
     def cache(self, now: float, segments: int, nbytes: int, flow: str | None = None) -> None:
         """The snoop cache's size after a change; ``flow``, when one flow's packet changed it, is not
-        written (the cache is the node's) but tells routing.flowlog whose line it is."""
+        written (the cache is the node's) but tells routing.forwarding.flowlog whose line it is."""
         self.emit(now, "cache", segments=segments, bytes=nbytes)
 
     def cache_full(self, now: float, flow: str, seq: int) -> None:
@@ -75,7 +75,7 @@ class EventWriter:
         self.emit(now, "drop", **fields)
 
     def flush_counts(self, now: float, final: bool = False) -> None:
-        """Write the count lines of events aggregated per second (routing.flowlog.FlowLog; none here)."""
+        """Write the count lines of events aggregated per second (routing.forwarding.flowlog.FlowLog; none here)."""
         return None
 
 

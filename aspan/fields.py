@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 FIXED_ONE = 65535   # 1.0 in the header's 16-bit fixed point
 #: The largest snoop_count the header holds (one byte on the overlay; the kernel option's nibble holds
-#: less and saturates on its own: routing.ip_option).  The count saturates here (aspan.policy.update_effort).
+#: less and saturates on its own: routing.kernel.ip_option).  The count saturates here (aspan.policy.update_effort).
 SNOOP_COUNT_MAX = 255
 _ONE = 65535.0      # the same as a float: the same products and quotients, without converting an int each time
 

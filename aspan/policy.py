@@ -70,7 +70,7 @@ def update_effort(fields: AspanFields, p_next: float, cached: bool) -> None:
     effort falls below pkt_qos), and the count exists only for snoop_limit ("limit the number of times a
     packet can be snooped", Design, "Packet Header Fields for A-SNAP"), which is at most 255 too: a
     saturated count still stops every limited packet, and one without a limit (0) never reads it.  The
-    kernel option's 4-bit count saturates the same way (routing.ip_option).
+    kernel option's 4-bit count saturates the same way (routing.kernel.ip_option).
     """
     if cached:
         fields.pkt_effort = quantise(p_next)

@@ -106,7 +106,7 @@ class ClassicSnoopAgent(SnoopAgent):
     # Classic and multihop Snoop read only an ACK's number and make no ACKs of their own; the schemes
     # built on them that do say so (SNACK-Snoop reads the SNACK entries, ACK-all and SLACK the window
     # and the ACK itself, and fill the outbox of take_generated).  A relay hands an ACK on without
-    # decoding it only to an agent that reads no details (routing.engine's relay path).
+    # decoding it only to an agent that reads no details (routing.overlay.engine's relay path).
     reads_ack_details = False
     generates_acks = False
 

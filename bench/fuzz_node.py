@@ -32,7 +32,7 @@ from aspan.fields import AspanFields
 from experiments.backends.local import free_port, loopback_address
 from experiments.build import new_key, write_key
 from experiments.schema import load_experiment
-from routing.wire import DATA, PROBE, Packet, Probe, encode
+from routing.overlay.wire import DATA, PROBE, Packet, Probe, encode
 from tcp_user.segment import ACK, SYN, Segment
 
 MESH = ["10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"]

@@ -31,12 +31,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from routing.eventlog import EventLog
+from routing.drivers.eventlog import EventLog
 from experiments.backends.netns.node import _forwarder
 from experiments.schema import load_experiment
-from routing.ipv4 import checksum
-from routing.kernel import HOOK_FWD, HOOK_OUT
-from routing.nfq import NfqDriver
+from routing.kernel.ipv4 import checksum
+from routing.kernel.forwarder import HOOK_FWD, HOOK_OUT
+from routing.drivers.nfq import NfqDriver
 
 ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
 SPORT, DPORT = 40000, 5201

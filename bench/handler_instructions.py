@@ -28,14 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODES = [("A", "none"), ("B", "none"), ("B", "every"), ("C", "none"), ("C", "every")]
 
-# One pass or two over node's stream, in the tree on PYTHONPATH.  Trees from before routing.eventlog
+# One pass or two over node's stream, in the tree on PYTHONPATH.  Trees from before routing.drivers.eventlog
 # (issue 10) log through the netns backend's AppendLog, with the batching the handler used then.
 _PROBE = r"""
 import sys, tempfile
 from pathlib import Path
 import bench.handler_cost as hc
 try:
-    from routing.eventlog import EventLog
+    from routing.drivers.eventlog import EventLog
     make_log = lambda path, node: EventLog(path, node, batch=True)
 except ImportError:
     from experiments.backends.netns.logfile import AppendLog

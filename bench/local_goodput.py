@@ -5,7 +5,7 @@ relay chain measured in the same run (bench/relay_baseline.py).  A relay's CPU p
 printed with how many datagrams it found per wake-up of its loop, next to the plain relays' in the
 same run driven with small windows (``--floor-windows``): at the same datagrams per wake-up, the
 difference is what the forwarding step costs on top of a bare ``recv`` + ``sendto``.  Each loss
-setting runs with the authenticated overlay off and on (``auth.mac``, routing.auth), so the MAC's
+setting runs with the authenticated overlay off and on (``auth.mac``, routing.overlay.auth), so the MAC's
 cost is measured in the same run (``--mac off`` or ``on`` runs only one).
 
 Last, the same flow runs with no relay at all (chain A - D, one hop, no loss): the goodput the two

@@ -19,7 +19,7 @@ from typing import Any
 
 from experiments.medium_spec import build_medium
 from experiments.schema import load_experiment
-from routing.medium import Delivered, Frame, Medium
+from routing.medium.dcf import Delivered, Frame, Medium
 
 PACKET_BYTES = 1500
 PAYLOAD_BYTES = PACKET_BYTES - 28

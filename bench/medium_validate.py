@@ -1,4 +1,4 @@
-"""Validation of the DCF medium (routing.medium) against published results; docs/MEDIUM.md has the table.
+"""Validation of the DCF medium (routing.medium.dcf) against published results; docs/MEDIUM.md has the table.
 
 * chain: saturated traffic (the source's queue never empties) over chains of 1..8 hops, nodes 200 m
   apart, 250 m communication range, 550 m carrier sense: throughput vs hops (Li et al., MobiCom 2001:
@@ -16,7 +16,7 @@ import argparse
 import random
 import statistics
 
-from routing.medium import Delivered, Frame, Medium, Phy, Topology
+from routing.medium.dcf import Delivered, Frame, Medium, Phy, Topology
 
 PACKET_BYTES = 1028   # 1000 bytes of payload in UDP/IPv4
 

@@ -41,8 +41,8 @@ import yaml
 import experiments.backends.sim as sim
 from experiments.medium_spec import topology as medium_topology
 from experiments.schema import load_experiment
-from routing.graph import MeshGraph
-from routing.medium import Medium
+from routing.topology.graph import MeshGraph
+from routing.medium.dcf import Medium
 
 RANGE_M = 250.0   # medium.range_m's default
 

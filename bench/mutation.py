@@ -44,14 +44,14 @@ MODULE_TESTS: dict[str, list[str]] = {
                                "tests/test_rules_congestion.py"],
     # (tests/test_header_extremes.py and tests/test_flowlog.py drive whole nodes, 2 to 10 s a test, for
     # every mutant of the step; they are left out)
-    "routing/step.py": ["tests/test_step_conformance.py", "tests/test_drop_log.py", "tests/test_linkem.py",
+    "routing/forwarding/step.py": ["tests/test_step_conformance.py", "tests/test_drop_log.py", "tests/test_linkem.py",
                         "tests/test_step_mutants.py"],
-    "routing/auth.py": ["tests/test_auth.py", "tests/test_wire.py", "tests/test_auth_mutants.py"],
+    "routing/overlay/auth.py": ["tests/test_auth.py", "tests/test_wire.py", "tests/test_auth_mutants.py"],
     # (tests/test_medium_rates.py with its whole runs left out: DESELECT)
-    "routing/medium.py": ["tests/test_medium.py", "tests/test_medium_rts.py", "tests/test_medium_sinr.py",
+    "routing/medium/dcf.py": ["tests/test_medium.py", "tests/test_medium_rts.py", "tests/test_medium_sinr.py",
                           "tests/test_medium_rates.py", "tests/test_medium_rts_table1.py", "tests/test_medium_queue.py",
                           "tests/test_rules_medium.py"],
-    "routing/loss.py": ["tests/test_loss.py", "tests/test_loss_packet_ge.py", "tests/test_rules_loss.py"],
+    "routing/links/loss.py": ["tests/test_loss.py", "tests/test_loss_packet_ge.py", "tests/test_rules_loss.py"],
     # the other cores of aspan/ and tcp_user/
     "aspan/policy.py": ["tests/test_aspan_policy.py", "tests/test_aspan_agent.py", "tests/test_snoop_classic.py",
                         "tests/test_rules_policy.py"],
@@ -72,17 +72,17 @@ MODULE_TESTS: dict[str, list[str]] = {
     "tcp_user/sack.py": ["tests/test_tcp_sack.py", "tests/test_tcp_parts.py", "tests/test_congestion_mutants.py",
                          "tests/test_rules_sack.py"],
     # the modules later issues added (issue 30, item 4)
-    "routing/rates.py": ["tests/test_rates.py", "tests/test_rules_rates.py"],
-    "routing/minstrel.py": ["tests/test_minstrel.py", "tests/test_rules_minstrel.py"],
-    "routing/error_model.py": ["tests/test_error_model.py", "tests/test_rules_error_model.py"],
-    "routing/propagation.py": ["tests/test_error_model.py", "tests/test_rules_propagation.py"],
-    "routing/reception.py": ["tests/test_medium_sinr.py", "tests/test_rules_reception.py"],
-    "routing/station.py": ["tests/test_station.py", "tests/test_rules_station.py"],
-    "routing/linkstate.py": ["tests/test_linkstate.py", "tests/test_babel.py", "tests/test_rules_linkstate.py"],
-    "routing/trace_loss.py": ["tests/test_trace.py", "tests/test_rules_trace_loss.py"],
+    "routing/medium/rates.py": ["tests/test_rates.py", "tests/test_rules_rates.py"],
+    "routing/medium/rate_control/minstrel.py": ["tests/test_minstrel.py", "tests/test_rules_minstrel.py"],
+    "routing/medium/error_model.py": ["tests/test_error_model.py", "tests/test_rules_error_model.py"],
+    "routing/medium/propagation.py": ["tests/test_error_model.py", "tests/test_rules_propagation.py"],
+    "routing/medium/reception.py": ["tests/test_medium_sinr.py", "tests/test_rules_reception.py"],
+    "routing/drivers/station.py": ["tests/test_station.py", "tests/test_rules_station.py"],
+    "routing/topology/linkstate.py": ["tests/test_linkstate.py", "tests/test_babel.py", "tests/test_rules_linkstate.py"],
+    "routing/links/trace_loss.py": ["tests/test_trace.py", "tests/test_rules_trace_loss.py"],
     # (tests/test_mesh_topology.py runs meshes too, a minute for the file: left out)
-    "routing/graph.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
-    "routing/routes.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
+    "routing/topology/graph.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
+    "routing/topology/routes.py": ["tests/test_routes.py", "tests/test_rules_graph.py"],
     # the settings and registries of aspan/ and tcp_user/, the bulk application, the prober's timing
     # (tests/test_registries.py reads docs/DESIGN.md, which the mutation tree has not)
     "aspan/schemes.py": ["tests/test_engine_schemes.py", "tests/test_rules_settings.py"],
@@ -90,13 +90,15 @@ MODULE_TESTS: dict[str, list[str]] = {
                                "tests/test_rules_settings.py"],
     "tcp_user/config.py": ["tests/test_tcp_config.py", "tests/test_rules_settings.py"],
     "tcp_user/bulk.py": ["tests/test_bulk.py", "tests/test_rules_bulk.py"],
-    "etx/prober.py": ["tests/test_rules_settings.py"],
+    "etx/drivers/prober.py": ["tests/test_rules_settings.py"],
     # the link rules (issues 11 and 25): the drop-tail link, the local backend's held datagrams, Mahimahi's
     # opportunities, recorded signals (the whole runs of these files are marked slow or root: left out)
-    "routing/linkem.py": ["tests/test_linkem.py", "tests/test_udp_link.py", "tests/test_mahimahi.py"],
-    "routing/udp_link.py": ["tests/test_udp_link.py"],
-    "routing/mahimahi.py": ["tests/test_mahimahi.py", "tests/test_rules_mahimahi.py"],
-    "routing/signal_trace.py": ["tests/test_signal_trace.py", "tests/test_rules_signal_trace.py"],
+    "routing/links/linkem.py": ["tests/test_linkem.py", "tests/test_udp_link.py", "tests/test_mahimahi.py"],
+    "routing/overlay/udp_link.py": ["tests/test_udp_link.py"],
+    "routing/links/mahimahi.py": ["tests/test_mahimahi.py", "tests/test_rules_mahimahi.py"],
+    # the trace files' reader and writer (moved out of mahimahi.py and trace_loss.py, issue 38): their rules
+    "tracefiles.py": ["tests/test_rules_mahimahi.py", "tests/test_rules_trace_loss.py"],
+    "routing/medium/signal_trace.py": ["tests/test_signal_trace.py", "tests/test_rules_signal_trace.py"],
     # the user-space TCP's connection and SNACK (issue 30, item 3); tests/test_sockets.py (real-time meshes)
     # and tests/test_fuzz_node.py (whole nodes, 1 to 3 s a test) are left out
     "tcp_user/snack.py": ["tests/test_snack.py", "tests/test_rules_tcp_snack.py"],
@@ -119,11 +121,11 @@ MODULE_TESTS: dict[str, list[str]] = {
 DESELECT: dict[str, list[str]] = {
     # whole runs on the sim (a 6,000-segment flow twice; two Mahimahi-limited flows), seconds each: the rules
     # they rest on are pinned without a run in tests/test_rules_signal_trace.py and the queue tests
-    "routing/signal_trace.py": ["tests/test_signal_trace.py::test_minstrel_follows_the_recorded_signal_down",
+    "routing/medium/signal_trace.py": ["tests/test_signal_trace.py::test_minstrel_follows_the_recorded_signal_down",
                                 "tests/test_signal_trace.py::test_the_trace_plays_from_the_flows_start_on_the_sim"
                                 "_and_the_local_medium_process"],
-    "routing/linkem.py": ["tests/test_mahimahi.py::test_on_the_sim_the_goodput_follows_the_traces_rate"],
-    "routing/mahimahi.py": ["tests/test_mahimahi.py::test_on_the_sim_the_goodput_follows_the_traces_rate"],
+    "routing/links/linkem.py": ["tests/test_mahimahi.py::test_on_the_sim_the_goodput_follows_the_traces_rate"],
+    "routing/links/mahimahi.py": ["tests/test_mahimahi.py::test_on_the_sim_the_goodput_follows_the_traces_rate"],
     # whole runs on the sim (3 variants of 16,000 segments, a diamond, a grid) and the local backend, 20 s to
     # 3 min each; the learner's rules are pinned by the synthetic-path tests of the same file
     "aspan/adaptive.py": [f"tests/test_adaptive_qos.py::{t}" for t in (
@@ -137,7 +139,7 @@ DESELECT: dict[str, list[str]] = {
     # rules exactly, against the model's own random streams
     # whole meshes on a backend, 1 to 15 s each (the router's rules are pinned one by one in
     # tests/test_rules_linkstate.py and the rest of tests/test_linkstate.py)
-    "routing/linkstate.py": [f"tests/test_linkstate.py::{t}" for t in (
+    "routing/topology/linkstate.py": [f"tests/test_linkstate.py::{t}" for t in (
         "test_the_local_backend_reroutes_with_the_mac_on",
         "test_no_walk_of_next_hops_repeats_a_node_when_costs_move_within_the_margin",
         "test_the_diamond_reroutes_around_a_failed_link_within_dead_s_and_static_routes_wait_for_it",
@@ -146,7 +148,7 @@ DESELECT: dict[str, list[str]] = {
         "test_two_equally_lossy_paths_on_the_sim_do_not_flap_the_route")],
     # runs that record a mesh (a 2.4 s fixture, again for every mutant) to test the trace's extraction
     # (experiments/trace.py), not the replay this module does
-    "routing/trace_loss.py": [f"tests/test_trace.py::{t}" for t in (
+    "routing/links/trace_loss.py": [f"tests/test_trace.py::{t}" for t in (
         "test_every_etx_event_carries_the_probe_counters",
         "test_the_trace_has_every_directed_link_and_what_it_delivered",
         "test_closed_loop_on_the_sim_the_replayed_links_lose_what_the_recorded_ones_did",
@@ -156,7 +158,7 @@ DESELECT: dict[str, list[str]] = {
     # each under mutmut's tracing, 86 s for the module's selection with them, paid again by every mutant
     # that survives in the functions every test reaches.  The rules they rest on are pinned one by one, in
     # virtual time, by the rest of these files and tests/test_rules_medium.py
-    "routing/medium.py": [f"tests/test_medium_rates.py::{t}" for t in (
+    "routing/medium/dcf.py": [f"tests/test_medium_rates.py::{t}" for t in (
         "test_minstrel_at_ht_rates_in_the_netns_medium_daemon",
         "test_minstrel_at_ht_rates_in_the_local_medium_process",
         "test_default_medium_runs_are_byte_identical_to_before_rates",
@@ -173,12 +175,14 @@ DESELECT: dict[str, list[str]] = {
         "test_validate_and_run_refuse_the_same_sinr_lines")] + [
         "tests/test_medium.py::test_saturated_chain_throughput_falls_with_hops_as_li_et_al",
         "tests/test_medium_rts.py::test_rts_cts_removes_most_hidden_terminal_collisions"],
-    "routing/loss.py": ["tests/test_loss.py::test_ge_stationary_fractions_and_bursts",
+    "routing/links/loss.py": ["tests/test_loss.py::test_ge_stationary_fractions_and_bursts",
                         "tests/test_loss.py::test_ge_bursts_contiguous_in_time"],
 }
 
 #: the packages copied into mutmut's tree (everything a selected test may import)
 PACKAGES = ["aspan", "etx", "tcp_user", "routing", "experiments", "plots", "deploy", "bench"]
+#: the top-level modules copied with them (pyproject.toml py-modules)
+NEUTRAL = ["fieldspec.py", "tracefiles.py"]
 
 #: mutant name -> (the mutated line as ``mutmut show`` prints it after "+", why no test can kill it)
 #: Names are mutmut's (module, class, function, number within the function): editing a function can
@@ -211,10 +215,10 @@ _FIRST_PROBE = ("read only once a probe is heard (_highest >= 0), and the first 
                 "sets it")
 _TABLE_LOOKUP = "the fast path of EtxTable.quality: link() returns the same estimator"
 _ETX = "etx.estimator.x"
-_STEP = "routing.step.x"
-_RATES = "routing.rates."
+_STEP = "routing.forwarding.step.x"
+_RATES = "routing.medium.rates."
 _KBPS_SET = "a DSSS/HR-DSSS rate is 1000, 2000, 5500 or 11000 kbit/s (dsss_rate refuses others): no rate lies between"
-_MED = "routing.medium.x"
+_MED = "routing.medium.dcf.x"
 _FREEZE_GUARD = ("_freeze's one caller, _busy, calls it only for a station that is counting (count_from set) "
                  "and whose attempt is later than now: the guard never returns")
 _CONTEND_GUARD = ("_contend returns first for a station that is busy, in its own exchange, without a backoff or "
@@ -230,13 +234,13 @@ _RESPONDING = ("not reached while a Topology's senses include its hears (its inv
 _RTS_KIND = ("an RTS's kind is read only as not data, not ack and not cts (_radiate: responders; _mode: the "
              "control mode): any other label is the same")
 _BANDS = "a band is 2.4 or 5 GHz (the rate tables' only values): no band lies between 3 and 4 GHz"
-_EM = "routing.error_model."
+_EM = "routing.medium.error_model."
 _IMPORT_TIME = ("not killable by mutmut: _ofdm runs only while the module is imported (building OFDM_MODES and "
                 "HT_MODES), before mutmut switches a mutant on; applied by hand, each fails "
                 "tests/test_rules_error_model.py::test_the_mode_tables")
-_ML = "routing.minstrel.xǁMinstrelǁ"
-_LOSS = "routing.loss."
-_LS = "routing.linkstate."
+_ML = "routing.medium.rate_control.minstrel.xǁMinstrelǁ"
+_LOSS = "routing.links.loss."
+_LS = "routing.topology.linkstate."
 _VIEW = "the reversed graph is only read: a view and a copy give the same distances"
 _NODE_ADDRS = ("a route table built here holds node addresses only (its neighbours' and the overrides', "
                "checked): every next hop is some node's")
@@ -305,27 +309,27 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     # aspan/schemes.py: no agent reads the node's name
     "aspan.schemes.x__aspan__mutmut_1": ("return SnoopAgent(None, config, emit)", _SC_NO_NODE),
     "aspan.schemes.x_make_agent__mutmut_9": ("return entry.make(None, config, emit, scheme)", _SC_NO_NODE),
-    # routing/udp_link.py, routing/linkem.py, routing/signal_trace.py, routing/mahimahi.py
-    "routing.linkem.x_count_release__mutmut_22": ('if late >= stats["late_max_us"]:', _SAME_VALUE),
-    "routing.udp_link.xǁEgressLinksǁhold__mutmut_31": ('if len(self._held) >= self.stats["held_max"]:', _SAME_VALUE),
-    "routing.linkem.xǁLinkQueueǁadmit__mutmut_10": ("start = now if now >= self.busy_until else self.busy_until",
+    # routing/overlay/udp_link.py, routing/links/linkem.py, routing/medium/signal_trace.py, routing/links/mahimahi.py
+    "routing.links.linkem.x_count_release__mutmut_22": ('if late >= stats["late_max_us"]:', _SAME_VALUE),
+    "routing.overlay.udp_link.xǁEgressLinksǁhold__mutmut_31": ('if len(self._held) >= self.stats["held_max"]:', _SAME_VALUE),
+    "routing.links.linkem.xǁLinkQueueǁadmit__mutmut_10": ("start = now if now >= self.busy_until else self.busy_until",
                                                    _SAME_VALUE),
-    "routing.linkem.xǁLinkQueueǁadmit__mutmut_13": (
+    "routing.links.linkem.xǁLinkQueueǁadmit__mutmut_13": (
         "if (p.rate_bps != math.inf) or True else start", "at an infinite rate size * 8 / rate is 0.0: start + 0.0 "
                                                          "is start"),
-    "routing.signal_trace.x_build__mutmut_16": ('bool(settings.get("loop", None))', "bool(None) is bool(False)"),
-    "routing.signal_trace.x_build__mutmut_18": ('bool(settings.get("loop", ))', "bool(None) is bool(False)"),
-    "routing.mahimahi.x_opportunities__mutmut_33": (
+    "routing.medium.signal_trace.x_build__mutmut_16": ('bool(settings.get("loop", None))', "bool(None) is bool(False)"),
+    "routing.medium.signal_trace.x_build__mutmut_18": ('bool(settings.get("loop", ))', "bool(None) is bool(False)"),
+    "routing.links.mahimahi.x_opportunities__mutmut_33": (
         "while len(out) + 1 < total + 1e-9:", "differs only when the running total is exactly a whole number less "
                                               "1e-9, which a sum of per-millisecond rates never is"),
-    "routing.mahimahi.x_parse__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
-    "routing.mahimahi.x_write__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
-    "routing.mahimahi.x_write__mutmut_4": ('encoding=None', _DIGITS_ONLY),
-    "routing.mahimahi.x_write__mutmut_6": ('open("w", )', _DIGITS_ONLY),
-    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_7": ("self._k = None", _MM_FIRST_IDLE),
-    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_8": ("self._k = 1", _MM_FIRST_IDLE),
-    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_11": ("self._left = None", _MM_FIRST_IDLE),
-    "routing.mahimahi.xǁOpportunityQueueǁ__init____mutmut_12": ("self._left = 1", _MM_FIRST_IDLE),
+    "tracefiles.x_read_mahimahi__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
+    "tracefiles.x_write_mahimahi__mutmut_11": ('encoding="ASCII"', _ASCII_ALIAS),
+    "tracefiles.x_write_mahimahi__mutmut_4": ('encoding=None', _DIGITS_ONLY),
+    "tracefiles.x_write_mahimahi__mutmut_6": ('open("w", )', _DIGITS_ONLY),
+    "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_7": ("self._k = None", _MM_FIRST_IDLE),
+    "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_8": ("self._k = 1", _MM_FIRST_IDLE),
+    "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_11": ("self._left = None", _MM_FIRST_IDLE),
+    "routing.links.mahimahi.xǁOpportunityQueueǁ__init____mutmut_12": ("self._left = 1", _MM_FIRST_IDLE),
     # tcp_user/bulk.py
     _BULK + "xǁBulkSenderǁon_timer__mutmut_22": (
         "self.conn.close(None)", "close() is called in SYN_SENT, right after connect(): it only queues the FIN "
@@ -471,7 +475,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
                                                                       "keeps the same highest ACK"),
     _AD + "xǁQosLearnerǁclearly_better__mutmut_26": ("ma - mb >= Z * se", _AD_EXACT),
     _AD + "xǁQosLearnerǁpath_changed__mutmut_31": ("abs(mr - mb) >= Z * se", _AD_EXACT),
-    # routing/error_model.py
+    # routing/medium/error_model.py
     _EM + "x__ofdm__mutmut_1": ("Mode(None, rate, modulation, code)", _IMPORT_TIME),
     _EM + "x__ofdm__mutmut_2": ("Mode(name, None, modulation, code)", _IMPORT_TIME),
     _EM + "x__ofdm__mutmut_3": ("Mode(name, rate, None, code)", _IMPORT_TIME),
@@ -485,7 +489,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _EM + "x__ofdm_success__mutmut_4": (
         "if ber == 1.0:", "an uncoded BER is at most 0.5, and at BER 0 the formula gives (1 - 0) ** n = 1, what the "
         "shortcut returns"),
-    # routing/loss.py
+    # routing/links/loss.py
     _LOSS + "xǁLinkDownǁ__init____mutmut_11": (
         "math.isnan(start) and math.isnan(end)", "`not start < end` refuses any NaN end too: NaN compares false"),
     _LOSS + "xǁRampǁrate__mutmut_1": (
@@ -499,7 +503,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _LOSS + "xǁPacketGilbertElliottǁdrop__mutmut_7": (
         "self._good = None", "_good is read only as a truth value (and `state` says bad for it): None is False"),
     _LOSS + "x_node_rng__mutmut_22": ('.encode("UTF-8")', "codec names are case-insensitive: the same encoder"),
-    # routing/linkstate.py
+    # routing/topology/linkstate.py
     _LS + "xǁLinkStateRouterǁoriginate__mutmut_34": (
         "self._store(lsa, None)", "the time a node's own LSA was stored is never read: expire skips the own "
         "origin and _refused answers lsa_own before it looks at the held copy"),
@@ -604,25 +608,25 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "final: bool = True", "a Protocol's method body never runs: EventSink only types the sinks"),
     "aspan.events.xǁEventWriterǁflush_counts__mutmut_1": (
         "final: bool = True", "EventWriter.flush_counts reads neither argument and returns None (FlowLog overrides it)"),
-    # routing/graph.py and routing/routes.py
-    "routing.graph.x_least_cost_next_hops__mutmut_4": (
+    # routing/topology/graph.py and routing/topology/routes.py
+    "routing.topology.graph.x_least_cost_next_hops__mutmut_4": (
         "cost = link_cost or (lambda u, v: 2.0)", "every link costing 2 instead of 1 scales every path alike: "
         "the same least-cost paths and ties"),
-    "routing.graph.x_least_cost_next_hops__mutmut_25": ("rev = dg.reverse(copy=None)", _VIEW),
-    "routing.graph.x_least_cost_next_hops__mutmut_26": ("rev = dg.reverse(copy=True)", _VIEW),
-    "routing.graph.x_least_cost_next_hops__mutmut_39": (
+    "routing.topology.graph.x_least_cost_next_hops__mutmut_25": ("rev = dg.reverse(copy=None)", _VIEW),
+    "routing.topology.graph.x_least_cost_next_hops__mutmut_26": ("rev = dg.reverse(copy=True)", _VIEW),
+    "routing.topology.graph.x_least_cost_next_hops__mutmut_39": (
         "if n == d and n not in dist:", "d itself: no neighbour's cost (> 0) plus distance equals its 0; an "
         "unreachable n: none of its neighbours with a link from it is reachable either (`v in dist` comes "
         "first): no entry either way"),
-    "routing.graph.x_least_cost_next_hops__mutmut_55": ("):", "_REL_TOL is 1e-9, math.isclose's default rel_tol"),
-    "routing.routes.xǁRouteTableǁ__init____mutmut_3": ("self._next: dict[str, str] = None", "_set replaces it at once"),
-    "routing.routes.x__walk_problems__mutmut_9": ("if nxt is None and nxt not in name_of:", _NODE_ADDRS),
-    # routing/propagation.py
-    "routing.propagation.x_log_distance_loss_db__mutmut_1": (
+    "routing.topology.graph.x_least_cost_next_hops__mutmut_55": ("):", "_REL_TOL is 1e-9, math.isclose's default rel_tol"),
+    "routing.topology.routes.xǁRouteTableǁ__init____mutmut_3": ("self._next: dict[str, str] = None", "_set replaces it at once"),
+    "routing.topology.routes.x__walk_problems__mutmut_9": ("if nxt is None and nxt not in name_of:", _NODE_ADDRS),
+    # routing/medium/propagation.py
+    "routing.medium.propagation.x_log_distance_loss_db__mutmut_1": (
         "if distance_m < REFERENCE_M:", "at d = d0 the formula adds 10 n log10(1) = 0: L(d0) either way"),
-    "routing.propagation.x_log_distance_loss_db__mutmut_7": (
+    "routing.medium.propagation.x_log_distance_loss_db__mutmut_7": (
         "math.log10(distance_m * REFERENCE_M)", "d0 is 1 m: d x d0 = d / d0"),
-    # routing/medium.py
+    # routing/medium/dcf.py
     _MED + "_basic_rate_set__mutmut_42": (
         "if r.kbps <= round(mbps * 1001))", "basic_rate_mbps is itself a mandatory rate (refused above otherwise), "
         "and 0.1 % above it reaches no other: the closest two, 1 and 2 Mb/s, are a factor 2 apart"),
@@ -669,16 +673,16 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _MED + "ǁMediumǁ_send_rts__mutmut_17": ("frame, kind=None,", _RTS_KIND),
     _MED + "ǁMediumǁ_send_rts__mutmut_31": ('frame, kind="XXrtsXX",', _RTS_KIND),
     _MED + "ǁMediumǁ_send_rts__mutmut_32": ('frame, kind="RTS",', _RTS_KIND),
-    # routing/station.py
-    "routing.station.xǁStationRecorderǁstop__mutmut_1": ("self._thread.join(timeout=None)", _JOIN),
-    "routing.station.xǁStationRecorderǁstop__mutmut_2": ("self._thread.join(timeout=7.0)", _JOIN),
-    # routing/reception.py
-    "routing.reception.x_frame_success__mutmut_14": (
+    # routing/drivers/station.py
+    "routing.drivers.station.xǁStationRecorderǁstop__mutmut_1": ("self._thread.join(timeout=None)", _JOIN),
+    "routing.drivers.station.xǁStationRecorderǁstop__mutmut_2": ("self._thread.join(timeout=7.0)", _JOIN),
+    # routing/medium/reception.py
+    "routing.medium.reception.x_frame_success__mutmut_14": (
         "if min(b, end) >= max(a, start)]", "an interferer that only touches the frame becomes a span of length 0 "
         "at the frame's start or end: no cut inside a section, and no chunk (t0 < t1) lies within it"),
-    "routing.reception.x_frame_success__mutmut_31": ("if s0 <= t < s1)", "s0 is in the set of cuts already"),
-    "routing.reception.x_frame_success__mutmut_32": ("if s0 < t <= s1)", "s1 is in the set of cuts already"),
-    # routing/minstrel.py
+    "routing.medium.reception.x_frame_success__mutmut_31": ("if s0 <= t < s1)", "s0 is in the set of cuts already"),
+    "routing.medium.reception.x_frame_success__mutmut_32": ("if s0 < t <= s1)", "s1 is in the set of cuts already"),
+    # routing/medium/rate_control/minstrel.py
     _ML + "_update__mutmut_41": (
         "if self.throughput(i) > 1)", "a throughput above 0 is at least 10 % / the longest average frame (1200 "
         "bytes at 1 Mb/s with its Ack and contention, 10.5 ms): 9.5 frames a second, above 1"),
@@ -688,7 +692,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "tx_time = 1", "every term of tx_time is a multiple of 500 ns (slot_ns x cw / 2, DIFS, TXTIMEs, SIFS in "
         "whole microseconds): tx + 1 >= 6 ms exactly when tx >= 6 ms"),
     _ML + "_sample_rate__mutmut_18": ("if delta >= 2 * n:", "at delta == 2 n it forgives delta - 2 n = 0 frames"),
-    # routing/rates.py
+    # routing/medium/rates.py
     _RATES + "x_dsss_rate__mutmut_24": ("DSSS if kbps <= 2001 else HR_DSSS", _KBPS_SET),
     _RATES + "x_control_response_rate__mutmut_30": ("data_rate.short_preamble and kbps > 1001)", _KBPS_SET),
     _RATES + "x_ofdm_rate__mutmut_19": (
@@ -700,7 +704,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     _RATES + "x_ht20_rate__mutmut_32": ('("" if band_ghz < 4 else "-5g")', _BANDS),
     _RATES + "x__response_class__mutmut_5": ("(ERP_OFDM,) if rate.band_ghz <= 3 else (OFDM,)", _BANDS),
     _RATES + "x__response_class__mutmut_6": ("(ERP_OFDM,) if rate.band_ghz < 4 else (OFDM,)", _BANDS),
-    # routing/step.py
+    # routing/forwarding/step.py
     _STEP + "ǁForwardingStepǁlost_from__mutmut_3": (
         "if (frm is not None) or True else None", "link_lost has no None key: the lookup gives None, "
         "the node's model, as the guard does"),
@@ -826,17 +830,17 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "aspan.agent.xǁSnoopAgentǁ_dupack__mutmut_30": ('"EVERY"', _RTX_RESET),
     "aspan.agent.xǁSnoopAgentǁ_dupack__mutmut_42": (
         "max(1, ((st.high_end", "expected_dupacks -1 or 0 alike: the next dupack resends (<= 0)"),
-    # routing/auth.py
-    "routing.auth.xǁReplayWindowǁ__init____mutmut_3": ("self.top = 1", _NO_SEQ_0),
-    "routing.auth.xǁReplayWindowǁ__init____mutmut_5": ("self.bits = 1", _NO_SEQ_0),
-    "routing.auth.xǁReplayWindowǁaccept__mutmut_15": (
+    # routing/overlay/auth.py
+    "routing.overlay.auth.xǁReplayWindowǁ__init____mutmut_3": ("self.top = 1", _NO_SEQ_0),
+    "routing.overlay.auth.xǁReplayWindowǁ__init____mutmut_5": ("self.bits = 1", _NO_SEQ_0),
+    "routing.overlay.auth.xǁReplayWindowǁaccept__mutmut_15": (
         "if shift <= self.size else 1",
         "at shift == size the shifted bitmap masked to size bits is 1, which the else branch gives"),
-    "routing.auth.xǁMeshAuthǁverify__mutmut_3": (
+    "routing.overlay.auth.xǁMeshAuthǁverify__mutmut_3": (
         "if (sender is not None) or True else None",
         "the neighbour table has no None key: the lookup gives None, a stranger, as the guard does"),
-    "routing.auth.xǁMeshAuthǁ_link_to__mutmut_1": ("link = None", _LINK_CACHE),
-    "routing.auth.xǁMeshAuthǁ_link_to__mutmut_2": ("link = self._out.get(None)", _LINK_CACHE),
+    "routing.overlay.auth.xǁMeshAuthǁ_link_to__mutmut_1": ("link = None", _LINK_CACHE),
+    "routing.overlay.auth.xǁMeshAuthǁ_link_to__mutmut_2": ("link = self._out.get(None)", _LINK_CACHE),
 }
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
@@ -886,6 +890,7 @@ def mutmut_table(module: str) -> str:
     deselect = [a for t in DESELECT.get(module, []) for a in ("--deselect", t)]
     return ("\n[tool.mutmut]\n"
             f"source_paths = {toml_list(PACKAGES)}\n"
+            f"also_copy = {toml_list(NEUTRAL)}\n"
             f"only_mutate = {toml_list([module])}\n"
             f"pytest_add_cli_args = {toml_list(['-p', 'no:cacheprovider', '-m', 'not root and not slow', '-q', *deselect])}\n"
             f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
@@ -904,6 +909,8 @@ def prepare(module: str) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for pkg in PACKAGES + ["tests"]:
         shutil.copytree(ROOT / pkg, work / pkg, ignore=ignore)
+    for mod in NEUTRAL:
+        shutil.copy2(ROOT / mod, work / mod)
     (work / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + mutmut_table(module))
     return work
 

@@ -5,7 +5,7 @@
 as a local node process builds it (``experiments.build.build_node``, with its batched event log),
 the datagrams of one bulk flow A -> D: each data segment (1,000 bytes, hop 1, stamped by A) and one
 pure ACK of D's per two segments, each acknowledging the segment before, so the cache stays small.
-What the node hands back is encoded as the UDP driver would send it (routing.udp.UdpNode._send), so
+What the node hands back is encoded as the UDP driver would send it (routing.drivers.udp.UdpNode._send), so
 the count covers decoding, the forwarding step, the snoop agent, the log and encoding; not the
 socket calls.  The row with the MAC on feeds the authenticated overlay's datagrams (version 3, sealed
 by A and C) as the UDP driver does: verified, then handed to the node, what leaves sealed or
@@ -37,9 +37,9 @@ from pathlib import Path
 from aspan.fields import AspanFields
 from experiments.build import build_node
 from experiments.schema import load_experiment
-from routing.eventlog import EventLog
-from routing.auth import MeshAuth
-from routing.wire import DATA, IP_UDP_OVERHEAD, Packet, encode
+from routing.drivers.eventlog import EventLog
+from routing.overlay.auth import MeshAuth
+from routing.overlay.wire import DATA, IP_UDP_OVERHEAD, Packet, encode
 from tcp_user.segment import ACK, Segment
 
 scheme, policy, mac, n, passes = sys.argv[1], sys.argv[2], sys.argv[3] == "mac", int(sys.argv[4]), int(sys.argv[5])
@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as tmp:
     log = EventLog(Path(tmp) / "B.log", "B", batch=True)
     node = build_node(cfg, "B", 1, log, 0.0, apps=False)
     on_datagram, t = node.on_datagram, 100.0
-    # as routing.udp's driver does it (a tree before the authenticated relay path opens every datagram)
+    # as routing.drivers.udp's driver does it (a tree before the authenticated relay path opens every datagram)
     relay_path = hasattr(node, "on_authentic")
     for k, (data, frm) in enumerate(stream[:len(stream) // 2 * passes]):
         t += 1e-4

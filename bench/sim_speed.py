@@ -1,7 +1,7 @@
 """Wall time of the virtual-time backend on experiments/paper-lossy.yaml (the issue's target: < 3 min),
 and the ratio of virtual to wall time of one repetition, with a pure-Python event-loop baseline
 measured in the same run.  The same experiment runs twice: with ``medium.model`` none (independent
-links) and dcf (the 802.11 medium of routing.medium, 802.11b on the 200 m chain); issue 11 allows
+links) and dcf (the 802.11 medium of routing.medium.dcf, 802.11b on the 200 m chain); issue 11 allows
 at most 3x the wall time with the medium on.
 
 With ``--cluster`` (issue 26, item 5) it runs the experiment (``--experiment``, default paper-lossy,

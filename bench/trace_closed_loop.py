@@ -2,7 +2,7 @@
 
 A 3-node chain A-B-C, one SACK flow A -> C of 6,000 segments; what B hears degrades from 0 % to RATE between
 1 s and 2 s after the flow starts (loss model ``ramp``).  Each seed is recorded, its trace extracted
-(experiments/trace.py), and replayed on both links into B (loss model ``trace``, routing/trace_loss.py)
+(experiments/trace.py), and replayed on both links into B (loss model ``trace``, routing/links/trace_loss.py)
 with another seed, raw and smoothed over 10 s and 30 s; then the goodput error of each replay against its
 recording: median and 90th percentile over the seeds, next to Lamela et al.'s 5 % / 14 % (ns-3 replaying
 per-link signal traces).  Virtual time: the numbers do not depend on the machine's load.

@@ -8,7 +8,7 @@ from 4 s to 4.3 s; the fade is played by the loss model ``trace`` from a synthet
 burst by a ``down`` interval.  Each of ``--reps`` repetitions on netns (kernel TCP through NFQUEUE) is
 extracted (aspan trace extract) and replayed, every directed link its own recording, on the sim (virtual
 time) and on local (user-space TCP over loopback UDP, the same link emulated by each node holding what it
-sends: routing/udp_link.py), raw and smoothed over ``--smooth`` seconds.  Reported: the goodput error of each replay against
+sends: routing/overlay/udp_link.py), raw and smoothed over ``--smooth`` seconds.  Reported: the goodput error of each replay against
 its recording, median and 90th percentile over the repetitions, next to Lamela et al.'s 5 % / 14 %; the
 losses the sender saw (loss events: fast recoveries and timeouts; kernel TCP's from its TcpExt counters)
 and the packets the links lost (``drops_loss``), median of each replay's against the recording's.

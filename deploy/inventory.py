@@ -1,6 +1,6 @@
 """The inventory YAML: which hosts form the mesh, how to reach them, where to install.
 
-Validated like the experiment files, with the same field declarations (``routing.fieldspec``); every
+Validated like the experiment files, with the same field declarations (``fieldspec``); every
 wrong field, type or value is an ``InventoryError`` naming the file and the field path, all at once.
 
 ```yaml
@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from routing.fieldspec import BOOL, INT, NUM, STR, ConfigError, fill, in_range, one_of, raise_all
-from routing.fieldspec import Field as F
+from fieldspec import BOOL, INT, NUM, STR, ConfigError, fill, in_range, one_of, raise_all
+from fieldspec import Field as F
 
 OPT_BOOL = (bool, type(None))
 OPT_STR = (str, type(None))

@@ -31,7 +31,7 @@ import shlex
 from typing import Mapping, Sequence
 
 from deploy.hosts import HostError
-from routing.graph import MeshGraph
+from routing.topology.graph import MeshGraph
 
 MAC_RE = re.compile(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}")
 

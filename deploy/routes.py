@@ -13,7 +13,7 @@ from typing import Any
 
 from deploy.hosts import Remote
 from deploy.inventory import Host, Inventory, InventoryError
-from routing.routes import topology_routes
+from routing.topology.routes import topology_routes
 
 
 def topology(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, Any]:

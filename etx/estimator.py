@@ -252,7 +252,7 @@ class LinkEstimator:
     def etx(self) -> float:
         """ETX of sending over this link, 1 / (df x dr) (De Couto et al., MobiCom 2003, Sec. 3: the forward
         ratio the neighbour reported for my probes times the ratio of its probes I heard); ``math.inf``
-        when either is 0.  Routes by ETX use it (routing.linkstate; whatever :attr:`mode` says)."""
+        when either is 0.  Routes by ETX use it (routing.topology.linkstate; whatever :attr:`mode` says)."""
         d = self.forward() * self.reverse()
         return 1.0 / d if d > 0 else math.inf
 

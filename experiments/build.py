@@ -20,16 +20,16 @@ from etx.estimator import EtxTable
 from experiments.medium_spec import positions
 from experiments.radio_loss import is_radio, node_side
 from experiments.records import write_whole
-from routing.capture import OverlayTap
-from routing.fieldspec import ConfigError
-from routing.engine import ForwardingEngine
-from routing.flowlog import FlowLog
-from routing.loss import absolute_times, build_loss_model, node_rng
-from routing.node import NodeCore, ProbeSettings, Routing
-from routing.graph import LinkCost, path_of
-from routing.linkstate import LinkStateRouter, LinkStateSettings
-from routing.ip_option import MAX_NIBBLE
-from routing.routes import RouteTable, graph_of, route_summary, topology_routes
+from routing.drivers.capture import OverlayTap
+from fieldspec import ConfigError
+from routing.overlay.engine import ForwardingEngine
+from routing.forwarding.flowlog import FlowLog
+from routing.links.loss import absolute_times, build_loss_model, node_rng
+from routing.overlay.node import NodeCore, ProbeSettings, Routing
+from routing.topology.graph import LinkCost, path_of
+from routing.topology.linkstate import LinkStateRouter, LinkStateSettings
+from routing.kernel.ip_option import MAX_NIBBLE
+from routing.topology.routes import RouteTable, graph_of, route_summary, topology_routes
 from tcp_user.bulk import BulkReceiver, BulkSender
 from tcp_user.config import TcpConfig
 
@@ -67,7 +67,7 @@ def kernel_data_plane(cfg: dict[str, Any], backend: str) -> bool:
 
 #: The most hops a flow's route may have on the kernel data plane (netns; pi with ``pi.data_plane: kernel``):
 #: every data segment carries its hop count in the A-SPAN IPv4 option's 4-bit ``hops`` field
-#: (routing.ip_option; 1 leaving the sender, h arriving after h hops), which saturates at 15.
+#: (routing.kernel.ip_option; 1 leaving the sender, h arriving after h hops), which saturates at 15.
 MAX_KERNEL_HOPS = MAX_NIBBLE
 
 
@@ -85,7 +85,7 @@ def route_hop_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
         if path is not None and len(path) - 1 > MAX_KERNEL_HOPS:
             problems.append((f"flows[{i}]", f"the route {' -> '.join(path)} has {len(path) - 1} hops; the kernel "
                              "data plane carries the hop count in the A-SPAN IPv4 option's 4-bit hops field "
-                             f"(routing/ip_option.py), so a flow's route may have at most {MAX_KERNEL_HOPS} hops"))
+                             f"(routing/kernel/ip_option.py), so a flow's route may have at most {MAX_KERNEL_HOPS} hops"))
     return problems
 
 
@@ -100,7 +100,7 @@ def refuse_route_hops(source: str, variants: list[tuple[str, dict[str, Any]]], b
 
 
 def link_state(cfg: dict[str, Any]) -> bool:
-    """Do the nodes route by flooded link state (routing.linkstate)?  With the etx metric (static: the
+    """Do the nodes route by flooded link state (routing.topology.linkstate)?  With the etx metric (static: the
     routes fixed when settling ends) and with ``routing.dynamic``; hop-count static routes need none.
     Not when ``routing.daemon`` hands the routes to babeld (:func:`babeld_routes`)."""
     return (cfg["routing"]["metric"] == "etx" or cfg["routing"]["dynamic"]) and not babeld_routes(cfg)
@@ -162,7 +162,7 @@ def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable
 
 
 def node_routing(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable, t0: float) -> Routing | None:
-    """What drives node ``name``'s router on the overlay (routing.node.Routing): static routes by ETX are
+    """What drives node ``name``'s router on the overlay (routing.overlay.node.Routing): static routes by ETX are
     computed once when settling ends (``t0 + etx.settle_s``); dynamic routes from halfway through settling
     (at least two advertisement intervals after probing starts), and then whenever the link state changes."""
     router = node_router(cfg, name, etx, table)
@@ -225,14 +225,14 @@ def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]
 
 def configured_flows(cfg: dict[str, Any]) -> list[str]:
     """The data direction ``src:sport>dst:dport`` of every flow of the experiment: the traffic that explains
-    a node's per-packet log lines (routing.flowlog.FlowLog.explains)."""
+    a node's per-packet log lines (routing.forwarding.flowlog.FlowLog.explains)."""
     addrs = cfg["topology"]["addresses"]
     return [fp.name(addrs) for fp in flow_plans(cfg, 0, 0.0)]
 
 
 def node_sink(cfg: dict[str, Any], log: EventSink | Emit | None) -> FlowLog:
     """A node's event sink: ``log``, with the lines of traffic no configured flow explains aggregated
-    (routing.flowlog; docs/LOGS.md, "Traffic no configured flow explains")."""
+    (routing.forwarding.flowlog; docs/LOGS.md, "Traffic no configured flow explains")."""
     return FlowLog(as_sink(log), configured_flows(cfg))
 
 
@@ -319,7 +319,7 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     ``t0`` is when probing starts on the backend's clock; flows start after
     ``etx.settle_s``.  Loss ``down`` intervals are relative to the flow start.
     With ``apps=False`` the node gets no bulk-transfer apps (for the socket API).
-    ``log``: the node's event log (routing.eventlog.EventLog) or an ``emit`` function.
+    ``log``: the node's event log (routing.drivers.eventlog.EventLog) or an ``emit`` function.
     ``routes``: every node's route table (:func:`route_tables`), when a backend building every node in one
     process computed them once (else this node's are computed here: all of them, for a large mesh a cost).
     """
@@ -370,7 +370,7 @@ AUTH_AUTO = {"pi": True, "local": False}
 
 
 def mac_on(cfg: dict[str, Any], backend: str) -> bool:
-    """Does this run use the authenticated overlay (routing.auth)?"""
+    """Does this run use the authenticated overlay (routing.overlay.auth)?"""
     mode = cfg.get("auth", {}).get("mac", "auto")
     return AUTH_AUTO.get(backend, False) if mode == "auto" else bool(mode)
 

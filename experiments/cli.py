@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     te.add_argument("--repetition", type=int, default=None, help="only this repetition")
     te.set_defaults(func=_cmd_trace_extract)
     tm = tsub.add_parser("export-mahimahi", help="one directed link as a Mahimahi mm-link trace: a line per "
-                         "delivery opportunity (ms), nominal rate x recorded delivery (routing/mahimahi.py)")
+                         "delivery opportunity (ms), nominal rate x recorded delivery (routing/links/mahimahi.py)")
     tm.add_argument("source", metavar="RUN_DIR|TRACE", help="a run directory, or a trace (.parquet/.csv) "
                     "aspan trace extract wrote")
     tm.add_argument("--link", required=True, help="the directed link, \"A>B\"")
@@ -194,8 +194,8 @@ def _cmd_trace_extract(args: argparse.Namespace) -> int:
 def _cmd_trace_mahimahi(args: argparse.Namespace) -> int:
     """``aspan trace export-mahimahi``: exit 2 when the source, run or link cannot be exported (named)."""
     from experiments.trace import extract, mahimahi_opportunities
-    from routing import mahimahi
-    from routing.trace_loss import TraceError, read_rows
+    from routing.links import mahimahi
+    from tracefiles import TraceError, read_rows, write_mahimahi
     src = Path(args.source)
     if not args.rate_mbps > 0:
         raise ValueError(f"--rate-mbps must be > 0, got {args.rate_mbps}")
@@ -205,7 +205,7 @@ def _cmd_trace_mahimahi(args: argparse.Namespace) -> int:
     except TraceError as e:
         print(f"aspan: error: --{e.key if e.key != 'file' else 'source'}: {e}", file=sys.stderr)
         return 2
-    n = mahimahi.write(args.out, ms)
+    n = write_mahimahi(args.out, ms)
     print(f"{args.out}: {n} delivery opportunities over {ms[-1] / 1000:.1f} s "
           f"({n * mahimahi.PACKET_SIZE * 8 / ms[-1] / 1000:.2f} Mbit/s on average) of {args.link}")
     return 0
@@ -214,7 +214,7 @@ def _cmd_trace_mahimahi(args: argparse.Namespace) -> int:
 def _cmd_trace_compare(args: argparse.Namespace) -> int:
     """``aspan trace compare``: exit 1 when a source recorded no link, 2 on a bad argument (named)."""
     from experiments.trace import compare_table, extract, select, table
-    from routing.trace_loss import TraceError, read_rows
+    from tracefiles import TraceError, read_rows
     n = len(args.sources)
     if n < 2:
         raise ValueError("give at least two runs or traces to compare")
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     """Exit codes (README, "Command line"): 0 ok, 1 a repetition failed or is incomplete (or the disk
     filled up or failed), 2 a bad file or usage, 130 interrupted (SIGINT or SIGTERM)."""
     from experiments.stopping import EXIT_INTERRUPTED, EXIT_NOT_OK, EXIT_USAGE, stop_reason
-    from routing.fieldspec import ConfigError
+    from fieldspec import ConfigError
     args = build_parser().parse_args(argv)
     args.argv = ["aspan", *(sys.argv[1:] if argv is None else argv)]   # the run's provenance.json
     try:

@@ -5,25 +5,26 @@ Every field defaults to null, meaning "the backend's own links":
 * sim: its independent wires, 10 Mbit/s, 2 ms, a 50-packet drop-tail queue (:data:`SIM_LINK`), exactly
   as before the fields became optional, so the sim's results do not change;
 * netns: plain veths (no rate limit, no delay); whatever is set explicitly is emulated by the node
-  daemons holding each packet's NFQUEUE verdict (routing/link_shaper.py, docs/NETNS.md);
+  daemons holding each packet's NFQUEUE verdict (routing/drivers/link_shaper.py, docs/NETNS.md);
 * local: loopback UDP (no rate limit, no delay); whatever is set explicitly is emulated by each node
-  holding the datagrams it sends until they would have crossed the link (routing/udp_link.py);
+  holding the datagrams it sends until they would have crossed the link (routing/overlay/udp_link.py);
 * pi cannot emulate a link (its links are the radios), so an explicit field is refused before the run
   starts (:data:`LINK_REFUSED`), never ignored;
 * ``mahimahi``: a Mahimahi trace's delivery opportunities serve each link direction instead of a rate
-  (routing/mahimahi.py), on sim, local and netns.
+  (routing/links/mahimahi.py), on sim, local and netns.
 
-The link rule itself (serialisation, delay, drop-tail) is routing.linkem, shared by sim, local and netns.
+The link rule itself (serialisation, delay, drop-tail) is routing.links.linkem, shared by sim, local and netns.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from routing import mahimahi
-from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, in_range
-from routing.linkem import LinkParams, LinkQueue
-from routing.udp_link import EgressLinks
+import tracefiles
+from routing.links import mahimahi
+from fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, in_range
+from routing.links.linkem import LinkParams, LinkQueue
+from routing.overlay.udp_link import EgressLinks
 
 F = Field
 
@@ -36,7 +37,7 @@ LINK_SCHEMA: dict[str, Field] = {
                                                "serialised (null: the backend's own; sim, netns and local 50)"),
     "mahimahi": F(STR, None, None, "a Mahimahi mm-link trace (one line per delivery opportunity, ms; relative to "
                                    "the experiment file) serving every link direction instead of rate_mbps; ms 0 "
-                                   "is the flows' start (routing/mahimahi.py)"),
+                                   "is the flows' start (routing/links/mahimahi.py)"),
 }
 
 #: The sim's own links (and the default queue of an emulated netns link): the values the schema had
@@ -63,8 +64,8 @@ def check_mahimahi(src: str, cfg: dict[str, Any], error: type[ConfigError], errs
         return
     link["mahimahi"] = beside_source(src, link["mahimahi"])
     try:
-        mahimahi.parse(link["mahimahi"])
-    except mahimahi.MahimahiError as e:
+        tracefiles.read_mahimahi(link["mahimahi"])
+    except tracefiles.MahimahiError as e:
         errs.append(error(src, "link.mahimahi", str(e)))
     if link.get("rate_mbps") is not None:
         errs.append(error(src, "link.rate_mbps", "a Mahimahi trace is the link's rate (link.mahimahi); set one of them"))
@@ -78,7 +79,7 @@ def link_schedule(cfg: dict[str, Any]) -> mahimahi.Schedule | None:
 
 def link_queue(params: LinkParams, t_flows: float, schedule: mahimahi.Schedule | None
                ) -> LinkQueue | mahimahi.OpportunityQueue:
-    """A fresh queue for one link direction: routing.linkem's rule with ``params``, or with a Mahimahi
+    """A fresh queue for one link direction: routing.links.linkem's rule with ``params``, or with a Mahimahi
     ``schedule`` (:func:`link_schedule`) its opportunities from ``t_flows`` on, ``params``' delay and queue."""
     if schedule is None:
         return LinkQueue(params)

@@ -1,7 +1,7 @@
 """The ``medium:`` section of an experiment: its fields, its checks, and the medium it builds.
 
 ``model: none`` (the default) leaves the links of each backend as they are; ``model: dcf`` puts the
-802.11 DCF medium of routing.medium between the nodes (docs/MEDIUM.md).  experiments.schema
+802.11 DCF medium of routing.medium.dcf between the nodes (docs/MEDIUM.md).  experiments.schema
 declares the section with :data:`MEDIUM_SCHEMA` and calls :func:`check_medium`.
 """
 from __future__ import annotations
@@ -12,15 +12,15 @@ import random
 from typing import Any, Callable
 
 from experiments.link_spec import explicit as explicit_link
-from routing import signal_trace
-from routing.fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of, one_of
-from routing.graph import MeshGraph
-from routing.error_model import ErrorModelError, mode_for_rate
-from routing.medium import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, RangeCapture, Topology,
+from routing.medium import signal_trace
+from fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of, one_of
+from routing.topology.graph import MeshGraph
+from routing.medium.error_model import ErrorModelError, mode_for_rate
+from routing.medium.dcf import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, RangeCapture, Topology,
                             default_airtime, error_mode, timing_problems)
-from routing.medium import rate_problems as medium_rate_problems
-from routing.propagation import CHANNEL1_HZ, KTB_20MHZ_DBM, friis_loss_db, thermal_noise_dbm
-from routing.reception import SinrReception, hears_and_senses, signals_dbm
+from routing.medium.dcf import rate_problems as medium_rate_problems
+from routing.medium.propagation import CHANNEL1_HZ, KTB_20MHZ_DBM, friis_loss_db, thermal_noise_dbm
+from routing.medium.reception import SinrReception, hears_and_senses, signals_dbm
 
 MEDIUM_MODELS = ("none", "dcf")
 RECEPTIONS = ("range", "sinr")
@@ -39,7 +39,7 @@ SINR_DEFAULTS: dict[str, Any] = {
     "signal_trace": None,          # no recorded signals: the fixed ones above
 }
 
-#: ``medium.signal_trace``'s keys (routing/signal_trace.py), as the loss model ``trace`` has them
+#: ``medium.signal_trace``'s keys (routing/medium/signal_trace.py), as the loss model ``trace`` has them
 SIGNAL_TRACE_SCHEMA: dict[str, Field] = {
     "file": Field(STR, None, None, "a link trace with signal_dbm (aspan trace extract of a pi run), relative to "
                                    "the experiment file's directory"),
@@ -99,9 +99,9 @@ _SETTINGS: dict[str, Any] = {
     "basic_rate_mbps": _opt(NUM, in_range(0, lo_open=True), "rate of ACK frames (default: b 2, the others 24); airtime "
                             "txtime: the highest rate of the basic rate set (the PHY's mandatory rates up to it)"),
     "rate_control": F(STR, "fixed", member_of(RATE_CONTROLS), "fixed: every frame at rate_mbps / mcs | minstrel: "
-                      "a Minstrel-HT-like controller per link chooses each frame's retry chain (routing.minstrel)"),
+                      "a Minstrel-HT-like controller per link chooses each frame's retry chain (routing.medium.rate_control.minstrel)"),
     "airtime": _opt(STR, member_of(AIRTIMES), "simple: preamble + bits / rate (b and g only) | txtime: the standard's "
-                    "PPDU durations (routing.rates); default simple for b and g at a fixed rate, else txtime"),
+                    "PPDU durations (routing.medium.rates); default simple for b and g at a fixed rate, else txtime"),
     "slot_us": _opt(NUM, None, "aSlotTime, at least 1 us (default: b 20, g 9)"),
     "sifs_us": _opt(NUM, None, "aSIFSTime, at least 1 us (default 10); DIFS = SIFS + 2 slots"),
     "preamble_us": _opt(NUM, in_range(0), "PLCP preamble + header (default: b 192, g 20)"),
@@ -152,7 +152,7 @@ _SETTINGS: dict[str, Any] = {
     "signal_dbm": _opt((dict,), None, "sinr: measured signals, receiver -> {sender: dBm}, each replacing the "
                        "path loss and shadowing of that direction"),
     "signal_trace": _opt((dict,), None, "sinr: recorded signals per link and time, {file, run, at_s, offset_s, "
-                         "loop}, replacing every link's fixed signal (routing/signal_trace.py)"),
+                         "loop}, replacing every link's fixed signal (routing/medium/signal_trace.py)"),
 }
 #: Every setting but the model takes null for its default (a variant clears the base file's positions
 #: with ``positions: null``).
@@ -252,7 +252,7 @@ CAPTURE_EXPONENT = 4.0   # ns-2's TwoRayGround beyond its crossover distance: po
 
 
 def _check_capture(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
-    """``capture_db`` (ns-2's capture rule, routing.medium.RangeCapture): reception range, positions to measure
+    """``capture_db`` (ns-2's capture rule, routing.medium.dcf.RangeCapture): reception range, positions to measure
     distances from, a power ratio above 0 dB; ``capture_exponent`` only with it (null: 4)."""
     m = cfg["medium"]
     if m["capture_db"] is None:
@@ -321,7 +321,7 @@ def _check_sinr(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: l
             errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.reception is 'sinr': the signal "
                               "decides who decodes and who senses whom (rx_sensitivity_dbm, cs_threshold_dbm); "
                               "remove it"))
-    # airtime txtime: each frame's rate picks its error model mode (routing.medium.error_mode: every rate
+    # airtime txtime: each frame's rate picks its error model mode (routing.medium.dcf.error_mode: every rate
     # of every standard has one); the simple airtime's one rate must be one of the error model's
     for key in ("rate_mbps", "basic_rate_mbps") if airtime(m) == "simple" else ():
         try:
@@ -405,7 +405,7 @@ def _refuse_shared_positions(src: str, cfg: dict[str, Any], error: type[ConfigEr
 
 
 def airtime(m: dict[str, Any]) -> str:
-    """The airtime model the medium will have: the setting, or :func:`routing.medium.default_airtime`."""
+    """The airtime model the medium will have: the setting, or :func:`routing.medium.dcf.default_airtime`."""
     return m["airtime"] or default_airtime(m["standard"], m["rate_control"])
 
 
@@ -445,7 +445,7 @@ def positions(cfg: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
 
 
 def signals(cfg: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """reception sinr: the signal of every sender at every receiver, dBm (routing.reception.signals_dbm)."""
+    """reception sinr: the signal of every sender at every receiver, dBm (routing.medium.reception.signals_dbm)."""
     m = cfg["medium"]
     pos = positions(cfg)
     assert pos is not None, "reception sinr without positions is refused by check_medium"

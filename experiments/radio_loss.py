@@ -3,15 +3,15 @@
 A loss spec (``loss.default``, ``loss.nodes.<n>``, ``loss.links.<A-B>``) says where its losses happen:
 
 * ``layer: above_mac`` (the default, and what every loss was before): the receiving node drops the
-  packet after the link layer delivered it (routing.step), so nothing retries it but TCP;
+  packet after the link layer delivered it (routing.forwarding.step), so nothing retries it but TCP;
 * ``layer: radio``: the loss is a radio error of each transmission attempt.  The node drops nothing for
-  that spec; the DCF medium (routing.medium) draws every data attempt's fate from the model instead
-  (:meth:`routing.medium.Medium.frame_error`'s place, :attr:`routing.medium.Medium.radio_loss`), so a
+  that spec; the DCF medium (routing.medium.dcf) draws every data attempt's fate from the model instead
+  (:meth:`routing.medium.dcf.Medium.frame_error`'s place, :attr:`routing.medium.dcf.Medium.radio_loss`), so a
   lost attempt gets no ACK and is sent again, up to the retry limit (IEEE 802.11-2020 10.3.4.4), and
   a frame whose attempts all fail is dropped as ``mac_retry``.  Group-addressed frames (ETX probes)
   are sent once: an error loses them, as it does above the MAC.
 
-Which model a frame from A to B meets is the rule of routing.step (docs/LOGS.md, "Loss per link"): the
+Which model a frame from A to B meets is the rule of routing.forwarding.step (docs/LOGS.md, "Loss per link"): the
 link's own spec (``loss.links``, directed ``A>B``) when it has one, else B's (``loss.nodes.B``, else
 ``loss.default``); that spec's ``layer`` then says where it applies.  Each model is built as the node
 would build it (same spec, same seeded RNG stream: experiments.build.build_node), so a radio spec meets
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from routing.fieldspec import STR, Field, one_of
-from routing.loss import absolute_times, build_loss_model, node_rng, packet_dropper
+from fieldspec import STR, Field, one_of
+from routing.links.loss import absolute_times, build_loss_model, node_rng, packet_dropper
 
 LAYERS = ("above_mac", "radio")
 LAYER_FIELD = Field(STR, "above_mac", one_of(*LAYERS),
@@ -67,7 +67,7 @@ class RadioErrors:
 
     ``lost(src, dst, now, size)``: is this data attempt of ``size`` bytes (the IP packet, as the node-side
     models see it) from ``src`` to ``dst`` lost to a radio error?  ``now`` on the clock the specs' times
-    were moved to (routing.loss.absolute_times).  One draw of one model per attempt."""
+    were moved to (routing.links.loss.absolute_times).  One draw of one model per attempt."""
 
     def __init__(self, links: dict[tuple[str, str], Dropper | None], nodes: dict[str, Dropper]) -> None:
         # links: every link with its own spec; None where that spec is above the MAC (it wins over the node's)
@@ -105,7 +105,7 @@ def radio_errors(cfg: dict[str, Any], seed: int, t_flows: float) -> RadioErrors 
 
 def attach(medium: Any, cfg: dict[str, Any], seed: int, t_flows: Callable[[], float],
            seconds: Callable[[int], float]) -> None:
-    """Give ``medium`` (routing.medium.Medium) the radio errors of ``cfg``; ``seconds(ns)``: the medium's time
+    """Give ``medium`` (routing.medium.dcf.Medium) the radio errors of ``cfg``; ``seconds(ns)``: the medium's time
     in ns on the specs' clock; ``t_flows()``: when the flows start on that clock, asked at the first draw (the
     local medium process starts before the nodes fix it).  Nothing when no spec is radio."""
     if not _radio_specs(cfg):

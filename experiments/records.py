@@ -3,7 +3,7 @@
 Every file the runner writes for the record of a run (``meta.json``, ``experiment.yaml``, ``routes.json``,
 the node configurations, ``summary.csv``) goes through :func:`write_whole`: written to a temporary file,
 synced and renamed over the old one, so a reader sees the old file or the new one, never half of either.
-A write that fails raises :class:`routing.eventlog.WriteError`, which names the file and the reason ("No space left on
+A write that fails raises :class:`routing.drivers.eventlog.WriteError`, which names the file and the reason ("No space left on
 device"); the old file is kept as it was.
 
 So that the ending of a run can still be recorded on a full disk, the runner holds a :class:`Reserve`: a
@@ -17,7 +17,7 @@ import errno
 import os
 from pathlib import Path
 
-from routing.eventlog import WriteError
+from routing.drivers.eventlog import WriteError
 
 #: Room kept for the records of a run's ending: a repetition's meta.json (a few kB; tens of kB on a large
 #: mesh) and summary.csv (about 300 bytes a row).

@@ -24,7 +24,7 @@ from experiments.provenance import process_provenance, run_provenance
 from experiments.records import Reserve, drop_reserve, hold_reserve, is_disk_error, write_whole
 from experiments.schema import SCHEMA, Experiment, ExperimentError, Variant
 from experiments.stopping import sigterm_as_interrupt, stops_deferred
-from routing.fieldspec import INT, Field, check_value, in_range
+from fieldspec import INT, Field, check_value, in_range
 
 JOBS = Field(INT, None, in_range(1), "repetitions run at once (--jobs)")
 Task = tuple[str, Variant, int, str, "dict[str, Any] | None"]   # (backend, variant, repetition, rep dir, options)

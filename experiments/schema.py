@@ -22,10 +22,10 @@ from experiments.backends import BACKENDS
 from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from experiments.radio_loss import LAYER_FIELD, radio_problems
-from routing.fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of,
+from fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of,
                                one_of, one_of_int, raise_all, unknown_field)
-from routing.loss import MODELS as LOSS_MODELS
-from routing.graph import METRICS
+from routing.links.loss import MODELS as LOSS_MODELS
+from routing.topology.graph import METRICS
 from experiments.topology_spec import check_graph, check_nodes_links
 from deploy.radio import LEGACY_RATES
 from tcp_user.config import VARIANTS
@@ -44,13 +44,13 @@ F = Field
 
 def loss_spec() -> dict[str, Field]:
     """Every key of a loss spec: ``model``, the settings of every model of
-    :data:`routing.loss.MODELS` (the registry), and ``down``.  Read at each use, so a model
+    :data:`routing.links.loss.MODELS` (the registry), and ``down``.  Read at each use, so a model
     registered later is known."""
     spec: dict[str, Field] = {"model": F(STR, "none", member_of(LOSS_MODELS), "loss model")}
     for name, kind in LOSS_MODELS.items():
         for key, setting in kind.settings.items():
             if spec.setdefault(key, setting) != setting:
-                raise ValueError(f"routing.loss.MODELS[{name!r}] declares setting {key!r} unlike another model")
+                raise ValueError(f"routing.links.loss.MODELS[{name!r}] declares setting {key!r} unlike another model")
     spec["down"] = F((list,), [], None, "intervals [[start_s, end_s], ...] (relative to the flow start) "
                      "where the node hears nothing")
     spec["layer"] = LAYER_FIELD   # where its losses happen (experiments/radio_loss.py)
@@ -100,7 +100,7 @@ SCHEMA: dict[str, Any] = {
         "addresses": F((dict,), {}, None, "node -> mesh address (default 10.2.1.1, 10.2.1.2, ...)"),
         "routes": F((dict,), {}, None, "node -> {destination node: next-hop node}; overrides of the computed routes"),
     },
-    "routing": {   # routing.linkstate; docs/DESIGN.md, "Link-state routing"
+    "routing": {   # routing.topology.linkstate; docs/DESIGN.md, "Link-state routing"
         "metric": F(STR, "hops", member_of(METRICS), "hops: shortest paths by hop count | etx: minimum-ETX paths "
                                                      "from the link state the nodes flood (their probe estimates)"),
         "dynamic": F(BOOL, False, None, "false: routes fixed for the run (etx: as measured when settling ends) | "
@@ -112,7 +112,7 @@ SCHEMA: dict[str, Any] = {
                                            "over at once..."),
         "switch_after_s": F(NUM, 5.0, in_range(0), "...one better by less, after staying better this long"),
         "daemon": F(STR, "builtin", member_of(ROUTING_DAEMONS), "builtin: the nodes' own link-state core "
-                    "(routing.linkstate) | babeld: Debian's Babel daemon in each namespace computes and installs the "
+                    "(routing.topology.linkstate) | babeld: Debian's Babel daemon in each namespace computes and installs the "
                     "routes instead (netns only; experiments/backends/netns/babel.py)"),
         "babel_hello_s": F(NUM, 4.0, in_range(0.05, 655.35), "with daemon babeld: its Hello interval on every mesh "
                            "interface (babeld's -h, default 4 s); its update interval is four times that"),
@@ -196,7 +196,7 @@ SCHEMA: dict[str, Any] = {
         "realtime": F(BOOL, False, None, "node daemons run SCHED_RR (priority 10): a held link verdict is released on "
                                          "time while other processes load the CPUs (docs/NETNS.md, Emulated links)"),
     },
-    "auth": {   # the authenticated overlay (routing.auth; docs/DESIGN.md, "The authenticated overlay")
+    "auth": {   # the authenticated overlay (routing.overlay.auth; docs/DESIGN.md, "The authenticated overlay")
         "mac": F((str, bool), "auto", _auth_mode,
                  "auto | true | false: overlay packets carry a keyed MAC and sequence number, only neighbours are heard; "
                  "auto: on for pi (an open WiFi cell), off for local (loopback) and netns (where only the probes and "
@@ -343,7 +343,7 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
 
 
 def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:
-    """Timers of link-state routing that cannot work together (routing.linkstate)."""
+    """Timers of link-state routing that cannot work together (routing.topology.linkstate)."""
     r, etx = cfg["routing"], cfg["etx"]
     if not r["hold_s"] > r["advertise_s"]:
         errs.append(ExperimentError(src, "routing.hold_s", f"must exceed routing.advertise_s ({r['advertise_s']}): "

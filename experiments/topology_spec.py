@@ -17,9 +17,9 @@ import ipaddress
 import re
 from typing import Any
 
-from routing.fieldspec import ConfigError
-from routing.graph import MeshGraph
-from routing.routes import route_problems
+from fieldspec import ConfigError
+from routing.topology.graph import MeshGraph
+from routing.topology.routes import route_problems
 
 DEFAULT_CHAIN = ["A", "B", "C", "D"]
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

@@ -13,11 +13,11 @@ interval), with these columns (docs/LOGS.md, "Link traces"):
 the flows started; negative while settling), ``dt_s``, ``sent`` (Δseq), ``heard`` (Δheard, at most
 ``sent``), ``delivery`` (heard / sent; empty when A sent nothing in the interval), ``etx`` (B's estimate
 of the link's ETX at the interval's end, 1 / (forward x reverse); empty when infinite); on the Pis also
-what the drivers said (routing/station.py): ``signal_dbm`` (B hearing A), ``tx_bitrate_mbps``,
+what the drivers said (routing/drivers/station.py): ``signal_dbm`` (B hearing A), ``tx_bitrate_mbps``,
 ``tx_retries``, ``tx_failed`` and ``expected_mbps`` (A sending to B).
 
 Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
-RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/trace_loss.py) replays
+RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/links/trace_loss.py) replays
 a link of it; ``aspan trace export-mahimahi`` writes a link of it as a Mahimahi mm-link trace
 (:func:`mahimahi_opportunities`).
 """
@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from routing import mahimahi, trace_loss
+from routing.links import mahimahi, trace_loss
+from tracefiles import TraceError
 
 from plots.logs import aligned_times, iter_reps, load_rep
 from plots.routing import flows_start
@@ -77,7 +78,7 @@ def rep_trace(rep_dir: Path, variant: str, repetition: int) -> pd.DataFrame:
 
 
 def _add_station_columns(df: pd.DataFrame, ev: pd.DataFrame, meta: dict[str, Any], t0: float) -> None:
-    """The Pis' driver view (``station`` events, routing/station.py) beside each row of link A>B: the signal B
+    """The Pis' driver view (``station`` events, routing/drivers/station.py) beside each row of link A>B: the signal B
     heard A at (B's dump, the last sample of the interval), and A's sending to B (A's dump): its bitrate, its
     retries and failures during the interval, the driver's expected throughput.  Empty without the events
     (every backend but pi) or without the MAC addresses meta.json's ``mac_filter`` records.  O((rows + events)
@@ -129,7 +130,7 @@ def extract(run_dir: Path, variant: str | None = None, repetition: int | None = 
 def mahimahi_opportunities(rows: list[dict[str, Any]], link: str, run: str | None, rate_mbps: float,
                            source: str = "trace") -> list[int]:
     """Link ``link`` of a trace as a Mahimahi mm-link trace: its delivery opportunities in ms from the recorded
-    flows' start to the end of its last interval, for a link of nominal ``rate_mbps`` (routing/mahimahi.py,
+    flows' start to the end of its last interval, for a link of nominal ``rate_mbps`` (routing/links/mahimahi.py,
     "Export"; the delivery at each moment as the loss model ``trace`` replays it).  TraceError naming what
     is missing; ValueError when the link delivered nothing at all."""
     series = trace_loss.link_series(rows, link, run, source)
@@ -137,7 +138,7 @@ def mahimahi_opportunities(rows: list[dict[str, Any]], link: str, run: str | Non
     t_last, _d, dt_last = series[-1]
     end_s = t_last + (dt_last if dt_last > 0 else 1.0)
     if not end_s > 0:
-        raise trace_loss.TraceError("link", f"{source}: link {link!r} has no interval after the flows' start")
+        raise TraceError("link", f"{source}: link {link!r} has no interval after the flows' start")
     ms = mahimahi.opportunities(lambda t: 1.0 - replay.rate(t), end_s, rate_mbps)
     if not ms or ms[-1] <= 0:
         raise ValueError(f"{source}: link {link!r} delivered too little at {rate_mbps} Mbit/s for a delivery "
@@ -156,7 +157,7 @@ def write(df: pd.DataFrame, path: Path) -> None:
 
 
 def table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """A trace file's rows (routing.trace_loss.read_rows: a csv's are strings) as a table, numbers as numbers."""
+    """A trace file's rows (tracefiles.read_rows: a csv's are strings) as a table, numbers as numbers."""
     df = pd.DataFrame(rows, columns=COLUMNS if not rows else None)
     for col in COLUMNS[3:]:
         if col in df:

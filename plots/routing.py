@@ -1,6 +1,6 @@
 """What the routes did during a repetition: changes, and how fast a flow got over a failure (issue 23).
 
-From the node logs' ``route`` events (routing.linkstate: one per next hop that changed, with ``dst``,
+From the node logs' ``route`` events (routing.topology.linkstate: one per next hop that changed, with ``dst``,
 ``old``, ``new``, ``metric``) and meta.json's ``failures`` (the loss specs' ``down`` intervals,
 relative to the flow start).  For each flow and the first failure that begins while it runs:
 

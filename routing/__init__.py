@@ -1,1 +1,1 @@
-"""Overlay routing: wire format, static routes, loss models, the forwarding engine and drivers."""
+"""Overlay routing, one idea per sub-package: medium/, kernel/, overlay/, forwarding/, links/, topology/ (cores, no I/O) and drivers/ (sockets, threads, NFQUEUE, processes, files)."""

@@ -13,10 +13,10 @@ from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
-from routing.ip_option import decode_option
-from routing.ipv4 import find_option
-from routing.kernel import HOOK_IN, HOOK_OUT, KernelForwarder
-from routing.loss import NoLoss
+from routing.kernel.ip_option import decode_option
+from routing.kernel.ipv4 import find_option
+from routing.kernel.forwarder import HOOK_IN, HOOK_OUT, KernelForwarder
+from routing.links.loss import NoLoss
 
 DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
 GRID = [[f"N{r}{c}", f"N{r}{c + 1}"] for r in range(3) for c in range(2)] + \

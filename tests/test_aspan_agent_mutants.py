@@ -1,7 +1,7 @@
 """Rules of aspan/agent.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found unpinned.
 
 What the snoop agent tells the log (docs/LOGS.md: ``cache`` after every change of the cache with the
-node's segments and bytes and, for routing.flowlog, the flow; ``hit`` with the 32-bit sequence number
+node's segments and bytes and, for routing.forwarding.flowlog, the flow; ``hit`` with the 32-bit sequence number
 of the segment resent; ``cache_full`` with the segment not cached) and its counters (one per event),
 the flow bounds of issue 13 (a flow refused is forwarded as not cached; a flow expires after
 ``flow_idle_s`` unheard, data and ACKs alike keeping it alive), and the ``once`` dupack discipline
@@ -18,7 +18,7 @@ MSS = 1000
 
 
 class Recorder(EventWriter):
-    """Every event with its time, and the flow a ``cache`` line belongs to (routing.flowlog reads it)."""
+    """Every event with its time, and the flow a ``cache`` line belongs to (routing.forwarding.flowlog reads it)."""
 
     def __init__(self):
         self.events = []

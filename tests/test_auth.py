@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from experiments.build import build_node
 from experiments.schema import load_experiment
-from routing.auth import MeshAuth, ReplayWindow
-from routing.eventlog import EventLog
-from routing.udp import UdpNode
-from routing.wire import (AUTH_TRAILER_LEN, AUTH_VERSION, DATA, PROBE, AuthError, MacKey, Packet, Probe,
+from routing.overlay.auth import MeshAuth, ReplayWindow
+from routing.drivers.eventlog import EventLog
+from routing.drivers.udp import UdpNode
+from routing.overlay.wire import (AUTH_TRAILER_LEN, AUTH_VERSION, DATA, PROBE, AuthError, MacKey, Packet, Probe,
                           _general_body, decode_authentic, encode_auth, link_id, verify_auth)
 from test_wire import packets
 from aspan.fields import AspanFields

@@ -1,4 +1,4 @@
-"""Rules of routing/auth.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found unpinned.
+"""Rules of routing/overlay/auth.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found unpinned.
 
 The replay window is RFC 4303 sec. 3.4.3's sliding window: a number above the highest slides the
 window (what was seen stays seen, shifted), one within it is accepted once, and the bitmap never
@@ -7,8 +7,8 @@ per datagram it seals or reseals.
 """
 import pytest
 
-from routing.auth import MeshAuth, ReplayWindow
-from routing.wire import AuthError, MacKey, encode_auth, link_id, relayed, verify_auth
+from routing.overlay.auth import MeshAuth, ReplayWindow
+from routing.overlay.wire import AuthError, MacKey, encode_auth, link_id, relayed, verify_auth
 from test_auth import KEY, A, B, C, data_pkt
 
 
@@ -54,7 +54,7 @@ def test_a_node_seals_from_first_seq_one_by_one():
 
 
 def test_a_reseal_takes_the_next_number_and_the_onward_link():
-    """A relay passes a sealed datagram on as bytes (routing.wire.relayed): MeshAuth.reseal seals it
+    """A relay passes a sealed datagram on as bytes (routing.overlay.wire.relayed): MeshAuth.reseal seals it
     for the next link with this node's next sequence number, so the next hop accepts it once."""
     key = MacKey(KEY)
     b = MeshAuth(KEY, B, [A, C], first_seq=50)

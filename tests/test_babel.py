@@ -17,7 +17,7 @@ from experiments.backends.netns import babel
 from experiments.backends.netns.mesh import _ip_batch, plan_mesh, rule_specs, sysctls
 from experiments.runner import check_backend_support
 from experiments.schema import ExperimentError, load_experiment
-from routing.linkstate import RouteChange
+from routing.topology.linkstate import RouteChange
 
 RING = {"nodes": ["A", "B", "C", "D", "E"], "links": [["A", "B"], ["B", "D"], ["A", "C"], ["C", "E"], ["E", "D"]]}
 BABELD = {"metric": "etx", "dynamic": True, "daemon": "babeld", "babel_hello_s": 0.5}

@@ -9,10 +9,10 @@ from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.schemes import make_agent
 from aspan.scheme_config import SchemeConfig
-from routing.engine import ForwardingEngine
-from routing.loss import NoLoss
-from routing.routes import chain_routes
-from routing.wire import DATA, Packet, encode
+from routing.overlay.engine import ForwardingEngine
+from routing.links.loss import NoLoss
+from routing.topology.routes import chain_routes
+from routing.overlay.wire import DATA, Packet, encode
 from tcp_user.segment import ACK, Segment
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
@@ -122,17 +122,17 @@ def test_memory_of_a_hostile_flood_stays_below_the_documented_bound():
 
 def test_a_syn_flood_to_a_listener_is_bounded_and_closed_connections_are_reaped():
     """SYNs from forged ports each ask a listener for a connection: the node keeps at most
-    routing.node.MAX_ACCEPTED of them, drops the rest as ``refused`` (counted), and forgets
+    routing.overlay.node.MAX_ACCEPTED of them, drops the rest as ``refused`` (counted), and forgets
     closed ones when it needs the room."""
     import threading
     import time
 
     from experiments.build import build_node
     from experiments.schema import load_experiment
-    from routing.node import MAX_ACCEPTED
+    from routing.overlay.node import MAX_ACCEPTED
     from tcp_user.config import TcpConfig
     from tcp_user.segment import SYN
-    from tcp_user.sockets import Listener
+    from tcp_user.drivers.sockets import Listener
     from tcp_user.state import State
 
     cfg = load_experiment({"etx": {"settle_s": 0.0}}, "syn-flood.yaml").variants[0].config

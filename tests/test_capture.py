@@ -1,4 +1,4 @@
-"""Captures (routing/capture.py, routing/pcapng.py) and the Wireshark dissector (routing/wireshark/aspan.lua).
+"""Captures (routing/drivers/capture.py, routing/drivers/pcapng.py) and the Wireshark dissector (routing/wireshark/aspan.lua).
 
 The tshark tests skip where tshark is not installed, and fail there under
 ASPAN_REQUIRE_ROOT_TESTS=1 (CI installs tshark: .ci/run).
@@ -16,10 +16,10 @@ import pytest
 from scapy.all import IP, UDP, rdpcap
 
 from aspan.fields import FIXED_ONE
-from routing.ip_option import decode_option
-from routing.ipv4 import find_option
-from routing.kernel import HOOK_FWD, HOOK_OUT
-from routing.pcapng import PcapngWriter
+from routing.kernel.ip_option import decode_option
+from routing.kernel.ipv4 import find_option
+from routing.kernel.forwarder import HOOK_FWD, HOOK_OUT
+from routing.drivers.pcapng import PcapngWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 LUA = ROOT / "routing" / "wireshark" / "aspan.lua"
@@ -157,7 +157,7 @@ def test_the_dissector_decodes_the_ipv4_option_as_the_forwarder_wrote_it(tmp_pat
 
 def test_the_kernel_data_plane_writes_what_leaves_the_handler_with_notes(tmp_path):
     sys.path.insert(0, str(ROOT / "tests"))
-    from routing.capture import KernelTap
+    from routing.drivers.capture import KernelTap
     from test_kernel_forwarder import ack, data, node
     fw, _ = node("C")                       # pkt_qos 0.99, p 0.995: C caches (0.995^3 < 0.99)
     tap = KernelTap(tmp_path / "C.pcapng", 10**7)

@@ -13,7 +13,7 @@ from deploy import kernel, macfilter
 from deploy.hosts import HostError
 from experiments.backends import pi_common
 from experiments.schema import ExperimentError
-from routing.graph import MeshGraph
+from routing.topology.graph import MeshGraph
 
 ROOT = Path(__file__).resolve().parent.parent
 DIAMOND = MeshGraph.build("ABCD", [("A", "B"), ("B", "D"), ("A", "C"), ("C", "D")])

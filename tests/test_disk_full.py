@@ -23,7 +23,7 @@ from conftest import ROOT, wait_for
 from experiments.cli import main
 from experiments.records import RESERVE_NAME, write_whole
 from experiments.stopping import EXIT_NOT_OK
-from routing.eventlog import WRITE_FAILED_EXIT, EventLog, WriteError, fail_process, write_failure
+from routing.drivers.eventlog import WRITE_FAILED_EXIT, EventLog, WriteError, fail_process, write_failure
 
 REQUIRED = os.environ.get("ASPAN_REQUIRE_ROOT_TESTS") == "1"
 

@@ -5,11 +5,11 @@ from aspan.agent import SnoopAgent
 from aspan.policy import SnoopConfig
 from plots.logs import load_rep
 from plots.summary import summarize_rep
-from routing.engine import ForwardingEngine
-from routing.eventlog import EventLog
-from routing.loss import NoLoss
-from routing.routes import chain_routes
-from routing.step import DROP_LINES_PER_S
+from routing.overlay.engine import ForwardingEngine
+from routing.drivers.eventlog import EventLog
+from routing.links.loss import NoLoss
+from routing.topology.routes import chain_routes
+from routing.forwarding.step import DROP_LINES_PER_S
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
 

@@ -2,10 +2,10 @@
 from aspan.agent import SnoopAgent
 from aspan.fields import AspanFields, quantise
 from aspan.policy import SnoopConfig
-from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
-from routing.routes import RouteTable, chain_routes
-from routing.auth import MeshAuth
-from routing.wire import DATA, PROBE, Packet, Probe, decode, decode_authentic, encode
+from routing.overlay.engine import Deliver, Drop, ForwardingEngine, Transmit
+from routing.topology.routes import RouteTable, chain_routes
+from routing.overlay.auth import MeshAuth
+from routing.overlay.wire import DATA, PROBE, Packet, Probe, decode, decode_authentic, encode
 from tcp_user.segment import ACK, Segment
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"

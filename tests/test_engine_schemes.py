@@ -7,10 +7,10 @@ from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
-from routing.engine import Drop, ForwardingEngine, Transmit
-from routing.loss import BitError, Composite, LinkDown, build_loss_model, drop_packet
-from routing.routes import chain_routes
-from routing.wire import DATA, Packet, wire_size
+from routing.overlay.engine import Drop, ForwardingEngine, Transmit
+from routing.links.loss import BitError, Composite, LinkDown, build_loss_model, drop_packet
+from routing.topology.routes import chain_routes
+from routing.overlay.wire import DATA, Packet, wire_size
 from tcp_user.segment import ACK, Segment
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"

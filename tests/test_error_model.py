@@ -1,4 +1,4 @@
-"""The NIST / DSSS error-rate model (routing.error_model) and the propagation formulas (routing.propagation):
+"""The NIST / DSSS error-rate model (routing.medium.error_model) and the propagation formulas (routing.medium.propagation):
 values computed by hand from the cited formulas, and ns-3's own spot values of the same models
 (src/wifi/test/wifi-error-rate-models-test.cc: WifiErrorRateModelsTestCaseDsss and ...Nist)."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
-from routing.error_model import (MODES, ErrorModelError, bpsk_ber, cck11_ber, cck55_ber, chunk_success_rate,
+from routing.medium.error_model import (MODES, ErrorModelError, bpsk_ber, cck11_ber, cck55_ber, chunk_success_rate,
                                  coded_bit_error, dbpsk_ber, dqpsk_ber, mode_for_rate, qam_ber, qpsk_ber)
-from routing.propagation import (dbm_to_mw, friis_loss_db, log_distance_loss_db, mw_to_dbm, shadowing_db,
+from routing.medium.propagation import (dbm_to_mw, friis_loss_db, log_distance_loss_db, mw_to_dbm, shadowing_db,
                                  thermal_noise_dbm)
 
 Q = statistics.NormalDist().cdf

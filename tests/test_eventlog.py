@@ -1,4 +1,4 @@
-"""routing.eventlog: the one log writer of every backend (docs/LOGS.md)."""
+"""routing.drivers.eventlog: the one log writer of every backend (docs/LOGS.md)."""
 import json
 import subprocess
 import sys
@@ -7,7 +7,7 @@ from aspan.agent import SnoopAgent
 from aspan.events import CallbackSink, EventWriter
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
-from routing.eventlog import EventLog
+from routing.drivers.eventlog import EventLog
 
 FLOW = ("10.2.1.1", 5000, "10.2.1.4", 6000)
 
@@ -21,7 +21,7 @@ class GenericLog(EventLog):
 
 def test_lines_from_two_writers_never_interleave(tmp_path):
     path = tmp_path / "A.log"
-    code = ("import sys; from pathlib import Path; from routing.eventlog import EventLog\n"
+    code = ("import sys; from pathlib import Path; from routing.drivers.eventlog import EventLog\n"
             "log = EventLog(Path(sys.argv[1]), 'A', batch=True)\n"
             "for i in range(3000):\n"
             "    log.emit(1.0 + i, 'x', who=sys.argv[2], i=i, pad='p' * 300)\n"

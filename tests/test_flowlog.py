@@ -1,5 +1,5 @@
 """Issue 27, item 2: a node's per-packet log lines are bounded by what its configured flows could cause.
-Lines of traffic no configured flow explains are aggregated as drop lines are (routing.flowlog), the
+Lines of traffic no configured flow explains are aggregated as drop lines are (routing.forwarding.flowlog), the
 log stays under the documented bound (docs/LOGS.md, "Traffic no configured flow explains") and
 node_stop's totals count every datagram exactly; a normal run's logs do not change."""
 import hashlib
@@ -14,10 +14,10 @@ from aspan.fields import AspanFields
 from experiments.backends import sim
 from experiments.build import build_node, configured_flows
 from experiments.schema import load_experiment
-from routing.eventlog import EventLog
-from routing.flowlog import FLOOD_LOG_BYTES_PER_S, MAX_LINE_BYTES, PER_PACKET_EVENTS, FlowLog, exact_totals
-from routing.step import DROP_LINES_PER_S, DROP_REASONS
-from routing.wire import DATA, Packet, encode
+from routing.drivers.eventlog import EventLog
+from routing.forwarding.flowlog import FLOOD_LOG_BYTES_PER_S, MAX_LINE_BYTES, PER_PACKET_EVENTS, FlowLog, exact_totals
+from routing.forwarding.step import DROP_LINES_PER_S, DROP_REASONS
+from routing.overlay.wire import DATA, Packet, encode
 from tcp_user.segment import ACK, Segment
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
@@ -185,8 +185,8 @@ def test_the_kernel_data_plane_aggregates_forged_flows_too(tmp_path):
 
     from experiments.backends.netns.node import _forwarder
     from experiments.build import route_tables
-    from routing.ip_option import stamp_option
-    from routing.kernel import HOOK_FWD
+    from routing.kernel.ip_option import stamp_option
+    from routing.kernel.forwarder import HOOK_FWD
 
     class Prober:
         @staticmethod

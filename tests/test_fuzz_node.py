@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from aspan.fields import AspanFields
 from experiments.build import build_node
 from experiments.schema import load_experiment
-from routing.engine import Deliver, Drop, Transmit
-from routing.wire import DATA, PROBE, Packet, Probe, encode
+from routing.overlay.engine import Deliver, Drop, Transmit
+from routing.overlay.wire import DATA, PROBE, Packet, Probe, encode
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 from test_wire import packets
 

@@ -14,20 +14,20 @@ from hypothesis import strategies as st
 from aspan.agent import SnoopAgent
 from aspan.fields import SNOOP_COUNT_MAX, AspanFields
 from aspan.policy import SnoopConfig
-from routing import wire
-from routing.auth import MeshAuth
-from routing.capture import OverlayTap
-from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
-from routing.loss import NoLoss
-from routing.routes import chain_routes
-from routing.step import DROP_REASONS
-from routing.wire import DATA, MAX_HOPS, PROBE, Packet, Probe, decode, decode_authentic, encode
+from routing.overlay import wire
+from routing.overlay.auth import MeshAuth
+from routing.drivers.capture import OverlayTap
+from routing.overlay.engine import Deliver, Drop, ForwardingEngine, Transmit
+from routing.links.loss import NoLoss
+from routing.topology.routes import chain_routes
+from routing.forwarding.step import DROP_REASONS
+from routing.overlay.wire import DATA, MAX_HOPS, PROBE, Packet, Probe, decode, decode_authentic, encode
 from tcp_user.segment import ACK, SYN, Segment
 
 A, B, C, D = MESH = ["10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"]
 KEY = bytes(range(32))
 
-#: Every field of the overlay header and of the DATA body, in wire order (routing.wire._PLAIN_DATA).
+#: Every field of the overlay header and of the DATA body, in wire order (routing.overlay.wire._PLAIN_DATA).
 HEADER = [("magic", "B"), ("version", "B"), ("type", "B"), ("src", "4s"), ("sport", "H"), ("dst", "4s"),
           ("dport", "H"), ("hops", "B"), ("snoop_after", "B"), ("snoop_limit", "B"), ("snoop_count", "B"),
           ("pkt_effort", "H"), ("pkt_qos", "H")]
@@ -40,7 +40,7 @@ EXTREMES = {"B": [0, 254, 255], "H": [0, 65534, 65535], "I": [0, 2**32 - 2, 2**3
 
 
 def test_the_field_lists_are_the_wire_format():
-    """Every field of the wire is drawn: the lists above are the structs of routing.wire."""
+    """Every field of the wire is drawn: the lists above are the structs of routing.overlay.wire."""
     assert "!" + "".join(code for _, code in HEADER + DATA_BODY) == wire._PLAIN_DATA.format
     assert "!" + "".join(code for _, code in HEADER) == wire._HEADER.format
     assert "!" + "".join(code for _, code in PROBE_BODY) == wire._PROBE.format

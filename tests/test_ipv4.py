@@ -1,4 +1,4 @@
-"""routing.ipv4 and routing.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
+"""routing.kernel.ipv4 and routing.kernel.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
 import random
 import struct
 
@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from scapy.all import IP, TCP, UDP, IPOption, Raw
 
 from aspan.fields import AspanFields
-from routing.ip_option import (check_fields, decode_option, encode_option, insert_option, rewrite_option,
+from routing.kernel.ip_option import (check_fields, decode_option, encode_option, insert_option, rewrite_option,
                                strip_option)
-from routing.ipv4 import OPTION_LEN, PacketError, TcpPacket, checksum, find_option, parse_tcp, tcp_checksum
+from routing.kernel.ipv4 import OPTION_LEN, PacketError, TcpPacket, checksum, find_option, parse_tcp, tcp_checksum
 
 
 def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
@@ -176,8 +176,8 @@ def test_bit_flips_in_a_valid_packet_parse_or_raise_packet_error(cut, bit):
 
 
 # ---- the fast paths give what the general code gives ------------------------------------------
-from routing.ip_option import restamp_option, stamp_option  # noqa: E402
-from routing.ipv4 import _parse_tcp_general, tcp_head  # noqa: E402
+from routing.kernel.ip_option import restamp_option, stamp_option  # noqa: E402
+from routing.kernel.ipv4 import _parse_tcp_general, tcp_head  # noqa: E402
 
 
 def _same_parse(data: bytes) -> None:
@@ -242,8 +242,8 @@ def test_stamp_and_restamp_behind_other_ip_options(effort, count, extra, nop_fir
     assert checksum_ok(again) and decode_option(again, offset)[1] == 4
 
 
-# ---- routing.tsval: the TSval a data segment leaves behind ---------------------------------------
-from routing.tsval import TsvalTracker, tcp_tsval_offset  # noqa: E402
+# ---- routing.kernel.tsval: the TSval a data segment leaves behind ---------------------------------------
+from routing.kernel.tsval import TsvalTracker, tcp_tsval_offset  # noqa: E402
 
 _TCP_OPTIONS = st.lists(st.sampled_from([("NOP", None), ("Timestamp", (123456789, 5)), ("MSS", 1448),
                                          ("SAckOK", b""), ("WScale", 7), ("EOL", None)]), max_size=5)

@@ -1,4 +1,4 @@
-"""routing.kernel: the snoop step on raw kernel packets, driven with crafted bytes (no root, no queue)."""
+"""routing.kernel.forwarder: the snoop step on raw kernel packets, driven with crafted bytes (no root, no queue)."""
 import random
 
 from hypothesis import given, settings
@@ -8,10 +8,10 @@ from scapy.all import IP, TCP, UDP, Raw
 from aspan.agent import SnoopAgent
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
-from routing.ip_option import decode_option
-from routing.ipv4 import find_option, parse_tcp
-from routing.kernel import HOOK_FWD, HOOK_IN, HOOK_OUT, KernelForwarder
-from routing.loss import Bernoulli, NoLoss
+from routing.kernel.ip_option import decode_option
+from routing.kernel.ipv4 import find_option, parse_tcp
+from routing.kernel.forwarder import HOOK_FWD, HOOK_IN, HOOK_OUT, KernelForwarder
+from routing.links.loss import Bernoulli, NoLoss
 
 ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
 CHAIN = "ABCD"

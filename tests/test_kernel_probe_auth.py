@@ -9,8 +9,8 @@ from experiments.backends import pi_kernel
 from experiments.backends.netns.node import all_drops, probe_auth
 from experiments.build import write_key
 from experiments.schema import load_experiment
-from routing.step import DROP_REASONS
-from routing.wire import PROBE, Packet, Probe
+from routing.forwarding.step import DROP_REASONS
+from routing.overlay.wire import PROBE, Packet, Probe
 from test_deploy_kernel import INV
 
 KEY = bytes(range(32))
@@ -23,7 +23,7 @@ def test_the_netns_daemon_reads_its_key_once_and_deletes_it(tmp_path):
     assert auth is not None and not path.exists()
     assert probe_auth({}, "10.2.1.2", ["10.2.1.1"]) is None            # auth.mac off: no key file named
     # the key read is the run's: what a neighbour sealed with it opens
-    from routing.auth import MeshAuth
+    from routing.overlay.auth import MeshAuth
     sealed = MeshAuth(KEY, "10.2.1.1", ["10.2.1.2"], 1).seal(
         Packet(PROBE, "10.2.1.1", 7700, "10.2.1.2", 7700, probe=Probe(1, 1.0)), "10.2.1.2")
     assert auth.open(sealed, "10.2.1.1").probe == Probe(1, 1.0)

@@ -1,4 +1,4 @@
-"""The snoop schemes of papers 000-004 on kernel packets (routing.kernel), in virtual time with crafted bytes.
+"""The snoop schemes of papers 000-004 on kernel packets (routing.kernel.forwarder), in virtual time with crafted bytes.
 
 What the NFQUEUE handler adds for them: the agent's timer, the ACK's window in bytes
 (scaled as the handshake said), and new ACKs forged from the receiver's ACK.
@@ -11,10 +11,10 @@ from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
-from routing.forge import forge_ack
-from routing.ipv4 import PacketError, tcp_options
-from routing.kernel import HOOK_FWD, HOOK_OUT, KernelForwarder
-from routing.loss import NoLoss
+from routing.kernel.forge import forge_ack
+from routing.kernel.ipv4 import PacketError, tcp_options
+from routing.kernel.forwarder import HOOK_FWD, HOOK_OUT, KernelForwarder
+from routing.links.loss import NoLoss
 
 from test_kernel_forwarder import ADDR, CHAIN, FLOW, Events
 

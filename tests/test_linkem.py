@@ -1,4 +1,4 @@
-"""The link rule (routing.linkem) in virtual time, and the ``link:`` section per backend (experiments.link_spec)."""
+"""The link rule (routing.links.linkem) in virtual time, and the ``link:`` section per backend (experiments.link_spec)."""
 import math
 import re
 
@@ -7,7 +7,7 @@ import pytest
 from experiments.link_spec import SIM_LINK, emulated_link, sim_link
 from experiments.runner import check_backend_support
 from experiments.schema import ExperimentError, load_experiment
-from routing.linkem import LinkParams, LinkQueue
+from routing.links.linkem import LinkParams, LinkQueue
 
 
 def q(rate_mbps: float = 8.0, delay_ms: float = 5.0, queue: int = 3) -> LinkQueue:
@@ -98,7 +98,7 @@ def test_pi_refuses_an_explicit_link_field_naming_variant_and_field():
         check_backend_support(exp, "pi")
     assert e.value.path == "variants[slow].link.delay_ms"
     assert "cannot run on backend pi" in e.value.message
-    for backend in ("sim", "netns", "local"):        # each emulates it (local: routing/udp_link.py)
+    for backend in ("sim", "netns", "local"):        # each emulates it (local: routing/overlay/udp_link.py)
         check_backend_support(exp, backend)
     plain = load_experiment({"flows": [{"segments": 10}]}, "l.yaml")
     check_backend_support(plain, "pi")      # nothing set: the backend's own links
@@ -111,7 +111,7 @@ def test_netns_refuses_two_rate_limits():
     assert e.value.path == "variants[default].netns.rate_mbit"
 
 
-# ---- the netns driver's side (routing.link_shaper) with fake packets and a fake clock -------------
+# ---- the netns driver's side (routing.drivers.link_shaper) with fake packets and a fake clock -------------
 class FakePacket:
     def __init__(self, indev: int, size: int, payload: bytes = b"") -> None:
         self.indev, self.size, self.payload, self.verdict = indev, size, payload, None
@@ -135,7 +135,7 @@ class FakePacket:
 
 
 def test_the_shaper_holds_each_verdict_until_the_packet_has_crossed_its_link():
-    from routing.link_shaper import LinkShaper
+    from routing.drivers.link_shaper import LinkShaper
     t = [0.0]
     lines = []
     sh = LinkShaper.without_queue({7: ("A->B", LinkParams(8e6, 0.005, 2)), 9: ("C->B", LinkParams(8e6, 0.005, 2))},
@@ -156,8 +156,8 @@ def test_the_shaper_holds_each_verdict_until_the_packet_has_crossed_its_link():
 
 
 def test_the_shaper_logs_at_most_a_line_rate_of_drops_and_sums_the_rest():
-    from routing.link_shaper import LinkShaper
-    from routing.step import DROP_LINES_PER_S
+    from routing.drivers.link_shaper import LinkShaper
+    from routing.forwarding.step import DROP_LINES_PER_S
     lines = []
     sh = LinkShaper.without_queue({1: ("A->B", LinkParams(1e3, 0.0, 1))},
                                   lambda now, ev, **f: lines.append(f), 10_000, lambda: 0.5)
@@ -177,7 +177,7 @@ def ipv4(ttl: int = 64, ident: int = 7, option: bytes = b"", l4: bytes = bytes(r
 
 
 def test_the_packet_key_is_the_same_on_every_hop_and_tells_packets_apart():
-    from routing.link_shaper import packet_key
+    from routing.drivers.link_shaper import packet_key
     k = packet_key(ipv4(option=bytes([94, 8, 1, 2, 3, 4, 5, 6])))
     assert k == packet_key(ipv4(ttl=63, option=bytes([94, 8, 9, 9, 9, 9, 9, 9])))   # forwarded: TTL, option rewritten
     assert k != packet_key(ipv4(ident=8, option=bytes(8)))                          # the next packet of the socket
@@ -187,7 +187,7 @@ def test_the_packet_key_is_the_same_on_every_hop_and_tells_packets_apart():
 def test_the_next_hop_does_not_count_a_late_release_as_link_time():
     """B lets a packet go 7 ms late; C takes it as having entered C's link when B should have let it go,
     so the two 10 ms links still take 20 ms (plus C's own lateness), once, and only for that packet."""
-    from routing.link_shaper import LatenessBoard, LinkShaper
+    from routing.drivers.link_shaper import LatenessBoard, LinkShaper
     t = [0.0]
     board = LatenessBoard(bytearray(LatenessBoard.SIZE))
     link = LinkParams(math.inf, 0.010, 50)

@@ -1,4 +1,4 @@
-"""Issue 23: link-state routing by ETX (routing.linkstate), each rule tested against its source.
+"""Issue 23: link-state routing by ETX (routing.topology.linkstate), each rule tested against its source.
 
 Part 1 and 2 drive the core alone in virtual time (no I/O: LSAs are handed from router to router by
 :class:`Mesh`); part 3 runs NodeCore on the sim backend.  The rules are the module docstring's:
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from routing.graph import MeshGraph, least_cost_next_hops, path_of
-from routing.linkstate import MAX_ETX, LinkStateRouter, LinkStateSettings, Lsa, RouteChange
+from routing.topology.graph import MeshGraph, least_cost_next_hops, path_of
+from routing.topology.linkstate import MAX_ETX, LinkStateRouter, LinkStateSettings, Lsa, RouteChange
 
 SETTINGS = LinkStateSettings()    # the schema's defaults: advertise 0.5, hold 3, dead 1, margin 0.1, switch 5 s
 
@@ -69,7 +69,7 @@ class Mesh:
         return crossed
 
     def advertise(self, u: str, now: float) -> Counter:
-        """``u`` originates its LSA and floods it (routing.node.NodeCore._advertise)."""
+        """``u`` originates its LSA and floods it (routing.overlay.node.NodeCore._advertise)."""
         return self.send(self.routers[u].originate(now), u, self.graph.neighbours(u), now)
 
     def converge(self, now: float) -> dict[str, list[RouteChange]]:
@@ -240,7 +240,7 @@ def test_a_neighbour_not_heard_for_dead_s_is_left_out_of_the_own_lsa():
 
 def test_minimum_etx_next_hops_on_a_diamond_with_a_lossy_path_match_the_graph_module():
     """De Couto et al. 2003, Sec. 3: a path costs the sum of its links' ETX; over the same costs every
-    node's next hops are routing.graph.least_cost_next_hops's (same tie-break: node order)."""
+    node's next hops are routing.topology.graph.least_cost_next_hops's (same tie-break: node order)."""
     cost = {("A", "B"): 2.0, ("B", "A"): 2.0, ("B", "D"): 1.25}
     mesh = Mesh(DIAMOND, cost)
     mesh.converge(0.0)
@@ -306,7 +306,7 @@ def test_no_walk_of_next_hops_repeats_a_node_when_costs_move_within_the_margin(g
     routes over the same database; each round the link costs move by up to ``margin`` from where they
     started, time moves on (sometimes past switch_after_s), every node re-advertises and recomputes with
     hysteresis, so some next hops are kept that are no longer the best.  Following next hops from any
-    node to any destination still never repeats a node (routing.graph.path_of), and reaches it."""
+    node to any destination still never repeats a node (routing.topology.graph.path_of), and reaches it."""
     links, base = graph
     mesh = Mesh(links, base, LinkStateSettings(margin=margin, switch_after_s=3.0))
     now = 0.0
@@ -397,7 +397,7 @@ def test_two_paths_of_nearly_equal_etx_swapping_every_probe_window_do_not_flap_t
         mesh.hear(now)
         for u in mesh.graph.nodes:
             mesh.advertise(u, now)
-        for k in range(5):                         # routing.node: the route timer every recompute_s
+        for k in range(5):                         # routing.overlay.node: the route timer every recompute_s
             t = now + k * SETTINGS.recompute_s
             if a.due(t):
                 changes += a.compute(t)
@@ -510,7 +510,7 @@ def _diamond_node(name: str, **doc):
 
 
 def test_an_lsa_from_a_non_neighbour_is_dropped_as_stranger_and_one_from_a_neighbour_is_flooded_on():
-    from routing.wire import LSA, Packet
+    from routing.overlay.wire import LSA, Packet
     a, addrs = _diamond_node("A")
     d_lsa = Lsa(addrs["D"], 1, ((addrs["B"], 1.0), (addrs["C"], 1.0)))
     out = a.on_packet(Packet(LSA, addrs["D"], 0, addrs["A"], 0, lsa=d_lsa), 1.0, addrs["D"])
@@ -522,10 +522,10 @@ def test_an_lsa_from_a_non_neighbour_is_dropped_as_stranger_and_one_from_a_neigh
 
 def test_an_authenticated_lsa_is_taken_in_and_flooded_and_a_forged_one_is_not():
     """The sim has no authenticated data path (schema: auth.mac; sim and netns have no overlay data path),
-    so this drives the path the UDP driver takes with auth.mac on (routing.udp: MeshAuth.verify, then
+    so this drives the path the UDP driver takes with auth.mac on (routing.drivers.udp: MeshAuth.verify, then
     NodeCore.on_authentic) in virtual time: B takes A's sealed LSA in and floods it on to D."""
-    from routing.auth import MeshAuth
-    from routing.wire import LSA, AuthError, Packet
+    from routing.overlay.auth import MeshAuth
+    from routing.overlay.wire import LSA, AuthError, Packet
     b, addrs = _diamond_node("B")
     key = bytes(range(32))
     seal_a = MeshAuth(key, addrs["A"], [addrs["B"], addrs["C"]], first_seq=1)
@@ -545,10 +545,10 @@ def test_an_authenticated_lsa_is_taken_in_and_flooded_and_a_forged_one_is_not():
 
 
 def test_an_lsa_crosses_its_own_link_even_when_the_route_to_that_neighbour_goes_round_and_is_never_relayed():
-    """routing.engine.LINK_LOCAL: an LSA (like a probe) describes the link it is sent on; sent along the
+    """routing.overlay.engine.LINK_LOCAL: an LSA (like a probe) describes the link it is sent on; sent along the
     routes it would go round a dead link and arrive as if the link worked."""
-    from routing.engine import Drop, Transmit
-    from routing.wire import LSA, Packet
+    from routing.overlay.engine import Drop, Transmit
+    from routing.overlay.wire import LSA, Packet
     a, addrs = _diamond_node("A")
     a.engine.routes.replace({addrs["B"]: addrs["C"], addrs["C"]: addrs["C"], addrs["D"]: addrs["C"]})
     lsa = Lsa(addrs["A"], 1, ((addrs["C"], 1.0),))
@@ -581,7 +581,7 @@ def test_two_equally_lossy_paths_on_the_sim_do_not_flap_the_route(tmp_path):
 
 
 def test_the_local_backend_reroutes_with_the_mac_on(tmp_path, no_leftover_nodes):
-    """The sim has no authenticated overlay; the local backend does (auth.mac, routing.auth): its nodes
+    """The sim has no authenticated overlay; the local backend does (auth.mac, routing.overlay.auth): its nodes
     seal and verify every LSA, and A still moves its route to D from B to C when A-B goes down.  A-C
     loses 2 % so that the path via B is the cheaper one before the failure.  Real time: generous bounds."""
     import yaml

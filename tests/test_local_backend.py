@@ -10,7 +10,7 @@ import pandas as pd
 
 from aspan.fields import AspanFields
 from conftest import alive, kill_group, node_pids, start_run, wait_for
-from routing.wire import DATA, Packet, encode
+from routing.overlay.wire import DATA, Packet, encode
 from tcp_user.segment import ACK, Segment
 
 CONTRACT = ["variant", "flow", "repetition", "seed", "segments", "duration_s", "goodput_mbps", "losses_dupack",
@@ -181,7 +181,7 @@ def test_junk_from_a_stranger_address_is_counted_as_stranger_and_the_run_complet
 
 
 def test_socket_drops_reads_the_kernel_counter(tmp_path):
-    from routing.udp import socket_drops
+    from routing.drivers.udp import socket_drops
     proc = tmp_path / "udp"
     proc.write_text(
         "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n"

@@ -1,4 +1,4 @@
-"""Tests for routing.loss."""
+"""Tests for routing.links.loss."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from routing.loss import (Bernoulli, Composite, GilbertElliott, LinkDown, LossModel, NoLoss,
+from routing.links.loss import (Bernoulli, Composite, GilbertElliott, LinkDown, LossModel, NoLoss,
                           build_loss_model, node_rng)
 
 
@@ -269,7 +269,7 @@ def test_node_rng_distinct_streams():
 
 def test_node_rng_stable_across_processes():
     # hash() randomisation must not matter: a fresh interpreter with another PYTHONHASHSEED agrees.
-    code = "from routing.loss import node_rng; print(repr(node_rng(7, 'node-C', 'etx').random()))"
+    code = "from routing.links.loss import node_rng; print(repr(node_rng(7, 'node-C', 'etx').random()))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "12345", "PYTHONPATH": str(ROOT)}).stdout.strip()
     assert float(out) == node_rng(7, "node-C", "etx").random()

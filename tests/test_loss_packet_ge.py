@@ -1,4 +1,4 @@
-"""routing.loss.PacketGilbertElliott: two states stepped per packet heard (issue 28, item 8).
+"""routing.links.loss.PacketGilbertElliott: two states stepped per packet heard (issue 28, item 8).
 
 Each statistical test uses a fixed seed and a bound derived from the chain itself (a binomial
 standard error for the transition estimates; the Markov chain's asymptotic variance for the
@@ -14,7 +14,7 @@ import random
 import pytest
 
 from experiments.schema import ExperimentError, load_experiment
-from routing.loss import GilbertElliott, PacketGilbertElliott, build_loss_model
+from routing.links.loss import GilbertElliott, PacketGilbertElliott, build_loss_model
 
 N = 300_000
 SEED = 28

@@ -17,8 +17,9 @@ from experiments.cli import main
 from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from experiments.trace import COLUMNS, write
-from routing import mahimahi
-from routing.mahimahi import PACKET_SIZE, OpportunityQueue, Schedule
+import tracefiles
+from routing.links import mahimahi
+from routing.links.mahimahi import PACKET_SIZE, OpportunityQueue, Schedule
 from test_linkem import FakePacket
 from test_netns_backend import netns  # noqa: F401  (the fixture: skips without root, checks nothing is left)
 
@@ -46,7 +47,7 @@ def test_export_writes_one_opportunity_per_1504_bytes_the_link_delivered(tmp_pat
     assert main(["trace", "export-mahimahi", str(tr), "--link", "A>B", "--rate-mbps", str(ONE_PER_MS_MBPS),
                  "-o", str(out)]) == 0
     assert "3250 delivery opportunities" in capsys.readouterr().out
-    ms = mahimahi.parse(out)
+    ms = tracefiles.read_mahimahi(out)
     per_s = [sum(1 for t in ms if s * 1000 <= t < (s + 1) * 1000) for s in range(5)]
     assert per_s == [1000, 1000, 500, 500, 250]
     assert ms == sorted(ms) and ms[0] == 0 and ms[-1] == 4999
@@ -65,8 +66,8 @@ def test_parse_names_the_line_that_is_not_a_trace(tmp_path: Path) -> None:
     for text, why in [("1\n2\nx\n", r"bad.mm:3: expected a whole number"), ("5\n3\n", r"bad.mm:2: 3 ms is before"),
                       ("", "at least one opportunity after 0 ms"), ("0\n0\n", "at least one opportunity after 0 ms")]:
         p.write_text(text)
-        with pytest.raises(mahimahi.MahimahiError, match=why):
-            mahimahi.parse(p)
+        with pytest.raises(tracefiles.MahimahiError, match=why):
+            tracefiles.read_mahimahi(p)
 
 
 def test_an_opportunity_carries_1504_bytes_of_the_queue_and_an_idle_one_is_wasted() -> None:
@@ -96,7 +97,7 @@ def test_a_saturated_queue_carries_the_traces_rate_second_by_second() -> None:
 
 
 def test_the_shaper_holds_each_verdict_until_its_opportunity() -> None:
-    from routing.link_shaper import LinkShaper
+    from routing.drivers.link_shaper import LinkShaper
     t = [0.0]
     q = OpportunityQueue(Schedule([5, 10]), origin=0.0, delay_s=0.001, queue_packets=5)
     sh = LinkShaper.without_queue({3: ("A->B", q)}, lambda *a, **f: None, 100, lambda: t[0])
@@ -121,7 +122,7 @@ def exp_doc(backend: str, link: dict[str, Any], **over: Any) -> dict[str, Any]:
 
 
 def steady_trace(path: Path, mbps: float, seconds: int = 60) -> None:
-    mahimahi.write(path, mahimahi.opportunities(lambda t: 1.0, seconds, mbps))
+    tracefiles.write_mahimahi(path, mahimahi.opportunities(lambda t: 1.0, seconds, mbps))
 
 
 def test_the_schema_reads_the_trace_and_pi_refuses_it(tmp_path: Path) -> None:

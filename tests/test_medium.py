@@ -1,10 +1,10 @@
-"""The DCF medium core (routing.medium) in virtual time: exact times, no clock, no sockets."""
+"""The DCF medium core (routing.medium.dcf) in virtual time: exact times, no clock, no sockets."""
 from __future__ import annotations
 
 import random
 
 
-from routing.medium import ACK_BYTES, MAC_OVERHEAD_BYTES, Delivered, Dropped, Frame, Medium, Phy, Topology
+from routing.medium.dcf import ACK_BYTES, MAC_OVERHEAD_BYTES, Delivered, Dropped, Frame, Medium, Phy, Topology
 
 B = Phy.preset("b")
 DATA_1000 = 192_000 + 753_455          # preamble + (1000 + 36) * 8 / 11 Mb/s, rounded up to the ns

@@ -1,15 +1,15 @@
 """Minstrel on a link whose distance changes (issue 24, item 6): it settles on the rate that a fixed-rate
 sweep shows best at each distance.  Positions are fixed for a run, so the link "moves" by its signal: halfway
 through, the reception's signal of A at B and of B at A is replaced by that of the new distance (the same
-log-distance model, routing.reception.SinrReception.rx_mw), as a measured per-link signal
+log-distance model, routing.medium.reception.SinrReception.rx_mw), as a measured per-link signal
 (``medium.signal_dbm``) would be.  Virtual time, the medium core built as runs build it."""
 from __future__ import annotations
 
 import pytest
 
 from bench.medium_distance import RATES, drive, link_medium, saturated
-from routing.medium import Medium
-from routing.rates import ht20_rate
+from routing.medium.dcf import Medium
+from routing.medium.rates import ht20_rate
 
 
 def _drive(m: Medium, start_ns: int, end_ns: int) -> dict[str, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from experiments.schema import load_experiment
-from routing.medium import Delivered, Dropped, Frame, Medium, Phy, Topology
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, Phy, Topology
 
 PI_TXQUEUELEN = 1000
 

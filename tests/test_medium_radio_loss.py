@@ -17,8 +17,8 @@ import yaml
 from experiments.radio_loss import RadioErrors, radio_errors
 from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
-from routing.loss import Bernoulli, packet_dropper
-from routing.medium import Delivered, Dropped, Frame, Medium, Phy, Topology
+from routing.links.loss import Bernoulli, packet_dropper
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, Phy, Topology
 from test_netns_backend import events as netns_events, netns, run_dir  # noqa: F401  (netns: the fixture)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,8 +1,8 @@
 """Per-frame rates and rate control in the DCF medium (issue 24, item 3), in virtual time.
 
-The medium takes each attempt's airtime from routing.rates at the rate its link's controller
-(routing.minstrel: FixedRate or Minstrel) gives for that attempt; these tests check it against the
-arithmetic of routing.rates, drive Minstrel over a per-rate loss injected through
+The medium takes each attempt's airtime from routing.medium.rates at the rate its link's controller
+(routing.medium.rate_control.minstrel: FixedRate or Minstrel) gives for that attempt; these tests check it against the
+arithmetic of routing.medium.rates, drive Minstrel over a per-rate loss injected through
 ``Medium.frame_error``, and check that the default (airtime simple, rate_control fixed) is today's
 medium byte for byte.
 """
@@ -20,9 +20,9 @@ import pytest
 from experiments.medium_spec import build_medium
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
-from routing.medium import Delivered, Dropped, Frame, Medium, MediumError, Phy, Topology
-from routing.minstrel import FixedRate, Minstrel
-from routing.rates import (MAC_OVERHEAD_BYTES, TIMINGS, Rate, access_ns, control_response_rate, dsss_rate,
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, MediumError, Phy, Topology
+from routing.medium.rate_control.minstrel import FixedRate, Minstrel
+from routing.medium.rates import (MAC_OVERHEAD_BYTES, TIMINGS, Rate, access_ns, control_response_rate, dsss_rate,
                            ht20_rate, ofdm_rate, rate_set, txtime_ns)
 from test_netns_backend import events, netns, run_dir, write_exp  # noqa: F401  (netns: the fixture)
 
@@ -84,7 +84,7 @@ def medium(standard: str, rate_control: str = "fixed", seed: int = 1, loss: Any 
 
 @pytest.mark.parametrize("standard", ["b", "g", "a", "n", "n-sgi"])
 def test_a_single_link_at_the_top_rate_runs_at_the_standards_airtime(standard: str) -> None:
-    """Every delivery of a saturated link, to the ns, from routing.rates' durations and the backoff draws
+    """Every delivery of a saturated link, to the ns, from routing.medium.rates' durations and the backoff draws
     (DIFS, backoff, data at the top rate, SIFS, Ack at the control response rate); frames/s within 1 %
     of 1 / rates.access_ns (the mean backoff: the 4000 draws' mean is within 0.2 % of it)."""
     top, basic, timing = TOP[standard], BASIC[standard], TIMING[standard]
@@ -200,7 +200,7 @@ def sinr_link(distance_m: float, **medium_: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("distance_m,best_mcs", [(40, 5), (60, 4), (75, 3)])
 def test_under_sinr_minstrel_settles_on_the_rate_a_fixed_rate_sweep_finds_best(distance_m: float,
                                                                              best_mcs: int) -> None:
-    """Reception by signal: each frame judged at its own rate's mode (routing.medium.error_mode), so the
+    """Reception by signal: each frame judged at its own rate's mode (routing.medium.dcf.error_mode), so the
     faster MCSs fail first as the link gets longer.  The fixed-rate sweep's best MCS (frames per second
     over 1 s) is where Minstrel sends most of its frames after 200 ms, with 90 % of its goodput or more
     (measured: 92-94 %)."""

@@ -1,4 +1,4 @@
-"""RTS/CTS, NAV and EIFS in the DCF core (routing.medium; issue 24, item 1), in virtual time, every time
+"""RTS/CTS, NAV and EIFS in the DCF core (routing.medium.dcf; issue 24, item 1), in virtual time, every time
 worked out from IEEE Std 802.11-2016: RTS 20 and CTS 14 octets at the basic rate (9.3.1.2, 9.3.1.3), their
 Duration fields (9.2.5.2) setting the NAV of the stations that decode them (10.3.2.4), CTSTimeout
 (10.3.2.7), dot11ShortRetryLimit for RTSs (10.3.4.4) and EIFS (10.3.2.3.7)."""
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from routing.medium import Delivered, Dropped, Frame, Medium, MediumError, Phy, Topology
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, MediumError, Phy, Topology
 from tests.test_medium import ACK, DATA_1000, DIFS, SLOT, ScriptedRng, run
 
 SIFS = 10_000

@@ -15,7 +15,7 @@ import pytest
 
 from experiments.medium_spec import build_medium, signals
 from experiments.schema import ExperimentError, load_experiment, load_file
-from routing.medium import Frame, Medium
+from routing.medium.dcf import Frame, Medium
 from tests.test_medium import ScriptedRng, run
 
 RTS_YAML = Path(__file__).resolve().parent.parent / "experiments" / "medium-rts.yaml"
@@ -60,7 +60,7 @@ def test_a_frame_from_200_m_survives_an_interferer_400_m_away_on_ns2s_radio_not_
     assert all(ns2.stations[n].stats.attempts == 1 and ns2.stations[n].stats.collisions == 0 for n in "BE")
 
 
-# ---- medium.capture_db: ns-2's capture rule on reception range (routing.medium.RangeCapture) --------------
+# ---- medium.capture_db: ns-2's capture rule on reception range (routing.medium.dcf.RangeCapture) --------------
 def capture_medium(positions: dict[str, list[float]], links: list[list[str]], sends: list[tuple[str, str, int]],
                    **medium: Any) -> Medium:
     """A range medium (250 / 550 m, 1 Mbit/s) over ``links`` at ``positions``, with ``capture_db`` 10 unless

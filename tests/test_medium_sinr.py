@@ -14,9 +14,9 @@ import pytest
 from experiments.medium_spec import build_medium, phy
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
-from routing.error_model import MODES
-from routing.medium import Delivered, Dropped, Frame, Medium, Topology
-from routing.reception import frame_success, phy_sections
+from routing.medium.error_model import MODES
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, Topology
+from routing.medium.reception import frame_success, phy_sections
 from test_medium_schema import refused_lines
 
 MODERN = {"rx_sensitivity_dbm": -101.0}   # a radio that detects frames far below the standard's -82 dBm minimum (ns-3's RxSensitivity)
@@ -56,7 +56,7 @@ def test_a_frame_is_cut_into_chunks_where_interference_starts_and_ends() -> None
     s, n, i = 1.0, 0.1, 0.05
     alone = frame_success(mode, 0, end, pre, s, n, [])
     # header: 192 bits of DBPSK at SINR 10; payload: 400 us x 11 Mbit/s of CCK-11 at SINR 10
-    from routing.error_model import chunk_success_rate as csr
+    from routing.medium.error_model import chunk_success_rate as csr
     assert alone == pytest.approx(csr("dsss-1", 10.0, 192) * csr("cck-11", 10.0, 4400), rel=1e-12)
     # an interferer over the second half of the payload: that chunk at SINR 1 / 0.15
     half = frame_success(mode, 0, end, pre, s, n, [(pre + 200_000, end + 50_000, i)])

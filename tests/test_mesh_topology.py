@@ -14,8 +14,8 @@ from etx.estimator import LinkEstimator
 from experiments.medium_spec import positions
 from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
-from routing.graph import MeshGraph, least_cost_next_hops, path_of
-from routing.routes import route_summary
+from routing.topology.graph import MeshGraph, least_cost_next_hops, path_of
+from routing.topology.routes import route_summary
 
 DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]
 GRID = [[f"N{r}{c}", f"N{r}{c + 1}"] for r in range(3) for c in range(2)] + \
@@ -228,7 +228,7 @@ def test_link_losses_resolve_to_directed_keys_most_specific_first():
 
 
 def test_a_link_loss_applies_to_what_crosses_that_link_only():
-    from routing.wire import PROBE, Packet, Probe
+    from routing.overlay.wire import PROBE, Packet, Probe
     cfg = load({"topology": {"links": DIAMOND}, "loss": {"links": {"A>B": {"model": "bernoulli", "rate": 1.0}}}}
                ).variants[0].config
     addrs = cfg["topology"]["addresses"]
@@ -328,7 +328,7 @@ def test_routes_are_written_to_the_run_directory_before_the_start(tmp_path):
 def test_a_dead_link_carries_no_route_and_an_unreachable_destination_is_said():
     """ETX of a link no probe crossed is inf: least_cost_next_hops leaves it out, so a node behind it has
     no route (the run then fails naming it) rather than a route over a link that delivers nothing."""
-    from routing.routes import RouteError
+    from routing.topology.routes import RouteError
     g = MeshGraph.chain(["A", "B", "C"])
     dead = {("B", "C"), ("C", "B")}
     hops = least_cost_next_hops(g, lambda u, v: math.inf if (u, v) in dead else 1.0)

@@ -1,16 +1,16 @@
-"""routing.minstrel: the Minstrel-like rate controller per link, in virtual time (no clocks, no I/O).
+"""routing.medium.rate_control.minstrel: the Minstrel-like rate controller per link, in virtual time (no clocks, no I/O).
 
 A synthetic link decides each try's success from its rate; the test drives the controller as the
-medium will (module docstring of routing.rates): one frame per millisecond of virtual time, walk the
+medium will (module docstring of routing.medium.rates): one frame per millisecond of virtual time, walk the
 retry chain, report each stage used.
 """
 import random
 
 import pytest
 
-from routing.minstrel import (EWMA_LEVEL, MAX_RETRY, PACKETS_WRAP, SAMPLE_SKIPPED_SLOW, SLOW_FACTOR,
+from routing.medium.rate_control.minstrel import (EWMA_LEVEL, MAX_RETRY, PACKETS_WRAP, SAMPLE_SKIPPED_SLOW, SLOW_FACTOR,
                               UPDATE_INTERVAL_NS, FixedRate, Minstrel, fit_retry_limit)
-from routing.rates import TIMINGS, access_ns, ht20_rate, ofdm_rate, rate_set
+from routing.medium.rates import TIMINGS, access_ns, ht20_rate, ofdm_rate, rate_set
 
 MS = 1_000_000
 BASIC = [ofdm_rate(6), ofdm_rate(12), ofdm_rate(24)]
@@ -79,7 +79,7 @@ def test_settles_on_the_best_throughput_rate():
 
 def test_settles_on_the_rate_a_fixed_rate_sweep_shows_best():
     """A lossy link (success per try by MCS); the best fixed rate is the one with the most
-    delivered frames per unit of airtime, p / airtime (routing.rates.access_ns of a 1200-byte frame):
+    delivered frames per unit of airtime, p / airtime (routing.medium.rates.access_ns of a 1200-byte frame):
     MCS 4 here (0.9 / 429.5 us against 0.6 / 369.5 us for MCS 5).  Minstrel's max_tp[0] is MCS 4 most
     of the time after the first second and otherwise only its neighbour MCS 5, whose EWMA over a few
     samples per interval swings above 0.78 now and then (measured: 74 % to 97 % of the time on MCS 4
@@ -231,7 +231,7 @@ def test_fixed_rate_and_fit_retry_limit():
 
 
 def test_tries_per_stage_fill_the_6ms_segment():
-    """minstrel_calc_retransmit with the airtime of routing.rates: a try at MCS 4 (1200 bytes) is DIFS 28 +
+    """minstrel_calc_retransmit with the airtime of routing.medium.rates: a try at MCS 4 (1200 bytes) is DIFS 28 +
     data 290 + SIFS 10 + Ack 34 = 362 us, after contention of 67.5, 139.5, 283.5, 571.5, 1147.5, 2299.5 us
     (CW 15 doubling): 5 tries end at 4019.5 us, the 6th at 6681 us > 6 ms -> 5.  MCS 0 (1598 us a try):
     3 tries end at 5288.5 us, 4 at 7458 -> 3.  Below 20 % or never measured: 2."""

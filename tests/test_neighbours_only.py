@@ -1,6 +1,6 @@
 """Issue 27, item 3: neighbours only, with or without the MAC.  A datagram whose UDP source is not a
-configured neighbour's is dropped as ``stranger`` before anything reads it (routing.neighbours, in
-routing.udp's drain): forged probes from a stranger address do not move the ETX estimate, junk from a
+configured neighbour's is dropped as ``stranger`` before anything reads it (routing.overlay.neighbours, in
+routing.drivers.udp's drain): forged probes from a stranger address do not move the ETX estimate, junk from a
 stranger is a stranger's, junk from the neighbour's own address is still ``malformed``.  Loopback only."""
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 
 from experiments.build import build_node
 from experiments.schema import load_experiment
-from routing.auth import MeshAuth
-from routing.eventlog import EventLog
-from routing.neighbours import link_senders
-from routing.step import DROP_LINES_PER_S
-from routing.udp import UdpNode
-from routing.wire import PROBE, Packet, Probe, encode
+from routing.overlay.auth import MeshAuth
+from routing.drivers.eventlog import EventLog
+from routing.overlay.neighbours import link_senders
+from routing.forwarding.step import DROP_LINES_PER_S
+from routing.drivers.udp import UdpNode
+from routing.overlay.wire import PROBE, Packet, Probe, encode
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
 KEY = bytes(range(32))
@@ -85,7 +85,7 @@ def test_forged_probes_from_a_stranger_address_do_not_move_the_estimate(tmp_path
         node.sock = ScriptedSocket([(d, stranger) for d in forged])
         node._drain(budget=1000)
         # neighbour C (with the key, when there is one) sends probes naming A: a probe measures the link it
-        # came over, so its header must name the neighbour it came from (routing.neighbours.names_its_sender)
+        # came over, so its header must name the neighbour it came from (routing.overlay.neighbours.names_its_sender)
         seal_c = MeshAuth(KEY, C, [B], 1)
         from_c = [seal_c.seal(Packet(PROBE, A, 0, B, 0, probe=Probe(s, 0.0)), B) if mac else forged_probe(s)
                   for s in range(511, 1011)]

@@ -16,7 +16,7 @@ import yaml
 from conftest import start_run
 from experiments.build import route_summary, route_tables
 from experiments.schema import load_experiment
-from routing.graph import path_of
+from routing.topology.graph import path_of
 from test_netns_backend import events, netns, run_dir  # noqa: F401  (netns: the fixture)
 
 WALL_S = 60          # each run must stay well under a minute on the 2-core VM

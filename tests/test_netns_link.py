@@ -9,7 +9,7 @@ RTT bounds: the issue's 10 % on the median of the pings, and on the smallest (wh
 no release came late).  Releases do come late by 3-20 ms a few times a second on this VM (the
 hypervisor deschedules a vCPU; node_stop ``link.late_max_us``), which used to put the median 15-29 %
 over: each hop counted the previous hop's late release as link time.  The next hop now takes such a
-packet as let go on time (routing.link_shaper.LatenessBoard), so only the last hop of each direction
+packet as let go on time (routing.drivers.link_shaper.LatenessBoard), so only the last hop of each direction
 can still lengthen a ping (docs/NETNS.md, "Emulated links").
 
 What the VM cannot give is measured, not excused: the hypervisor's steal during the pings (/proc/stat)

@@ -27,7 +27,7 @@ ATTACK_S = 3.0
 
 ATTACKER = """
 import socket, sys, time
-from routing.wire import PROBE, Packet, Probe, encode
+from routing.overlay.wire import PROBE, Packet, Probe, encode
 me, victim, port, n, span = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((me, 0))
@@ -90,7 +90,7 @@ def test_forged_probes_from_a_neighbours_namespace_without_the_key(netns, mac):
     lines = [e for e in b if e["ev"] == "drop" and e["reason"] == "forged"]
     assert all(e["ptype"] == "probe" for e in lines)
     assert sum(e.get("count", 1) for e in lines) == FORGED
-    assert len([e for e in lines if "count" not in e]) <= 20 * (ATTACK_S + 2)   # routing.step.DROP_LINES_PER_S
+    assert len([e for e in lines if "count" not in e]) <= 20 * (ATTACK_S + 2)   # routing.forwarding.step.DROP_LINES_PER_S
     for n in "ABCD":   # the real probes and LSAs all verified: every neighbour was heard
         [s] = [e for e in events(rep, n) if e["ev"] == "node_stop"]
         assert s["probes"]["probes_heard"] > 0, n

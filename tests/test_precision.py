@@ -11,8 +11,8 @@ import pytest
 
 from aspan.fields import FIXED_ONE, AspanFields, quantise, to_fixed
 from aspan.policy import SnoopConfig, update_effort, wants_cache
-from routing.ip_option import decode_option, encode_option
-from routing.wire import DATA, Packet, decode, encode
+from routing.kernel.ip_option import decode_option, encode_option
+from routing.overlay.wire import DATA, Packet, decode, encode
 from tcp_user.segment import ACK, Segment
 
 QOS = [round(0.90 + 0.01 * i, 2) for i in range(11)]

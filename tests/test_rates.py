@@ -1,4 +1,4 @@
-"""routing.rates: PPDU durations per IEEE Std 802.11-2020, against hand computations and published tables.
+"""routing.medium.rates: PPDU durations per IEEE Std 802.11-2020, against hand computations and published tables.
 
 Hand computations are in the comments, each from the clause's TXTIME formula; "ns-3" values are those
 of ns-3's src/wifi/test/tx-duration-test.cc (TxDurationTest), which cites 802.11-2007 Table 18-2 for CCK
@@ -6,7 +6,7 @@ and adds the 6 us signal extension at 2.4 GHz for OFDM and HT.
 """
 import pytest
 
-from routing.rates import (ACK_BYTES, ERP_OFDM, TIMINGS, RateError, access_ns, ampdu_psdu_bytes, control_response_rate,
+from routing.medium.rates import (ACK_BYTES, ERP_OFDM, TIMINGS, RateError, access_ns, ampdu_psdu_bytes, control_response_rate,
                            dsss_rate, exchange_ns, ht20_rate, mac_efficiency, ofdm_rate, rate_by_name, rate_set, txtime_ns)
 
 US = 1000

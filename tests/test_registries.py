@@ -19,7 +19,7 @@ import yaml
 
 import aspan.schemes
 import experiments.backends
-import routing.loss
+import routing.links.loss
 from aspan.policy import POLICIES
 from aspan.schemes import SCHEMES
 from experiments.backends import BACKENDS
@@ -27,7 +27,7 @@ from experiments.cli import build_parser, main
 from experiments.runner import run_experiment
 from experiments.schema import SCHEMA, ExperimentError, load_experiment, load_file
 from plots.summary import read_summary
-from routing.loss import MODELS, build_loss_model
+from routing.links.loss import MODELS, build_loss_model
 from tcp_user.config import VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ def test_without_its_registry_line_the_toy_scheme_is_refused():
 
 # ---- docs/DESIGN.md: Adding a loss model -----------------------------------------------------
 def test_the_toy_loss_model_validates_and_drops_every_nth_packet(monkeypatch):
-    load_example(monkeypatch, "Adding a loss model", "routing.loss_nth", MODELS, routing.loss)
+    load_example(monkeypatch, "Adding a loss model", "routing.loss_nth", MODELS, routing.links.loss)
     cfg = load_experiment(small_experiment(loss={"default": {"model": "every-nth", "n": 3}}), "x.yaml").variants[0].config
     assert cfg["loss"]["default"] == {"model": "every-nth", "n": 3, "down": []}
     model = build_loss_model(cfg["loss"]["default"], random.Random(1))

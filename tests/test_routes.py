@@ -2,7 +2,7 @@
 import pytest
 
 from experiments.schema import ExperimentError, load_experiment
-from routing.routes import RouteError, route_problems, topology_routes
+from routing.topology.routes import RouteError, route_problems, topology_routes
 
 ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
 

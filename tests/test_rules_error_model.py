@@ -1,4 +1,4 @@
-"""routing/error_model.py's rules at their edges (issue 30, mutation run).
+"""routing/medium/error_model.py's rules at their edges (issue 30, mutation run).
 
 The mode tables of IEEE Std 802.11 (clause 16 DSSS/HR-DSSS, Table 17-4 OFDM, Table 19-27 HT20 MCS 0-7),
 the distance spectra of the punctured codes of rate 2/3 and 5/6 (ns-3's CalculatePe, Haccoun and Begin
@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from routing.error_model import (DSSS_MODES, HT_MODES, MODES, OFDM_MODES, ErrorModelError, Mode, cck11_ber,
+from routing.medium.error_model import (DSSS_MODES, HT_MODES, MODES, OFDM_MODES, ErrorModelError, Mode, cck11_ber,
                                  cck55_ber, chunk_success_rate, coded_bit_error, dqpsk_ber, mode_for_rate, qam_ber,
                                  rates_of)
 

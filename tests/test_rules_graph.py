@@ -1,4 +1,4 @@
-"""routing/graph.py and routing/routes.py at their edges (issue 30, mutation run; issue 22 for the rules).
+"""routing/topology/graph.py and routing/topology/routes.py at their edges (issue 30, mutation run; issue 22 for the rules).
 
 The graph's module docstring: links undirected, kept once each with the earlier node first, sorted by node
 order; neighbours in node order; least-cost next hops by hop count or per-direction link costs (ETX), a link
@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from routing.graph import METRICS, MeshGraph, least_cost_next_hops, path_of
-from routing.routes import (RouteError, RouteTable, chain_routes, graph_of, graph_tables, route_problems,
+from routing.topology.graph import METRICS, MeshGraph, least_cost_next_hops, path_of
+from routing.topology.routes import (RouteError, RouteTable, chain_routes, graph_of, graph_tables, route_problems,
                             route_summary, topology_routes)
 
 

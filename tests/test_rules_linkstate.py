@@ -1,4 +1,4 @@
-"""routing/linkstate.py's rules at their edges (issue 30, mutation run; the rules are the module docstring's).
+"""routing/topology/linkstate.py's rules at their edges (issue 30, mutation run; the rules are the module docstring's).
 
 A neighbour heard exactly ``dead_s`` ago is still live (NEIGHB_HOLD_TIME, RFC 3626 Sec. 18.3: down once
 *more* than that has passed); an advertised ETX is rounded to the wire's hundredths and lies in
@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from routing.linkstate import MAX_ETX, MAX_SEQ, LinkStateRouter, LinkStateSettings, Lsa, RouteChange, log_changes
+from routing.topology.linkstate import MAX_ETX, MAX_SEQ, LinkStateRouter, LinkStateSettings, Lsa, RouteChange, log_changes
 
 S = LinkStateSettings()
 
@@ -216,7 +216,7 @@ class Table:
 
 
 def test_apply_changes_installs_the_routes_and_logs_each_change_only_when_there_are_changes():
-    from routing.linkstate import apply_changes
+    from routing.topology.linkstate import apply_changes
     mesh = Mesh([["A", "B"]], {})
     changes = mesh.converge(0.0)["A"]
     t, got = Table(), []

@@ -1,6 +1,6 @@
-"""The loss models' rules, each at its edge (issue 30: mutation run of routing/loss.py).
+"""The loss models' rules, each at its edge (issue 30: mutation run of routing/links/loss.py).
 
-Each test is derived from the model's definition in routing/loss.py's docstrings (and the papers
+Each test is derived from the model's definition in routing/links/loss.py's docstrings (and the papers
 they cite), not from a mutant: a probability draw is lost when ``u < p`` (so ``u == p`` is kept),
 an interval is ``[start, end)``, a Gilbert-Elliott sojourn ends at ``_switch_at`` and a packet at
 exactly that time meets the next state, a bit-error loss is ``1 - (1 - ber)^(8 size)``, the RNG
@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from routing.loss import (MODELS, BitError, Bernoulli, Composite, GilbertElliott, LinkDown, NoLoss,
+from routing.links.loss import (MODELS, BitError, Bernoulli, Composite, GilbertElliott, LinkDown, NoLoss,
                           PacketGilbertElliott, Ramp, build_loss_model, drop_packet, node_rng,
                           packet_dropper)
 

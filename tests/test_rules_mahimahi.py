@@ -1,4 +1,4 @@
-"""Rules of Mahimahi's mm-link traces (routing/mahimahi.py, issue 25 item 4) one by one (issue 30, item 4):
+"""Rules of Mahimahi's mm-link traces (routing/links/mahimahi.py, issue 25 item 4) one by one (issue 30, item 4):
 what a trace file may hold (ASCII whole milliseconds, not decreasing, a last line after 0 ms, a bounded
 number of lines), the export's rate arithmetic, and the opportunity queue: an opportunity carries 1504 bytes
 of the queue's head, a busy queue goes on where its last packet ended, an idle one starts at the first
@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from routing import mahimahi
-from routing.mahimahi import PACKET_SIZE, MahimahiError, OpportunityQueue, Schedule
+import tracefiles
+from routing.links import mahimahi
+from routing.links.mahimahi import PACKET_SIZE, OpportunityQueue, Schedule
+from tracefiles import MahimahiError
 
 
 def f(tmp: Path, content: bytes | str, name: str = "t.mm") -> Path:
@@ -22,45 +24,45 @@ def f(tmp: Path, content: bytes | str, name: str = "t.mm") -> Path:
 
 # ---- the file -------------------------------------------------------------------------------------------
 def test_a_trace_is_whole_milliseconds_one_a_line_blank_lines_skipped(tmp_path):
-    assert mahimahi.parse(f(tmp_path, "0\n\n0\n3\n")) == [0, 0, 3]   # a repeated millisecond; a blank line
-    assert mahimahi.parse(f(tmp_path, "1\n")) == [1]
+    assert tracefiles.read_mahimahi(f(tmp_path, "0\n\n0\n3\n")) == [0, 0, 3]   # a repeated millisecond; a blank line
+    assert tracefiles.read_mahimahi(f(tmp_path, "1\n")) == [1]
     with pytest.raises(MahimahiError, match=re.escape(f"{tmp_path / 'no.mm'}: no such Mahimahi trace file")):
-        mahimahi.parse(tmp_path / "no.mm")
+        tracefiles.read_mahimahi(tmp_path / "no.mm")
 
 
 def test_a_line_that_is_not_ascii_digits_is_named_with_its_first_40_characters(tmp_path):
     junk = "x" * 50
     with pytest.raises(MahimahiError, match=re.escape(f"{tmp_path / 't.mm'}:2: expected a whole number of "
                                                       f"milliseconds, got {junk[:40]!r}")):
-        mahimahi.parse(f(tmp_path, f"1\n{junk}\n"))
+        tracefiles.read_mahimahi(f(tmp_path, f"1\n{junk}\n"))
     # a digit of another script is no millisecond of this format (the file is ASCII) ...
     with pytest.raises(MahimahiError, match=r":1: expected a whole number"):
-        mahimahi.parse(f(tmp_path, "\u0661\u0662\n".encode("utf-8")))
+        tracefiles.read_mahimahi(f(tmp_path, "\u0661\u0662\n".encode("utf-8")))
     # ... and bytes that are no text at all are named the same way, not a decoding error
     with pytest.raises(MahimahiError, match=r":2: expected a whole number"):
-        mahimahi.parse(f(tmp_path, b"1\n\xff\n"))
+        tracefiles.read_mahimahi(f(tmp_path, b"1\n\xff\n"))
 
 
 def test_lines_may_not_decrease_and_the_last_is_the_period_after_0_ms(tmp_path):
     with pytest.raises(MahimahiError, match=re.escape(":3: 2 ms is before the line above (5 ms)")):
-        mahimahi.parse(f(tmp_path, "1\n5\n2\n"))
+        tracefiles.read_mahimahi(f(tmp_path, "1\n5\n2\n"))
     for content in ("0\n", "0\n0\n", "\n"):
         with pytest.raises(MahimahiError, match=re.escape("a trace needs at least one opportunity after 0 ms "
                                                           "(its last line is its period)")):
-            mahimahi.parse(f(tmp_path, content))
+            tracefiles.read_mahimahi(f(tmp_path, content))
 
 
 def test_the_number_of_lines_is_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(mahimahi, "MAX_LINES", 3)
-    assert mahimahi.parse(f(tmp_path, "1\n2\n3\n\n")) == [1, 2, 3]
+    monkeypatch.setattr(tracefiles, "MAX_LINES", 3)
+    assert tracefiles.read_mahimahi(f(tmp_path, "1\n2\n3\n\n")) == [1, 2, 3]
     with pytest.raises(MahimahiError, match=re.escape(f"{tmp_path / 't.mm'}: more than 3 opportunities")):
-        mahimahi.parse(f(tmp_path, "1\n2\n3\n4\n"))
+        tracefiles.read_mahimahi(f(tmp_path, "1\n2\n3\n4\n"))
 
 
 def test_write_returns_the_lines_written_and_parse_reads_them_back(tmp_path):
-    assert mahimahi.write(tmp_path / "w.mm", [0, 2, 2, 7]) == 4
+    assert tracefiles.write_mahimahi(tmp_path / "w.mm", [0, 2, 2, 7]) == 4
     assert (tmp_path / "w.mm").read_text() == "0\n2\n2\n7\n"
-    assert mahimahi.parse(tmp_path / "w.mm") == [0, 2, 2, 7]
+    assert tracefiles.read_mahimahi(tmp_path / "w.mm") == [0, 2, 2, 7]
     s = Schedule.read(tmp_path / "w.mm")
     assert s.times == [0.0, 0.002, 0.002, 0.007] and s.period == 0.007
 

@@ -1,4 +1,4 @@
-"""The 802.11 DCF medium's rules one by one (issue 30, item 3: the survivors of routing/medium.py's mutation run).
+"""The 802.11 DCF medium's rules one by one (issue 30, item 3: the survivors of routing/medium/dcf.py's mutation run).
 
 Each test is derived from the rule it pins (IEEE Std 802.11-2016/2020 clauses, docs/MEDIUM.md, the module's
 docstrings), with times computed here from the clause, not read from the medium.  Virtual time only.
@@ -20,12 +20,12 @@ import zlib
 
 import pytest
 
-from routing.error_model import MODES
-from routing.medium import (ACK_BYTES, CTS_BYTES, MAC_OVERHEAD_BYTES, RTS_BYTES, Frame, Medium, MediumError, Phy,
+from routing.medium.error_model import MODES
+from routing.medium.dcf import (ACK_BYTES, CTS_BYTES, MAC_OVERHEAD_BYTES, RTS_BYTES, Frame, Medium, MediumError, Phy,
                             RangeCapture, Topology, _Tx, basic_rate_set, chain_rate, chain_stages, error_mode,
                             fixed_rate, rate_problems, timing_problems)
-from routing.minstrel import FixedRate, Minstrel
-from routing.rates import RateError, Timing, dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns
+from routing.medium.rate_control.minstrel import FixedRate, Minstrel
+from routing.medium.rates import RateError, Timing, dsss_rate, ht20_rate, ofdm_rate, rate_set, txtime_ns
 from tests.test_medium import B, DATA_1000, DIFS, SLOT, ScriptedRng, full_mesh, run
 from tests.test_medium_rts import CTS, DATA_40, RTS, RTS_B, SIFS, strike
 
@@ -501,7 +501,7 @@ def test_a_data_frame_sets_the_nav_of_who_decodes_it_to_its_end_plus_sifs_and_ac
 # ---- reception by SINR: what the medium asks of the radio (module docstring, "reception") -----------------
 
 class ScriptedRadio:
-    """A radio (routing.reception.SinrReception's interface) whose draws come from a script (True when it runs
+    """A radio (routing.medium.reception.SinrReception's interface) whose draws come from a script (True when it runs
     out), recording each question: (sender, receiver, start, end, preamble, mode, overlaps)."""
 
     data_mode = MODES["cck-11"]
@@ -829,7 +829,7 @@ def test_the_refusals_say_why_in_full() -> None:
                                                               "leave airtime out or set txtime"}
     assert dict(rate_problems("g", "txtime", preamble_us=20)) == {"preamble_us": "with airtime txtime the PHY clause "
                                                                   "gives each PPDU's preamble and header "
-                                                                  "(routing.rates); leave preamble_us out"}
+                                                                  "(routing.medium.rates); leave preamble_us out"}
     assert dict(timing_problems({"slot_us": 9, "sifs_us": 10, "cw_min": 31, "cw_max": 15})) == {
         "cw_min": "aCWmin 31 exceeds aCWmax 15 (10.3.3: the window grows from aCWmin to aCWmax)"}
     base = BASE_PHY
@@ -841,7 +841,7 @@ def test_the_refusals_say_why_in_full() -> None:
         Phy(**base, airtime="txtime")   # type: ignore[arg-type]
     assert str(e.value) == "airtime txtime needs a rate, the rate set and the basic rate set (Phy.preset)"
     assert rate_problems("n", "txtime", "minstrel", rate_mbps=65, preamble_us=36) == [
-        ("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header (routing.rates); "
+        ("preamble_us", "with airtime txtime the PHY clause gives each PPDU's preamble and header (routing.medium.rates); "
                         "leave preamble_us out"),
         ("rate_mbps", "fixes the rate of every frame; rate_control minstrel chooses it per frame: leave it out, or "
                       "set rate_control fixed")]

@@ -1,4 +1,4 @@
-"""routing/minstrel.py's rules at their edges (issue 30, mutation run).
+"""routing/medium/rate_control/minstrel.py's rules at their edges (issue 30, mutation run).
 
 Each from the module docstring, i.e. Linux 5.10's minstrel_ht (and legacy minstrel's sampling counter):
 the update only once more than an interval has passed (``time_after``); the first measurement taken as
@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from routing.minstrel import (MAX_RETRY, PACKETS_WRAP, SAMPLE_COLUMNS, SAMPLE_SKIPPED_SLOW, UPDATE_INTERVAL_NS,
+from routing.medium.rate_control.minstrel import (MAX_RETRY, PACKETS_WRAP, SAMPLE_COLUMNS, SAMPLE_SKIPPED_SLOW, UPDATE_INTERVAL_NS,
                               FixedRate, Minstrel, fit_retry_limit)
-from routing.rates import TIMINGS, ht20_rate, ofdm_rate, rate_set
+from routing.medium.rates import TIMINGS, ht20_rate, ofdm_rate, rate_set
 
 MS = 1_000_000
 BASIC = [ofdm_rate(6), ofdm_rate(12), ofdm_rate(24)]
@@ -269,7 +269,7 @@ def reference_retry_count(rate, timing, basic, p):
     """minstrel_calc_retransmit (Linux 5.10) as the module docstring states it: 2 tries below p = 20 %;
     else tries while the stage's airtime, each try's contention (aCWmin doubling, up to 1023 slots, half of
     it on average) plus DIFS, data, SIFS and Ack, stays under 6 ms; at least 2, at most 7."""
-    from routing.rates import exchange_ns
+    from routing.medium.rates import exchange_ns
     if p is None or p < 0.2:
         return 2
     per_try = timing.difs_ns + exchange_ns(rate, 1200, timing, basic)
@@ -286,7 +286,7 @@ def reference_retry_count(rate, timing, basic, p):
 
 @pytest.mark.parametrize("std, timing", [("b", "b"), ("g", "g"), ("a", "a"), ("n", "n"), ("n-sgi", "n")])
 def test_the_tries_per_stage_of_every_rate_of_every_phy(std, timing):
-    from routing.rates import dsss_rate
+    from routing.medium.rates import dsss_rate
     basic = {"b": [dsss_rate(1), dsss_rate(2)], "g": BASIC, "n": BASIC,
              "a": [ofdm_rate(6, erp=False), ofdm_rate(12, erp=False), ofdm_rate(24, erp=False)]}[timing]
     m = Minstrel(rate_set(std), TIMINGS[timing], basic, seed=1)
@@ -300,7 +300,7 @@ def test_the_tries_per_stage_of_every_rate_of_every_phy(std, timing):
 
 
 def test_at_most_seven_tries_when_the_segment_holds_more():
-    from routing.rates import Timing
+    from routing.medium.rates import Timing
     fast = Timing(1, 1, 1)             # a PHY with almost no contention: 7 tries fit in 6 ms
     m = Minstrel([ofdm_rate(54), ofdm_rate(48)], fast, BASIC, seed=1)
     for st in m._stats:
@@ -360,7 +360,7 @@ def test_the_forgiven_backlog_keeps_whole_frame_counts(percent):
     (4, 7, 63, 3),     # CW doubles as 2 CW + 1 (63, 127, 255): a slower growth would fit a fourth
 ])
 def test_the_segment_at_its_edges_on_synthetic_phys(slot, sifs, cw_min, tries):
-    from routing.rates import Timing, exchange_ns
+    from routing.medium.rates import Timing, exchange_ns
     t = Timing(slot, sifs, cw_min)
     m = Minstrel([ofdm_rate(6)], t, BASIC, seed=1)
     m._stats[0].prob = 1.0

@@ -1,4 +1,4 @@
-"""routing/propagation.py's formulas away from their reference points (issue 30, mutation run).
+"""routing/medium/propagation.py's formulas away from their reference points (issue 30, mutation run).
 
 Friis' free-space loss grows by 20 dB a decade of distance (20 log10(4 pi d f / c)); log-normal shadowing
 (Rappaport eq. 4.69a) is N(0, sigma) drawn from the seed and the pair of names, whatever sigma > 0 is.
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from routing.propagation import KTB_20MHZ_DBM, dbm_to_mw, friis_loss_db, log_distance_loss_db, mw_to_dbm, shadowing_db
+from routing.medium.propagation import KTB_20MHZ_DBM, dbm_to_mw, friis_loss_db, log_distance_loss_db, mw_to_dbm, shadowing_db
 
 
 def test_friis_grows_20_db_a_decade_and_6_db_an_octave_of_frequency():

@@ -1,4 +1,4 @@
-"""routing.rates: the rules tests/test_rates.py leaves at their edges (issue 30, mutation run).
+"""routing.medium.rates: the rules tests/test_rates.py leaves at their edges (issue 30, mutation run).
 
 From IEEE Std 802.11-2020: the rate tables (clauses 15-19: names, modulation classes, bands, the short
 preamble only above 1 Mb/s), the PHY characteristics of each timing preset (aSlotTime, aSIFSTime,
@@ -7,7 +7,7 @@ of 10.6.6.5.2 in the 5 GHz band (OFDM, no signal extension) and for DSSS (the pr
 """
 import pytest
 
-from routing.rates import (DSSS, ERP_OFDM, HR_DSSS, HT, OFDM, TIMINGS, Rate, RateError, Timing,
+from routing.medium.rates import (DSSS, ERP_OFDM, HR_DSSS, HT, OFDM, TIMINGS, Rate, RateError, Timing,
                            control_response_rate, dsss_rate, dsss_txtime_ns, ht20_rate, ht_mf_txtime_ns,
                            ofdm_rate, ofdm_txtime_ns, rate_by_name, rate_set, txtime_ns)
 
@@ -147,7 +147,7 @@ def test_the_n_sgi_set_holds_both_guard_intervals_of_every_mcs():
 
 
 def test_an_ampdu_of_one_mpdu_is_the_mpdu_and_its_delimiter():
-    from routing.rates import ampdu_psdu_bytes
+    from routing.medium.rates import ampdu_psdu_bytes
     assert ampdu_psdu_bytes(1, 1537) == 4 + 1537          # the last subframe is not padded
     assert ampdu_psdu_bytes(1, 1536) == 1540
     with pytest.raises(RateError, match=r"^A-MPDU of 0 MPDUs: expected at least 1$"):
@@ -155,7 +155,7 @@ def test_an_ampdu_of_one_mpdu_is_the_mpdu_and_its_delimiter():
 
 
 def test_mac_efficiency_is_exactly_the_bits_over_the_access_time_and_the_rate():
-    from routing.rates import access_ns, mac_efficiency
+    from routing.medium.rates import access_ns, mac_efficiency
     basic = [ofdm_rate(6), ofdm_rate(12), ofdm_rate(24)]
     t = access_ns(ht20_rate(7), 1536, TIMINGS["n"], basic)
     assert mac_efficiency(ht20_rate(7), 1500, TIMINGS["n"], basic) == pytest.approx(12000 / (t * 1e-9) / 65e6,

@@ -1,4 +1,4 @@
-"""routing/reception.py's rules, unit by unit (issue 30, mutation run).
+"""routing/medium/reception.py's rules, unit by unit (issue 30, mutation run).
 
 From the module's docstring (IEEE Std 802.11-2016 17.3.10.6, clause 16 and 17 PLCP, ns-3's
 InterferenceHelper, Lee et al. WiNTECH 2007 for capture): the PHY header evaluated as a section of its own
@@ -15,9 +15,9 @@ import random
 
 import pytest
 
-from routing.error_model import MODES, chunk_success_rate
-from routing.propagation import dbm_to_mw, log_distance_loss_db, shadowing_db
-from routing.reception import (DSSS_HEADER_NS, OFDM_SIGNAL_NS, SinrReception, frame_success, hears_and_senses,
+from routing.medium.error_model import MODES, chunk_success_rate
+from routing.medium.propagation import dbm_to_mw, log_distance_loss_db, shadowing_db
+from routing.medium.reception import (DSSS_HEADER_NS, OFDM_SIGNAL_NS, SinrReception, frame_success, hears_and_senses,
                                phy_sections, signals_dbm)
 
 OFDM54, OFDM6, DSSS1, CCK11 = MODES["ofdm-54"], MODES["ofdm-6"], MODES["dsss-1"], MODES["cck-11"]

@@ -1,6 +1,6 @@
 """Rules of the settings and small drivers the mutation run covers (issue 30, item 3): the snoop schemes'
 registry and settings (aspan/schemes.py, aspan/scheme_config.py), the TCP settings (tcp_user/config.py),
-the bulk application (tcp_user/bulk.py) and the prober's timing (etx/prober.py).  Each test names the
+the bulk application (tcp_user/bulk.py) and the prober's timing (etx/drivers/prober.py).  Each test names the
 rule it pins."""
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_scheme_gain_threshold_and_tick_edges():
         SchemeConfig(snoop_tick=-0.1)
 
 
-# ---- etx/prober.py: one probe per interval until stopped, errors handed to the node (paper, Design) ------
+# ---- etx/drivers/prober.py: one probe per interval until stopped, errors handed to the node (paper, Design) ------
 class FakeStop:
     """A stop event whose wait() returns False (the interval passed) ``rounds`` times, then True (stopped);
     it records each timeout it was given.  No real time passes."""
@@ -99,7 +99,7 @@ class FakeStop:
 
 
 def test_the_prober_probes_its_neighbour_once_per_interval_until_stopped():
-    from etx.prober import ProberThread
+    from etx.drivers.prober import ProberThread
     stop, probed, errors = FakeStop(3), [], []
     intervals = iter([0.1, 0.25, -1.0, 0.5])       # a negative interval (a late clock) waits 0, not a negative time
     p = ProberThread("10.2.1.2", lambda now: next(intervals), probed.append, stop, errors.append)  # type: ignore[arg-type]
@@ -114,7 +114,7 @@ def test_the_probers_interval_is_asked_at_the_clocks_time():
     the prober asks it with the wall clock's now."""
     import time
 
-    from etx.prober import ProberThread
+    from etx.drivers.prober import ProberThread
     asked: list[float] = []
 
     def interval(now: float) -> float:
@@ -126,7 +126,7 @@ def test_the_probers_interval_is_asked_at_the_clocks_time():
 
 
 def test_a_failing_probe_ends_the_prober_and_is_handed_to_the_node():
-    from etx.prober import ProberThread
+    from etx.drivers.prober import ProberThread
     boom = OSError("sendto failed")
     errors: list[BaseException] = []
 

@@ -1,4 +1,4 @@
-"""Rules of the signal replay (routing/signal_trace.py, issue 25 item 2) one by one, in no real time: which
+"""Rules of the signal replay (routing/medium/signal_trace.py, issue 25 item 2) one by one, in no real time: which
 pair a link's column drives, the replay's time axis from the flows' start (``at_s`` added), the offset and the
 loop passed on, the deferred start asked once at the first frame, and what a trace that cannot be replayed
 reports (issue 30, item 4)."""
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from experiments.trace import COLUMNS, write
-from routing import signal_trace
-from routing.propagation import dbm_to_mw
-from routing.signal_trace import DeferredReplay, SignalReplay
+from routing.medium import signal_trace
+from routing.medium.propagation import dbm_to_mw
+from routing.medium.signal_trace import DeferredReplay, SignalReplay
 
 
 def trace(tmp: Path, rows: list[tuple[str, float, float]], name: str = "sig.csv") -> str:

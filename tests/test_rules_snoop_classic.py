@@ -487,7 +487,7 @@ def test_multihop_caches_from_the_first_forwarding_node_on():
 
 # ---------------------------------------------------------------- the triage's tests (the rules behind the first run's survivors)
 class Sink:
-    """An event sink that keeps the flow a ``cache`` event is about (routing.flowlog reads it)."""
+    """An event sink that keeps the flow a ``cache`` event is about (routing.forwarding.flowlog reads it)."""
 
     def __init__(self):
         self.events = []

@@ -1,4 +1,4 @@
-"""routing/station.py's rules at their edges (issue 30, mutation run; issue 25 item 1 for the rules).
+"""routing/drivers/station.py's rules at their edges (issue 30, mutation run; issue 25 item 1 for the rules).
 
 The module's docstring: one ``station`` event per station of ``iw dev IFACE station dump`` every
 ``interval_s`` (1 s on the pi backend), counters as integers and rates as Mb/s, at most MAX_STATIONS
@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-import routing.station as station
-from routing.station import (MAX_STATIONS, STATION_DUMP_S, StationRecorder, dump_command, parse_station_dump,
+import routing.drivers.station as station
+from routing.drivers.station import (MAX_STATIONS, STATION_DUMP_S, StationRecorder, dump_command, parse_station_dump,
                              recorder_from_config)
 
 

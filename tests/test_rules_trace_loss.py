@@ -1,4 +1,4 @@
-"""routing/trace_loss.py's replay rules at their edges (issue 30, mutation run; issue 25 for the rules).
+"""routing/links/trace_loss.py's replay rules at their edges (issue 30, mutation run; issue 25 for the rules).
 
 From the module docstring: trace time = offset_s + (now - at_s); an interval's delivery holds from its start
 to the next one's (no interpolation); before the first interval the first, after the last the last, unless
@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from routing.trace_loss import TraceLoss, link_series, smoothed
+from routing.links.trace_loss import TraceLoss, link_series, smoothed
 
 SERIES = [(10.0, 1.0, 1.0), (11.0, 0.75, 1.0), (13.0, 0.5, 2.0)]   # (t_s, delivery, dt_s); 12 s: a gap
 
@@ -78,7 +78,8 @@ def test_link_series_keeps_measured_intervals_in_time_order():
 
 import csv as _csv  # noqa: E402
 
-from routing.trace_loss import TraceError, build, check, link_counts, read_rows  # noqa: E402
+from routing.links.trace_loss import build, check, link_counts  # noqa: E402
+from tracefiles import TraceError, read_rows  # noqa: E402
 
 FIELDS = ["variant", "repetition", "link", "t_s", "dt_s", "delivery", "sent", "heard"]
 
@@ -185,8 +186,8 @@ def test_the_runs_listed_are_at_most_six(n, tail):
 
 def test_a_file_is_read_up_to_max_rows(tmp_path, monkeypatch):
     import pandas as pd
-    import routing.trace_loss as tl
-    monkeypatch.setattr(tl, "MAX_ROWS", 3)
+    import tracefiles
+    monkeypatch.setattr(tracefiles, "MAX_ROWS", 3)
     ok, over = write(tmp_path, ROWS[:3], "ok.csv"), write(tmp_path, ROWS, "over.csv")
     assert len(read_rows(ok)) == 3
     with pytest.raises(TraceError, match=r"over.csv: more than 3 rows$") as e:

@@ -1,4 +1,4 @@
-"""Recorded signals replayed into the medium's reception sinr (issue 25, item 2; routing/signal_trace.py),
+"""Recorded signals replayed into the medium's reception sinr (issue 25, item 2; routing/medium/signal_trace.py),
 in virtual time on the sim: the link A-B is strong (-50 dBm) until 2 s after the flow starts, then weak
 (-82 dBm, SINR 12 dB over the default noise floor); Minstrel moves the frames to low MCSs and the goodput
 falls with it; the same run without the trace stays at the top rates."""
@@ -16,8 +16,8 @@ from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from experiments.trace import COLUMNS, write
 from plots.logs import load_rep
-from routing.propagation import dbm_to_mw
-from routing.signal_trace import SignalReplay
+from routing.medium.propagation import dbm_to_mw
+from routing.medium.signal_trace import SignalReplay
 from test_netns_backend import netns  # noqa: F401  (the fixture: skips without root, checks nothing is left)
 
 STRONG, WEAK, FADE_S = -50.0, -82.0, 2.0

@@ -9,10 +9,10 @@ import pytest
 from experiments.backends.local import free_port, loopback_address
 from experiments.build import build_node
 from experiments.schema import load_experiment
-from routing.eventlog import EventLog
-from routing.udp import UdpNode
+from routing.drivers.eventlog import EventLog
+from routing.drivers.udp import UdpNode
 from tcp_user.config import TcpConfig
-from tcp_user.sockets import Listener, SocketTimeout, connect
+from tcp_user.drivers.sockets import Listener, SocketTimeout, connect
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_a_stop_racing_the_end_of_the_loop_never_writes_to_a_closed_pipe(tmp_pat
     """stop() from another thread while the loop ends: its wake-up write must not find the pipe closed
     (it once failed with EBADF under load).  The write is held up until the loop has surely seen the
     stop request; the loop may close the pipe only after it."""
-    import routing.udp as udp
+    import routing.drivers.udp as udp
     cfg = load_experiment({"etx": {"settle_s": 0.0}}, "stop.yaml").variants[0].config
     log = EventLog(tmp_path / "A.log", "A")
     core = build_node(cfg, "A", 7, log, time.time(), internal_probes=False, apps=False)

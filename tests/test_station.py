@@ -1,4 +1,4 @@
-"""The Pis' driver view of each neighbour (issue 25, item 1; routing/station.py): the ``iw station dump``
+"""The Pis' driver view of each neighbour (issue 25, item 1; routing/drivers/station.py): the ``iw station dump``
 parser, the recorder thread, and the trace columns it fills (experiments/trace.py)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from experiments.runner import run_experiment
 from experiments.schema import load_experiment
 from experiments.trace import extract
-from routing.station import MAX_STATIONS, StationRecorder, parse_station_dump
+from routing.drivers.station import MAX_STATIONS, StationRecorder, parse_station_dump
 
 DUMP = """Station 02:aa:00:00:00:02 (on wlan0)
 \tinactive time:\t120 ms

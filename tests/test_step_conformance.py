@@ -1,9 +1,9 @@
-"""Conformance: the overlay adapter and the kernel adapter around the one forwarding step (routing.step).
+"""Conformance: the overlay adapter and the kernel adapter around the one forwarding step (routing.forwarding.step).
 
 One scripted scenario per snoop scheme (segments and ACKs, scripted losses, duplicate
-ACKs, SACK blocks, timers firing) is driven through routing.engine.ForwardingEngine
+ACKs, SACK blocks, timers firing) is driven through routing.overlay.engine.ForwardingEngine
 with overlay packets, with encoded datagrams (version 2) and with sealed datagrams of
-the authenticated overlay (version 3), and through routing.kernel.KernelForwarder with
+the authenticated overlay (version 3), and through routing.kernel.forwarder.KernelForwarder with
 IPv4 bytes.
 Both must give the same decision for every packet (passed on or held back, the
 header fields it leaves with, what is resent from the cache, which new ACKs go
@@ -27,14 +27,14 @@ from aspan.fields import AspanFields, quantise
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
-from routing.engine import Deliver, Drop, ForwardingEngine, Transmit
-from routing.step import LOCAL_RTX_NOTE
-from routing.ip_option import decode_option, stamp_option
-from routing.ipv4 import find_option, parse_tcp
-from routing.kernel import HOOK_FWD, HOOK_IN, HOOK_OUT, KernelForwarder
-from routing.routes import chain_routes
-from routing.auth import MeshAuth
-from routing.wire import AUTH_TRAILER_LEN, DATA, HEADER_LEN, MacKey, Packet, decode, encode, link_id, reseal
+from routing.overlay.engine import Deliver, Drop, ForwardingEngine, Transmit
+from routing.forwarding.step import LOCAL_RTX_NOTE
+from routing.kernel.ip_option import decode_option, stamp_option
+from routing.kernel.ipv4 import find_option, parse_tcp
+from routing.kernel.forwarder import HOOK_FWD, HOOK_IN, HOOK_OUT, KernelForwarder
+from routing.topology.routes import chain_routes
+from routing.overlay.auth import MeshAuth
+from routing.overlay.wire import AUTH_TRAILER_LEN, DATA, HEADER_LEN, MacKey, Packet, decode, encode, link_id, reseal
 from tcp_user.segment import ACK, SYN, Segment
 
 ADDR = {"A": "10.2.1.1", "B": "10.2.1.2", "C": "10.2.1.3", "D": "10.2.1.4"}
@@ -269,7 +269,7 @@ KEY = bytes(range(32))
 class Authentic(Datagram):
     """The overlay adapter on the authenticated overlay (wire version 3, ``on_authentic``), as the UDP
     driver drives it: every datagram is sealed by the neighbour it comes from and verified here
-    (routing.auth.MeshAuth.verify), and everything that leaves is sealed (a packet) or re-sealed
+    (routing.overlay.auth.MeshAuth.verify), and everything that leaves is sealed (a packet) or re-sealed
     (relayed bytes) for its next hop and opened there, so the relay path's trailer is checked too."""
 
     def __init__(self, s: Scheme, lost: set[int]) -> None:

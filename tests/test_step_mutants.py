@@ -1,4 +1,4 @@
-"""Rules of routing/step.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found unpinned.
+"""Rules of routing/forwarding/step.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found unpinned.
 
 tests/test_step_conformance.py compares two data planes that run this same step, so it cannot see a
 wrong rule in the step itself; these tests drive one ForwardingStep by hand and check what it says,
@@ -15,8 +15,8 @@ from aspan.agent import GeneratedAck, SnoopAgent
 from aspan.events import EventWriter
 from aspan.fields import AspanFields
 from aspan.policy import SnoopConfig
-from routing.loss import BitError, LinkDown, NoLoss
-from routing.step import DROP_LINES_PER_S, HOP_LIMIT, DropLines, ForwardingStep, Held, cache_note
+from routing.links.loss import BitError, LinkDown, NoLoss
+from routing.forwarding.step import DROP_LINES_PER_S, HOP_LIMIT, DropLines, ForwardingStep, Held, cache_note
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
 KEY = (A, 5000, D, 6000)

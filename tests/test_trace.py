@@ -9,14 +9,14 @@ import random
 import pandas as pd
 import pytest
 
-from routing.loss import absolute_times
+from routing.links.loss import absolute_times
 from experiments.cli import main
 from experiments.runner import run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from experiments.trace import COLUMNS, extract, write
 from plots.logs import load_rep
-from routing.loss import build_loss_model
-from routing.trace_loss import TraceLoss, check
+from routing.links.loss import build_loss_model
+from routing.links.trace_loss import TraceLoss, check
 
 CHAIN = {"nodes": ["A", "B", "C"], "links": [["A", "B"], ["B", "C"]]}
 
@@ -121,7 +121,7 @@ def test_at_s_is_moved_to_each_backends_clock_like_down():
 
 def test_closed_loop_on_the_sim_the_replayed_links_lose_what_the_recorded_ones_did(recorded, tmp_path):
     """Record (the ramp above), replay each link into B from the trace (smoothed over 10 s: the probes'
-    sampling noise replayed raw makes a steady loss bursty, module docstring of routing/trace_loss.py),
+    sampling noise replayed raw makes a steady loss bursty, module docstring of routing/links/trace_loss.py),
     extract the replay's trace: binned by
     5 s (about 100 probes a bin on the two links), the replayed loss follows the recorded one within the
     probes' own sampling noise (mean absolute difference under 0.05, none over 0.15: two binomial estimates of
@@ -165,7 +165,7 @@ def test_build_loss_model_reads_the_file_once_and_replays(tmp_path):
 
 
 def test_smoothing_takes_the_delivery_over_the_window_from_the_counts():
-    from routing.trace_loss import smoothed
+    from routing.links.trace_loss import smoothed
     series = [(float(t), d, 1.0) for t, d in enumerate([1.0, 0.8, 1.0, 0.6, 1.0])]
     counts = [(10, 10), (10, 8), (10, 10), (10, 6), (10, 10)]
     assert smoothed(series, counts, 0.0) == series

@@ -15,7 +15,7 @@ from experiments.schema import ExperimentError, load_file
 from experiments.trace import compare_table, extract, loss_bins, select, table
 from plots.cli import plot_command
 from plots.testing import NODES, basic_flow_events, ev, write_experiment, write_rep
-from routing.trace_loss import read_rows
+from tracefiles import read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,7 +81,7 @@ def test_trace_compare_bins_each_link_of_each_run(tmp_path: Path, capsys: pytest
 def test_the_recording_and_its_replay_pair_up() -> None:
     """The replay plays the checked-in recording on every directed link of the recorded chain, under the
     recording's variant name (what pairs them in the comparison); local replays it over the same emulated
-    links (routing/udp_link.py), the Pis refuse it (their links are the radios)."""
+    links (routing/overlay/udp_link.py), the Pis refuse it (their links are the radios)."""
     recorded = load_file(ROOT / "experiments/trace-record-netns.yaml")
     replay = load_file(ROOT / "experiments/replay-netns-record.yaml")
     assert recorded.base["backend"] == "netns" and replay.base["backend"] == "sim"

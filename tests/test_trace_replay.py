@@ -157,7 +157,7 @@ def test_a_trace_link_missing_from_the_topology_is_refused_before_the_run(tmp_pa
 def test_closed_loop_recorded_on_netns_replayed_on_the_sim_and_local(netns: Path) -> None:
     """Issue 25, item 3, once (bench/trace_netns_loop.py does it over 20 repetitions and on local too):
     kernel TCP on netns under the scripted fade and burst at B, extracted, replayed on the sim and on
-    local (over the same emulated link: routing/udp_link.py), every directed link its own recording.
+    local (over the same emulated link: routing/overlay/udp_link.py), every directed link its own recording.
     Binned by 2 s (about 40 probes a bin on the two links into B), the replay's links lose what the
     recorded ones lost (mean absolute difference under 0.05, none over 0.15; on local, in real time, 0.08
     and 0.2; each interval in the bin of its middle: binned by its start, the recording's interval from

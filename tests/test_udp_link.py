@@ -1,6 +1,6 @@
-"""Emulated links on the local backend (routing/udp_link.py): the ``link:`` section on loopback UDP.
+"""Emulated links on the local backend (routing/overlay/udp_link.py): the ``link:`` section on loopback UDP.
 
-The rule itself is routing.linkem's (tests/test_linkem.py); here: what the UDP driver's holding adds
+The rule itself is routing.links.linkem's (tests/test_linkem.py); here: what the UDP driver's holding adds
 (release order, the node's bound, lateness counted), and whole local runs against the sim's, on a chain,
 on a diamond (two paths) with crossing flows, and with a Mahimahi trace."""
 from __future__ import annotations
@@ -15,10 +15,11 @@ import pytest
 from experiments.link_spec import egress_links
 from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
-from routing import mahimahi
-from routing.linkem import LinkParams, LinkQueue
-from routing.udp_link import EgressLinks
-from routing.wire import IP_UDP_OVERHEAD
+import tracefiles
+from routing.links import mahimahi
+from routing.links.linkem import LinkParams, LinkQueue
+from routing.overlay.udp_link import EgressLinks
+from routing.overlay.wire import IP_UDP_OVERHEAD
 
 
 def links(rate_mbps: float = 8.0, delay_ms: float = 5.0, queue: int = 3, max_held: int = 100) -> EgressLinks:
@@ -162,7 +163,7 @@ def test_crossing_flows_on_the_diamond_share_its_links_on_local_as_on_the_sim(tm
 def test_a_mahimahi_trace_serves_the_links_on_local(tmp_path: Path):
     """A steady 2 Mbit/s Mahimahi trace on every link of the chain: the goodput takes most of it and never
     more, as on the sim (tests/test_mahimahi.py)."""
-    mahimahi.write(tmp_path / "l.mm", mahimahi.opportunities(lambda t: 1.0, 60, 2.0))
+    tracefiles.write_mahimahi(tmp_path / "l.mm", mahimahi.opportunities(lambda t: 1.0, 60, 2.0))
     flows = [{"sender": "A", "receiver": "C", "segments": 400, "segment_size": 1000}]
     link = {"mahimahi": "l.mm", "delay_ms": 2}
     sim = run(tmp_path, doc("sim", link, CHAIN, flows), "sim")

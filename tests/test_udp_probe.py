@@ -1,4 +1,4 @@
-"""The kernel data plane's probe socket (routing/udp_probe.py) against a hostile neighbour (issue 27, items
+"""The kernel data plane's probe socket (routing/drivers/udp_probe.py) against a hostile neighbour (issue 27, items
 3-4): junk and datagrams from strangers are dropped, counted exactly by reason and logged at the drop lines'
 rate; a probe from the neighbour is taken; with the run's key (``auth.mac``) only probes sealed for the link
 and fresh are.  On loopback addresses only (127.0.0.x)."""
@@ -10,10 +10,10 @@ import time
 import pytest
 
 from etx.estimator import EtxTable
-from routing.auth import MeshAuth
-from routing.step import DROP_LINES_PER_S
-from routing.udp_probe import UdpProber
-from routing.wire import PROBE, Packet, Probe, encode
+from routing.overlay.auth import MeshAuth
+from routing.forwarding.step import DROP_LINES_PER_S
+from routing.drivers.udp_probe import UdpProber
+from routing.overlay.wire import PROBE, Packet, Probe, encode
 
 ME, NBR, STRANGER, NBR2 = "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"
 KEY = bytes(range(32))

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from aspan.fields import FIXED_ONE, AspanFields
 import zlib
 
-from routing.linkstate import MAX_ETX, Lsa
-from routing.wire import (DATA, LSA, PROBE, MacKey, Packet, Probe, WireError, authentic_data, decode, decode_authentic,
+from routing.topology.linkstate import MAX_ETX, Lsa
+from routing.overlay.wire import (DATA, LSA, PROBE, MacKey, Packet, Probe, WireError, authentic_data, decode, decode_authentic,
                           encode, encode_auth, link_id, plain_data, plain_packet, relayed, reseal, verify_auth, wire_size)
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
@@ -122,7 +122,7 @@ def test_seeded_fuzz_never_raises_anything_else():
 
 
 # ---- the fast paths give what the general code gives ------------------------------------------
-from routing.wire import _decode_general, _encode_general  # noqa: E402
+from routing.overlay.wire import _decode_general, _encode_general  # noqa: E402
 
 
 def _outcome(f, arg):
@@ -146,7 +146,7 @@ def test_fast_encode_and_decode_agree_with_the_general_code(pkt, where, value):
 @settings(max_examples=300)
 @given(packets(), byte, fields_st)
 def test_a_relayed_datagram_is_the_encoding_of_the_rewritten_packet(pkt, hops, fields):
-    """wire.relayed (the relay path's rewrite, routing.engine) gives, for every datagram plain_data
+    """wire.relayed (the relay path's rewrite, routing.overlay.engine) gives, for every datagram plain_data
     accepts, the bytes encode gives for the decoded packet with the new hop count and A-SPAN fields,
     CRC included; plain_data accepts exactly the plain DATA packets (no SACK blocks, no SNACK entries)."""
     data = encode(pkt)
@@ -168,8 +168,8 @@ def test_a_relayed_datagram_is_the_encoding_of_the_rewritten_packet(pkt, hops, f
 def test_a_relayed_authenticated_datagram_resealed_is_the_sealing_of_the_rewritten_packet(pkt, hops, fields, s1, s2):
     """Version 3: authentic_data accepts the plain DATA packets of a sealed datagram, and relayed then
     reseal for the next link give the bytes encode_auth gives for the rewritten packet on that link
-    with that sequence number (the relay path of the authenticated overlay, routing.engine and
-    routing.udp); verify_auth and decode_authentic read what encode_auth wrote."""
+    with that sequence number (the relay path of the authenticated overlay, routing.overlay.engine and
+    routing.drivers.udp); verify_auth and decode_authentic read what encode_auth wrote."""
     key = MacKey(bytes(range(32)))
     into, onward = link_id("10.2.1.1", "10.2.1.2"), link_id("10.2.1.2", "10.2.1.3")
     data = encode_auth(pkt, key, into, s1)
@@ -202,7 +202,7 @@ def test_plain_data_rejects_a_flipped_bit_and_relayed_rejects_what_does_not_fit(
         relayed(data, 4, AspanFields(0.5, 0.9, 1, 2, 256))
 
 
-# ---- the link-state advertisement (type LSA, routing.linkstate; issue 23) --------------------------------
+# ---- the link-state advertisement (type LSA, routing.topology.linkstate; issue 23) --------------------------------
 
 def lsa_pkt(links=(("10.2.1.2", 1.0), ("10.2.1.3", 2.57)), seq=7) -> Packet:
     return Packet(LSA, "10.2.1.1", 0, "10.2.1.2", 0, 1, lsa=Lsa("10.2.1.1", seq, tuple(links)))
@@ -275,7 +275,7 @@ def test_an_lsa_without_an_advertisement_or_with_too_many_links_is_not_encoded()
 @given(lsa_st, st.integers(1, 2**64 - 1), st.integers(0, 10_000), st.integers(1, 255))
 @settings(max_examples=200)
 def test_an_authenticated_lsa_opens_on_its_link_and_any_change_is_forged(lsa, seq, where, xor):
-    """Version 3 (routing.auth): an LSA is sealed like every overlay packet, and bound to its link."""
+    """Version 3 (routing.overlay.auth): an LSA is sealed like every overlay packet, and bound to its link."""
     key, link = MacKey(bytes(range(32))), link_id("10.2.1.1", "10.2.1.2")
     pkt = Packet(LSA, "10.2.1.1", 0, "10.2.1.2", 0, 1, lsa=lsa)
     data = encode_auth(pkt, key, link, seq)
@@ -283,7 +283,7 @@ def test_an_authenticated_lsa_opens_on_its_link_and_any_change_is_forged(lsa, se
     assert authentic_data(data) is None            # not the DATA fast path
     bad = bytearray(data)
     bad[where % len(bad)] ^= xor
-    from routing.wire import AuthError
+    from routing.overlay.wire import AuthError
     with pytest.raises(AuthError, match="forged"):
         verify_auth(bytes(bad), key, link)
     with pytest.raises(AuthError, match="forged"):

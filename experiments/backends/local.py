@@ -24,7 +24,7 @@ from experiments.progress import DeliveryProgress
 from experiments.records import is_disk_error, write_whole
 from experiments.schema import Variant
 from experiments.stopping import stop_reason
-from routing.eventlog import write_failure
+from routing.drivers.eventlog import write_failure
 
 START_MARGIN_S = 1.5   # time for the processes to start before probing begins
 MEDIUM_START_S = 60.0  # how long the medium process may take to bind its sockets (a loaded machine: seconds)
@@ -82,7 +82,7 @@ def _last_node_error(log: Path) -> str | None:
 
 def node_failure_reason(rep_dir: Path, node: str, exit_code: int | None = None) -> str:
     """Why a node died: its last ``node_error`` event, else what its exit code says of a write failure
-    (routing.eventlog.fail_process), else the last line of its stderr."""
+    (routing.drivers.eventlog.fail_process), else the last line of its stderr."""
     err = _last_node_error(rep_dir / f"{node}.log")
     if err is not None:
         return err

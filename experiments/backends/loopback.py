@@ -11,8 +11,8 @@ from __future__ import annotations
 import resource
 from typing import Any
 
-from routing.fieldspec import ConfigError
-from routing.graph import MeshGraph
+from fieldspec import ConfigError
+from routing.topology.graph import MeshGraph
 
 PER_NET = 254                       # host addresses .1 to .254 of a /24
 MAX_ADDRESSES = PER_NET + PER_NET * 256   # the first /24, then 256 more (127.1.0.x ... 127.1.255.x)

@@ -2,7 +2,7 @@
 (experiments/backends/medium_process.py) and the netns backend's medium daemon
 (experiments/backends/netns/medium.py).
 
-Both carry every frame of a repetition through one :class:`routing.medium.Medium`, are started by
+Both carry every frame of a repetition through one :class:`routing.medium.dcf.Medium`, are started by
 the runner with ``--config FILE``, stop when their parent (the runner) is gone, and end
 ``medium.log`` with one ``mac`` event per station (docs/MEDIUM.md, docs/LOGS.md).
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from experiments.records import write_whole
-from routing.eventlog import EventLog
-from routing.medium import Medium
+from routing.drivers.eventlog import EventLog
+from routing.medium.dcf import Medium
 
 
 class Stoppable(Protocol):

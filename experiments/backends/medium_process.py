@@ -3,7 +3,7 @@ for Mininet-WiFi).
 
 The runner (experiments.backends.local) gives each node, for each neighbour, the address of a socket
 of this process instead of the neighbour's own: a datagram arriving on the socket of the directed
-pair (src, dst) is a frame from src to dst.  The frame goes into routing.medium's core with the wall
+pair (src, dst) is a frame from src to dst.  The frame goes into routing.medium.dcf's core with the wall
 clock as its time (ns since the process started); the process sleeps until the core's next event,
 then sends each delivered frame on to the receiver's real UDP address, or logs its drop.  The core's
 schedule is exact; the process only adds its own lateness to each delivery (measured: ``late_us``
@@ -33,11 +33,11 @@ from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
 from experiments.medium_spec import build_medium, replay_signals
 from experiments.radio_loss import attach as attach_radio_loss
 from experiments.records import write_whole
-from routing.eventlog import EventLog, fail_process, write_failure
-from routing.medium import Delivered, Frame, Medium, Output
-from routing.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, PROBE
+from routing.drivers.eventlog import EventLog, fail_process, write_failure
+from routing.medium.dcf import Delivered, Frame, Medium, Output
+from routing.overlay.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, PROBE
 
-PTYPE_OFFSET = 2        # routing.wire: magic, version, ptype, ...
+PTYPE_OFFSET = 2        # routing.overlay.wire: magic, version, ptype, ...
 T0_FILE = "medium.t0.json"   # the nodes' t0, written by the runner once the process is ready (write_t0)
 MAX_SLEEP_S = 0.2
 

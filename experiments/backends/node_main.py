@@ -19,11 +19,11 @@ from typing import Any
 from experiments.build import build_node, overlay_tap
 from experiments.link_spec import egress_links
 from experiments.records import write_whole
-from routing.auth import MeshAuth
-from routing.eventlog import EventLog, fail_process
-from routing.flowlog import exact_totals
-from routing.station import recorder_from_config
-from routing.udp import UdpNode
+from routing.overlay.auth import MeshAuth
+from routing.drivers.eventlog import EventLog, fail_process
+from routing.forwarding.flowlog import exact_totals
+from routing.drivers.station import recorder_from_config
+from routing.drivers.udp import UdpNode
 
 
 def _watch_parent(node: UdpNode, parent: int) -> None:
@@ -78,7 +78,7 @@ def run_node(conf: dict[str, Any]) -> int:
             status = {"node": name, "ok": [getattr(a, "ok", None) for a in apps], "t": time.time()}
             write_whole(done_file, json.dumps(status))   # whole or not at all; WriteError names it
 
-        # link.*: each datagram held until it has crossed its emulated link (routing/udp_link.py); ms 0 of a
+        # link.*: each datagram held until it has crossed its emulated link (routing/overlay/udp_link.py); ms 0 of a
         # Mahimahi trace is the flows' start, as on sim and netns
         links = egress_links(cfg, list(core.neighbours), conf["t0"] + cfg["etx"]["settle_s"])
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},

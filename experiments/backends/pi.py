@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from deploy import kernel, nodes, radio
-from routing.station import STATION_DUMP_S
+from routing.drivers.station import STATION_DUMP_S
 from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
 from deploy.inventory import Inventory, load_inventory_file
 from experiments.backends.pi_common import (POLL_TRIES, RunFailed, _group, _preflight, arm_hosts, check_hosts, dry_arm,

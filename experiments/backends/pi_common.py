@@ -16,7 +16,7 @@ from deploy import clock, kernel, macfilter, nodes, radio
 from deploy.hosts import GroupException, HostError, Remote, by_name, describe_error, failure_lines, on_hosts
 from deploy.inventory import Inventory, InventoryError
 from experiments.schema import ExperimentError
-from routing.graph import MeshGraph
+from routing.topology.graph import MeshGraph
 
 POLL_TRIES = 3          # consecutive failed polls of a host before it counts as lost
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from deploy import kernel, macfilter, nodes, radio
-from routing.station import STATION_DUMP_S
+from routing.drivers.station import STATION_DUMP_S
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, on_hosts,
                           open_remotes)
 from deploy.inventory import Inventory
@@ -38,7 +38,7 @@ from experiments.backends.pi_common import (RunFailed, _group, _preflight, arm_h
 from experiments.progress import DeliveryProgress
 from experiments.build import base_meta, flow_plans, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.schema import ExperimentError, Variant
-from routing.graph import MeshGraph
+from routing.topology.graph import MeshGraph
 
 NODE_MODULE = "experiments.backends.netns.node"
 APP_MODULE = "experiments.backends.netns.tcpapp"
@@ -117,7 +117,7 @@ def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[s
 def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, t0: float, rdir: str,
                 host_name: str, iface: str, auth: bool = False) -> dict[str, Any]:
     """The netns node daemon's config for node ``n``; ``t0`` in the host's clock; ``iface`` the host's mesh
-    interface, over which link-state routing's kernel routes reach every neighbour (routing/kernel_routes.py;
+    interface, over which link-state routing's kernel routes reach every neighbour (routing/drivers/kernel_routes.py;
     deploy.kernel's restore puts the /32 routes back as they were before the run).  With ``auth`` the
     daemon reads the run's key from ``<node>.key`` beside its config and deletes it: its probe socket seals
     and verifies probes and LSAs (``auth.mac``, on by default for the pi backend; issue 27, item 4)."""

@@ -15,12 +15,12 @@ from experiments.backends import sim_medium
 from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
 from experiments.link_spec import link_queue, link_schedule, sim_link
 from experiments.schema import Variant
-from routing.eventlog import EventLog, WriteError, close_logs
-from routing.flowlog import exact_totals
-from routing.linkem import LinkQueue
-from routing.mahimahi import OpportunityQueue
-from routing.node import NodeCore
-from routing.wire import Packet, wire_size
+from routing.drivers.eventlog import EventLog, WriteError, close_logs
+from routing.forwarding.flowlog import exact_totals
+from routing.links.linkem import LinkQueue
+from routing.links.mahimahi import OpportunityQueue
+from routing.overlay.node import NodeCore
+from routing.overlay.wire import Packet, wire_size
 
 
 class EventLoop:
@@ -53,7 +53,7 @@ class EventLoop:
 
 
 class SimLink:
-    """A directed link: the rule of routing.linkem (serialisation at ``rate_bps`` behind the queue, then
+    """A directed link: the rule of routing.links.linkem (serialisation at ``rate_bps`` behind the queue, then
     ``delay_s``; drop-tail at ``queue_packets``), in virtual time."""
 
     def __init__(self, loop: EventLoop, queue: LinkQueue | OpportunityQueue,
@@ -152,7 +152,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             meta["error"] = f"flows not finished after {cfg['limits']['max_duration_s']} s of virtual time"
         meta["virtual_end_s"] = round(loop.now, 6)
         routers = {n: node.core.routing.router for n, node in nodes.items() if node.core.routing is not None}
-        if routers:   # the routes the nodes ended with (routing.linkstate), as the mesh figure draws them
+        if routers:   # the routes the nodes ended with (routing.topology.linkstate), as the mesh figure draws them
             meta["routing"] = link_state_record(cfg, {n: node.core.engine.routes for n, node in nodes.items()},
                                                 routers)
         if medium:

@@ -1,4 +1,4 @@
-"""The sim backend's driver of the DCF medium (routing.medium) in virtual time.
+"""The sim backend's driver of the DCF medium (routing.medium.dcf) in virtual time.
 
 Each node's links become :class:`MediumPort` s into one :class:`MediumDriver`; the driver wakes the
 medium at its next event, hands delivered frames to the receiving node and logs the link layer's
@@ -12,8 +12,8 @@ from typing import Any, Callable, Protocol
 
 from experiments.medium_spec import build_medium
 from experiments.radio_loss import attach as attach_radio_loss
-from routing.medium import Delivered, Frame, Medium, Output
-from routing.wire import PROBE, Packet, wire_size
+from routing.medium.dcf import Delivered, Frame, Medium, Output
+from routing.overlay.wire import PROBE, Packet, wire_size
 
 
 

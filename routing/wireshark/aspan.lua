@@ -1,11 +1,11 @@
--- Wireshark dissector for the A-SPAN testbed: the UDP overlay (routing/wire.py, versions 2 and 3) and the
--- A-SPAN IPv4 option of the kernel data plane (routing/ip_option.py).
+-- Wireshark dissector for the A-SPAN testbed: the UDP overlay (routing/overlay/wire.py, versions 2 and 3) and the
+-- A-SPAN IPv4 option of the kernel data plane (routing/kernel/ip_option.py).
 --
 -- Install (one step): copy this file into Wireshark's personal Lua plugins folder,
 --   mkdir -p ~/.local/lib/wireshark/plugins && cp routing/wireshark/aspan.lua ~/.local/lib/wireshark/plugins/
 -- or load it for one command: tshark -X lua_script:routing/wireshark/aspan.lua -r B.pcapng
 --
--- The overlay is found on UDP port 42405 (the port the testbed's captures use, routing/capture.py),
+-- The overlay is found on UDP port 42405 (the port the testbed's captures use, routing/drivers/capture.py),
 -- and heuristically on any UDP port (magic 0xA5, version 2 or 3, a length that adds up).  Version 2
 -- ends in a CRC-32 (zlib's, over everything before it), checked: aspan.crc_ok.  Version 3 (the
 -- authenticated overlay) ends in the sender's sequence number and a 16-byte keyed MAC, shown but not

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from experiments.backends.netns.sh import NetnsError, run
-from routing.linkstate import RouteChange
-from routing.loss import LinkDown
+from routing.topology.linkstate import RouteChange
+from routing.links.loss import LinkDown
 
 BABELD = "babeld"
 IP6TABLES = "ip6tables-legacy"     # the same iptables backend as the IPv4 rules (sh.IPTABLES)

@@ -1,12 +1,12 @@
 """The netns backend's medium daemon: every packet crossing a veth crosses the DCF medium (issue 11, item 4).
 
 With ``medium.model: dcf`` each node's namespace queues what it hears (raw PREROUTING, queue
-:data:`routing.link_shaper.SHAPER_QUEUE`, the rule of the emulated links) and this one process,
+:data:`routing.drivers.link_shaper.SHAPER_QUEUE`, the rule of the emulated links) and this one process,
 in the root namespace, binds that queue in every namespace: it creates a ``NETLINK_NETFILTER``
 socket inside each namespace (setns(2) through ctypes; Python 3.11 has no ``os.setns``) and hands
 it to netfilterqueue (``NetfilterQueue(sockfd=...)``, as its README describes for other namespaces).
 A packet that came in on node B's veth from A is a frame A -> B of the medium core
-(``routing.medium.Medium``, the sim's and the local medium process's): the daemon holds its
+(``routing.medium.dcf.Medium``, the sim's and the local medium process's): the daemon holds its
 verdict until the core delivers it (accept) or drops it (interface queue full: ``queue``; retry
 limit: ``mac_retry``).  One process, because the medium is one state machine over all stations.
 
@@ -37,9 +37,9 @@ from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
 from experiments.backends.netns.node import go_realtime
 from experiments.medium_spec import build_medium, replay_signals
 from experiments.radio_loss import attach as attach_radio_loss
-from routing.eventlog import EventLog, fail_process
-from routing.link_shaper import SO_TIMESTAMP
-from routing.medium import Delivered, Frame, Medium, Output
+from routing.drivers.eventlog import EventLog, fail_process
+from routing.drivers.link_shaper import SO_TIMESTAMP
+from routing.medium.dcf import Delivered, Frame, Medium, Output
 
 CLONE_NEWNET = 0x40000000
 NETLINK_NETFILTER = 12
@@ -115,7 +115,7 @@ class NetnsMedium:
                 pkt.accept()
                 return
             now = self.now_ns()
-            ts = pkt.get_timestamp()        # when it came off the veth (as in routing.link_shaper) ...
+            ts = pkt.get_timestamp()        # when it came off the veth (as in routing.drivers.link_shaper) ...
             ago = time.time() - ts
             if ts > 0 and 0 <= ago < 1.0:
                 self.stats["stamped"] += 1

@@ -8,7 +8,7 @@ Addressing: every node keeps the single mesh address of the YAML (the Pis'
 10.2.1.x), put as a /32 on each of its veths, with a /32 host route per
 neighbour and a /32 route ``via`` the next hop for every other node (the static
 routes over the graph, experiments.build.route_tables: shortest by hop count, with
-routing.graph's tie-break).  No namespace has a default route and no veth ends in
+routing.topology.graph's tie-break).  No namespace has a default route and no veth ends in
 the root namespace, so nothing can leave the mesh.
 
 The A-SPAN option adds 8 bytes where a data segment enters the mesh.  Every
@@ -29,10 +29,10 @@ from experiments.backends.netns.tcpapp import parse_tcpext
 from experiments.build import route_hop_problems, route_tables
 from experiments.link_spec import emulated_link
 from experiments.radio_loss import node_side
-from routing.ipv4 import OPTION_LEN
-from routing.link_shaper import SHAPER_QUEUE
-from routing.linkem import LinkParams
-from routing.nfq import INJECT_MARK
+from routing.kernel.ipv4 import OPTION_LEN
+from routing.drivers.link_shaper import SHAPER_QUEUE
+from routing.links.linkem import LinkParams
+from routing.drivers.nfq import INJECT_MARK
 
 QUEUE_NUM = 0
 HANDLER_MODES = ("snoop", "accept", "kernel")
@@ -214,7 +214,7 @@ def rule_specs(plan: MeshPlan, n: str, dev: str, forward_in: str | None = None) 
     ``dev`` matches the mesh interfaces (``an<rid>+`` in netns, ``wlan0`` on a Pi).
 
     With an emulated link (``plan.link``) every packet heard on a mesh interface is first queued to
-    the node's link shaper (raw PREROUTING, the earliest hook: routing/link_shaper.py; with
+    the node's link shaper (raw PREROUTING, the earliest hook: routing/drivers/link_shaper.py; with
     ``plan.medium`` to the medium daemon, experiments/backends/netns/medium.py), and the
     statistic match moves to mangle PREROUTING, right after it: a packet lost at the listener has
     still crossed the link (as on the sim), and an accepted NFQUEUE verdict skips the rest of its chain.

@@ -25,22 +25,22 @@ from experiments.backends.node_main import read_key
 from experiments.build import (adaptive_qos, babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
                                route_tables)
 from experiments.link_spec import link_queue, link_schedule
-from routing.auth import MeshAuth
-from routing.capture import KernelTap
-from routing.eventlog import EventLog, fail_process
-from routing.flowlog import exact_totals
-from routing.kernel import KernelForwarder
-from routing.kernel_routes import KernelRoutes
-from routing.linkstate import RouteChange, apply_changes, log_changes
-from routing.link_shaper import LatenessBoard, LinkShaper
-from routing.linkem import LinkParams, LinkQueue
-from routing.mahimahi import OpportunityQueue
-from routing.loss import build_loss_model, node_rng
-from routing.nfq import NfqDriver
-from routing.routes import RouteTable
-from routing.station import StationRecorder, recorder_from_config
-from routing.step import DROP_REASONS
-from routing.udp_probe import UdpProber
+from routing.overlay.auth import MeshAuth
+from routing.drivers.capture import KernelTap
+from routing.drivers.eventlog import EventLog, fail_process
+from routing.forwarding.flowlog import exact_totals
+from routing.kernel.forwarder import KernelForwarder
+from routing.drivers.kernel_routes import KernelRoutes
+from routing.topology.linkstate import RouteChange, apply_changes, log_changes
+from routing.drivers.link_shaper import LatenessBoard, LinkShaper
+from routing.links.linkem import LinkParams, LinkQueue
+from routing.links.mahimahi import OpportunityQueue
+from routing.links.loss import build_loss_model, node_rng
+from routing.drivers.nfq import NfqDriver
+from routing.topology.routes import RouteTable
+from routing.drivers.station import StationRecorder, recorder_from_config
+from routing.forwarding.step import DROP_REASONS
+from routing.drivers.udp_probe import UdpProber
 
 
 def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
@@ -53,7 +53,7 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     addrs = cfg["topology"]["addresses"]
     spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
     loss = build_loss_model(spec, node_rng(seed, name, "loss"))
-    sink = node_sink(cfg, log)     # the lines of traffic no configured flow explains aggregated (routing.flowlog)
+    sink = node_sink(cfg, log)     # the lines of traffic no configured flow explains aggregated (routing.forwarding.flowlog)
     agent = node_agent(cfg, name, sink)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
                            option, sink, adaptive_qos(cfg))
@@ -88,7 +88,7 @@ def link_shaper(cfg: dict[str, Any], link: dict[str, Any], name: str, log: Event
                 t_flows: float) -> LinkShaper:
     """The emulated links into node ``name`` (``link["in"]``: its veth -> the neighbour at the other end
     and the link's rate, delay and queue, or with ``link.mahimahi`` the trace's opportunities from the flows'
-    start ``t_flows``; routing.link_shaper holds the verdicts).  ``link["board_fd"]``:
+    start ``t_flows``; routing.drivers.link_shaper holds the verdicts).  ``link["board_fd"]``:
     the run's LatenessBoard, inherited from the runner (absent: every hop counts from the kernel's stamp)."""
     links: dict[int, tuple[str, LinkParams | LinkQueue | OpportunityQueue]] = {}
     schedule = link_schedule(cfg)

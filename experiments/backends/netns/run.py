@@ -25,8 +25,8 @@ from experiments.backends.netns.sh import NetnsError, require_prerequisites
 from experiments.build import FlowPlan, flow_plans, mac_on, new_key, start_rep, write_key, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
-from routing.eventlog import write_failure
-from routing.link_shaper import SHAPER_QUEUE, LatenessBoard
+from routing.drivers.eventlog import write_failure
+from routing.drivers.link_shaper import SHAPER_QUEUE, LatenessBoard
 
 START_MARGIN_S = 1.0
 READY_TIMEOUT_S = 20.0
@@ -216,7 +216,7 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
     """One daemon per node (NFQUEUE handler, link shaper, ETX prober), after the medium daemon if there is
     a medium (it must hold the first probe already); returns when all are ready.  With ``auth.mac`` each
     daemon gets the repetition's fresh key in ``<node>.key`` (mode 0600), which it reads and deletes at
-    start: its probe socket seals and verifies probes and LSAs (routing.udp_probe; issue 27, item 4); what
+    start: its probe socket seals and verifies probes and LSAs (routing.drivers.udp_probe; issue 27, item 4); what
     a daemon that failed early did not delete is deleted here once all are up or one failed."""
     nx = cfg["netns"]
     if plan.medium:
@@ -228,7 +228,7 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
         procs.start("medium", None, "experiments.backends.netns.medium", conf)
         _wait_files([rep_dir / "medium.ready"], procs, READY_TIMEOUT_S, apps)
     ready = []
-    # the daemons' shared LatenessBoard (routing/link_shaper.py): each inherits the memfd; ours is closed
+    # the daemons' shared LatenessBoard (routing/drivers/link_shaper.py): each inherits the memfd; ours is closed
     # once they are started, so the memory goes with the last daemon and nothing is left to clean up
     board = LatenessBoard.create_fd() if plan.link is not None else None
     key = new_key() if mac_on(cfg, "netns") else None   # per repetition; never logged (issue 13)

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from routing.eventlog import EventLog
+from routing.drivers.eventlog import EventLog
 from tcp_user.bulk import DELIVER_LOG_BYTES
 
 Emit = Callable[..., None]

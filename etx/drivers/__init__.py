@@ -1,0 +1,1 @@
+"""The driver of etx: the prober thread (prober)."""

@@ -1,0 +1,1 @@
+"""The drivers of routing, the only modules of routing that do I/O: UDP sockets (udp, udp_probe), NFQUEUE (nfq, link_shaper), ip batches (kernel_routes), station dumps (station), captures (capture, pcapng) and log files (eventlog)."""

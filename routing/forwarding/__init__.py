@@ -1,0 +1,1 @@
+"""The one forwarding step both data planes share (step) and its per-flow log lines (flowlog)."""

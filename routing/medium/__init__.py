@@ -1,0 +1,1 @@
+"""The 802.11 radio medium as cores without I/O: DCF channel access and frame exchange (dcf), PHY rates and timing (rates), rate control (rate_control/), error models, reception, propagation and recorded signals."""
