@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -206,13 +207,26 @@ def _local(cmd: list[str], say: Callable[[str], None], dry_run: bool) -> None:
         raise RuntimeError(f"local command failed (exit {r.returncode}): {' '.join(cmd)}\n{tail}")
 
 
+# what a copy of the source tree for the wheel leaves out: setuptools' own build/ (whose build/lib keeps every
+# module it ever copied, so a moved or deleted module would go on shipping), the venv, runs and caches
+NOT_IN_WHEEL_SOURCE = (".git", ".venv", "build", "dist", "runs", "*.egg-info", "__pycache__", "mutants",
+                       ".hypothesis", ".pytest_cache")
+
+
 def build_wheel(out_dir: Path, say: Callable[[str], None], dry_run: bool = False) -> Path:
-    """Build the project wheel from the source tree into ``out_dir``."""
+    """Build the project wheel into ``out_dir`` from a clean copy of the source tree.
+
+    Building in the tree itself reuses its ``build/lib``, which setuptools fills and never empties: a
+    module moved or deleted since an earlier build stays in every later wheel, and on the hosts.
+    """
     root = source_root()
     if root is None:
         raise RuntimeError("no source tree (pyproject.toml) next to this installation: pass --wheel FILE")
+    src = out_dir / "source"
+    if not dry_run:
+        shutil.copytree(root, src, ignore=shutil.ignore_patterns(*NOT_IN_WHEEL_SOURCE))
     _local([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-            "--wheel-dir", str(out_dir), str(root)], say, dry_run)
+            "--wheel-dir", str(out_dir), str(src)], say, dry_run)
     if dry_run:
         return out_dir / "aspan_testbed-<version>-py3-none-any.whl"
     wheels = sorted(out_dir.glob("aspan_testbed-*.whl"))

@@ -397,3 +397,24 @@ def test_setup_builds_no_build_tool_from_source(tmp_path, monkeypatch):
     on_pi = install.nfq_install_command(host, "netfilterqueue>=1.1")
     assert "--no-index --only-binary=:all: --no-binary=netfilterqueue" in on_pi
 
+
+
+def test_the_wheel_holds_the_source_tree_as_it_is_not_a_stale_build_lib(tmp_path, monkeypatch):
+    """setuptools' build/lib keeps every module it once copied; the wheel for the Pis is built from a clean copy."""
+    import zipfile
+    tree = tmp_path / "tree"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for f in files:
+        (tree / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / f, tree / f)
+    stale = tree / "build" / "lib" / "routing" / "moved_away_long_ago.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("raise RuntimeError('a module the source tree no longer has')\n")
+    monkeypatch.setattr(install, "source_root", lambda: tree)
+    out = tmp_path / "out"
+    out.mkdir()
+    wheel = install.build_wheel(out, lambda s: None)
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "routing/overlay/node.py" in names and "fieldspec.py" in names
+    assert not any("moved_away_long_ago" in n for n in names)
+    assert stale.exists()                                   # the user's tree is not touched
