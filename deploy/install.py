@@ -297,14 +297,18 @@ def download_kernel_sources(project_wheel: Path, facts: HostFacts, dest: Path, s
 
 
 def nfq_install_command(host: Host, req: str) -> str:
-    """Builds (once) and installs netfilterqueue into the host's venv from the uploaded files; prints how."""
+    """Builds (once) and installs netfilterqueue into the host's venv from the uploaded files; prints how.
+
+    No format options: offline, the one sdist among the uploaded files is netfilterqueue's, so nothing
+    else can be built from source, and a netfilterqueue wheel built on another host of the platform is
+    taken as it is (``--no-binary=netfilterqueue`` here would build it again on every host).
+    """
     q = shlex.quote
     wheels = q(str(PurePosixPath(host.install_dir) / "wheels"))
     py = f"{q(host.venv)}/bin/python"
     pip = f"{py} -m pip --disable-pip-version-check"
     return (f"if {py} -c 'import netfilterqueue' 2>/dev/null; then echo present; else "
-            f"{pip} wheel --quiet --no-index {' '.join(SDIST_ONLY_NFQ)} --find-links {wheels} --wheel-dir {wheels} "
-            f"{q(req)} && "
+            f"{pip} wheel --quiet --no-index --find-links {wheels} --wheel-dir {wheels} {q(req)} && "
             f"{pip} install --quiet --no-index --find-links {wheels} {q(req)} && "
             f"{py} -c 'import netfilterqueue' && echo installed; fi")
 
@@ -423,8 +427,7 @@ def setup(remotes: list[Remote], wheelhouse: Path, say: Callable[[str], None], w
                 with build_locks[str(src)]:
                     if not r.dry_run:
                         for w in sorted(src.glob("*.whl")):
-                            if w.name.lower().startswith(NFQ_PACKAGE) and have.get(w.name) != w.stat().st_size \
-                                    and w.name not in uploaded:
+                            if w.name.lower().startswith(NFQ_PACKAGE) and w.name not in have and w.name not in uploaded:
                                 r.put(w, f"{wheels_dir}/{w.name}")
                                 uploaded.append(w.name)
                     kernel = r.run(nfq_install_command(r.host, kernel_requirement(None if r.dry_run else project_wheel)),
