@@ -242,8 +242,15 @@ def test_pi_run_writes_the_same_run_directory_as_a_local_run(installed, tmp_path
     assert list(df.columns) == list(ldf.columns) == SUMMARY_COLUMNS
     assert list(df["backend"]) == ["pi", "pi"] and (df["status"] == "ok").all() and df["integrity_ok"].all()
     assert (df["tx_per_pkt_p50"] >= 3).all()
-    assert sorted(p.name for p in (pi_run / "figures").iterdir()) == \
-        sorted(p.name for p in (local_run / "figures").iterdir())
+    pi_figs = {p.name for p in (pi_run / "figures").iterdir()}
+    local_figs = {p.name for p in (local_run / "figures").iterdir()}
+    # the snoop figures are drawn only for a run whose caches held something; in this small run whether
+    # pkt_qos 1.00 caches depends on the ETX estimates of its first seconds (a loaded machine's local run
+    # has cached nothing), so the two directories may differ by exactly those figures, as the summaries say
+    if (df["cache_max_segments"] > 0).any() == (ldf["cache_max_segments"] > 0).any():
+        assert pi_figs == local_figs
+    else:
+        assert pi_figs ^ local_figs and all(f.startswith("snoop_") for f in pi_figs ^ local_figs), pi_figs ^ local_figs
     assert (pi_run / "report.md").exists()
     for rep in pi_run.glob("*/rep0"):
         meta = json.loads((rep / "meta.json").read_text())
