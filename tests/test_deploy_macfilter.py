@@ -197,9 +197,9 @@ def test_a_topology_without_links_is_refused_by_the_pi_backend():
         == DIAMOND
 
 
-@pytest.mark.parametrize("data_plane", ["udp", "kernel"])
-def test_dry_run_shows_each_pis_filter_for_a_diamond(tmp_path, data_plane):
-    inv = {"defaults": {"user": "pi", "iface": "wlan0", "install_dir": "/home/pi/aspan"},
+def diamond_dry_run(tmp_path: Path, data_plane: str, **inv_top) -> subprocess.CompletedProcess:
+    """``aspan deploy run --dry-run`` of a diamond on four Pis (``inv_top``: top-level inventory fields)."""
+    inv = {**inv_top, "defaults": {"user": "pi", "iface": "wlan0", "install_dir": "/home/pi/aspan"},
            "hosts": [{"name": f"pi-{n.lower()}", "node": n, "host": f"192.0.2.{10 + i}", "mesh_address": f"10.2.1.{i + 1}"}
                      for i, n in enumerate("ABCD")]}
     (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
@@ -208,8 +208,14 @@ def test_dry_run_shows_each_pis_filter_for_a_diamond(tmp_path, data_plane):
            "flows": [{"sender": "A", "receiver": "D", "segments": 10}], "variants": [{"name": "sack",
                                                                                       "tcp": {"variant": "sack"}}]}
     (tmp_path / "d.yaml").write_text(yaml.safe_dump(exp))
-    r = subprocess.run([sys.executable, "-m", "experiments", "deploy", "run", str(tmp_path / "d.yaml"), "-i",
-                        str(tmp_path / "inv.yaml"), "--dry-run"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "experiments", "deploy", "run", str(tmp_path / "d.yaml"), "-i",
+                           str(tmp_path / "inv.yaml"), "--dry-run"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("data_plane", ["udp", "kernel"])
+def test_dry_run_shows_each_pis_filter_for_a_diamond(tmp_path, data_plane):
+    r = diamond_dry_run(tmp_path, data_plane)
     assert r.returncode == 0, r.stdout + r.stderr
     for node, other in (("a", "D"), ("b", "C"), ("c", "B"), ("d", "A")):
         assert (f"[pi-{node}] apply: iptables-<nft|legacy, from iptables -V> -t raw -A ASPAN-PREROUTING -i wlan0 "
@@ -232,25 +238,12 @@ def test_arm_hosts_without_the_mac_filter_snapshots_and_restores_but_adds_no_rul
 def test_graph_filter_none_puts_no_mac_rule_on_any_pi(tmp_path, data_plane):
     """Inventory ``graph_filter: none``: the overlay touches no host state (no snapshot, no iptables), the
     kernel plane keeps its own rules; a wrong value is refused naming the field."""
-    inv = {"graph_filter": "none", "defaults": {"user": "pi", "iface": "wlan0", "install_dir": "/home/pi/aspan"},
-           "hosts": [{"name": f"pi-{n.lower()}", "node": n, "host": f"192.0.2.{10 + i}", "mesh_address": f"10.2.1.{i + 1}"}
-                     for i, n in enumerate("ABCD")]}
-    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
-    exp = {"name": "d", "pi": {"data_plane": data_plane}, "repetitions": 1,
-           "topology": {"links": [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]},
-           "flows": [{"sender": "A", "receiver": "D", "segments": 10}], "variants": [{"name": "sack",
-                                                                                      "tcp": {"variant": "sack"}}]}
-    (tmp_path / "d.yaml").write_text(yaml.safe_dump(exp))
-    cmd = [sys.executable, "-m", "experiments", "deploy", "run", str(tmp_path / "d.yaml"), "-i",
-           str(tmp_path / "inv.yaml"), "--dry-run"]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = diamond_dry_run(tmp_path, data_plane, graph_filter="none")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "--mac-source" not in r.stdout
     if data_plane == "udp":
         assert "apply:" not in r.stdout and "@@version" not in r.stdout
     else:
         assert "apply: iptables-<nft|legacy, from iptables -V>" in r.stdout      # NFQUEUE rules stay
-    inv["graph_filter"] = "ebtables"
-    (tmp_path / "inv.yaml").write_text(yaml.safe_dump(inv))
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = diamond_dry_run(tmp_path, data_plane, graph_filter="ebtables")
     assert r.returncode != 0 and "graph_filter" in r.stderr + r.stdout and "mac, none" in r.stderr + r.stdout
