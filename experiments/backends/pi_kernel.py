@@ -1,10 +1,10 @@
 """The pi backend's kernel data plane (``pi: {data_plane: kernel}``): kernel TCP through NFQUEUE on the Pis.
 
-The netns backend's pieces, run over SSH instead of ``ip netns exec``: its plan
-(:func:`experiments.backends.netns.mesh.plan_mesh`, with the inventory's mesh addresses),
-its routes, sysctls and iptables rules (:func:`~experiments.backends.netns.mesh.rule_specs`
-with the Pi's mesh interface), its node daemon (``experiments.backends.netns.node``) and its
-kernel-TCP apps (``experiments.backends.netns.tcpapp``: the hash-checked bulk transfer or
+The netns backend's pieces, run over SSH instead of ``ip netns exec``: the kernel-TCP plan they
+share (:func:`experiments.backends.kernel_plan.plan_mesh`, with the inventory's mesh addresses),
+its routes, sysctls and iptables rules (:func:`~experiments.backends.kernel_plan.rule_specs`
+with the Pi's mesh interface), the counters' parsers (experiments/backends/kernel_counters.py),
+the netns backend's node daemon (``experiments.backends.netns.node``) and its kernel-TCP apps (``experiments.backends.netns.tcpapp``: the hash-checked bulk transfer or
 iperf3, TCP_INFO cwnd sampling, TcpExt loss counters).  What this module adds is what SSH
 needs: per-host clocks, uploads, polling, gathering, and ``deploy.kernel``'s snapshot and
 restore script, which puts every host back as it was after the run, a failure or Ctrl-C.
@@ -29,10 +29,9 @@ from routing.drivers.station import STATION_DUMP_S
 from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all, describe_error, on_hosts,
                           open_remotes)
 from deploy.inventory import Inventory
-from experiments.backends.netns import mesh as meshmod
-from experiments.backends.netns.run import _append_drops, app_flow
-from experiments.backends.netns.sh import NetnsError
-from experiments.backends.netns.tcpapp import parse_tcpext
+from experiments.backends import kernel_plan
+from experiments.backends.kernel_counters import TCP_EXT_COUNTERS, append_drops, parse_nfq, parse_statistic_drops, parse_tcpext
+from experiments.backends.kernel_plan import MeshPlan, PlanError, app_flow
 from experiments.backends.pi_common import (RunFailed, _group, _preflight, arm_hosts, check_hosts, each_host,
                                             experiment_graph, record_problems, restore_hosts)
 from experiments.progress import DeliveryProgress
@@ -55,14 +54,14 @@ def kernel_config(cfg: dict[str, Any], inv: Inventory) -> dict[str, Any]:
     return out
 
 
-def plan_for(cfg: dict[str, Any]) -> meshmod.MeshPlan:
+def plan_for(cfg: dict[str, Any]) -> MeshPlan:
     """The netns plan of a kernel-mode config; ExperimentError naming the field if the Pis cannot run it."""
     if cfg["netns"]["rate_mbit"] > 0:
         raise ExperimentError("<experiment>", "netns.rate_mbit", "the pi backend's kernel data plane sets no "
                               "rate limit (the radio is the limit): leave it 0")
     try:
-        return meshmod.plan_mesh(cfg, "pi0000", check_range=False)
-    except NetnsError as e:
+        return kernel_plan.plan_mesh(cfg, "pi0000")
+    except PlanError as e:
         raise ExperimentError("<experiment>", "pi.data_plane", f"kernel: {e}") from None
 
 
@@ -75,26 +74,26 @@ def check_variants(exp: Any, inv: Inventory) -> None:
             plan_for(kernel_config(v.config, inv))
 
 
-def host_plans(plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str],
+def host_plans(plan: MeshPlan, inv: Inventory, rdirs: dict[str, str],
                procs: dict[str, list[str]], pi: dict[str, Any] | None = None) -> dict[str, kernel.HostPlan]:
     """Each host's kernel plan; ``pi``: the experiment's pi section (its radio settings, deploy.radio)."""
     hosts = inv.by_node()
     out = {}
     for n in plan.nodes:
         h = hosts[n]
-        sysctls = dict(s.split("=", 1) for s in meshmod.sysctls(plan, n))
+        sysctls = dict(s.split("=", 1) for s in kernel_plan.sysctls(plan, n))
         for key in ("rp_filter", "send_redirects", "accept_redirects"):
             sysctls[f"net.ipv4.conf.{h.iface}.{key}"] = "0"
         routes = [(dst, None if dst == via else via) for dst, via, _ in plan.routes[n]]
         out[n] = kernel.HostPlan(h.iface, h.mesh_address, sysctls, routes, plan.advmss,
-                                 meshmod.rule_specs(plan, n, h.iface, forward_in=h.iface),
+                                 kernel_plan.rule_specs(plan, n, h.iface, forward_in=h.iface),
                                  [f"{rdirs[n]}/{p}.pid" for p in procs.get(n, [])],
                                  radio=radio.plan(pi or {}, h.iface, inv.freq))
     return out
 
 
-def queue_bound(plan: meshmod.MeshPlan, n: str) -> bool:
-    return plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders or meshmod.queued_input(plan, n))
+def queue_bound(plan: MeshPlan, n: str) -> bool:
+    return plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders or kernel_plan.queued_input(plan, n))
 
 
 def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
@@ -114,7 +113,7 @@ def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[s
     return out
 
 
-def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, t0: float, rdir: str,
+def node_config(cfg: dict[str, Any], plan: MeshPlan, n: str, seed: int, t0: float, rdir: str,
                 host_name: str, iface: str, auth: bool = False) -> dict[str, Any]:
     """The netns node daemon's config for node ``n``; ``t0`` in the host's clock; ``iface`` the host's mesh
     interface, over which link-state routing's kernel routes reach every neighbour (routing/drivers/kernel_routes.py;
@@ -126,7 +125,7 @@ def node_config(cfg: dict[str, Any], plan: meshmod.MeshPlan, n: str, seed: int, 
     return {"experiment": cfg, "node": n, "seed": seed, "t0": t0,
             "deadline": t_flows + cfg["limits"]["max_duration_s"] + 60.0,
             "log": f"{rdir}/{n}.log", "ready_file": f"{rdir}/{n}.node.ready", "handlers": plan.handlers,
-            "queue": meshmod.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
+            "queue": kernel_plan.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
             "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
             "queue_bound": queue_bound(plan, n),
             "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss},
@@ -365,7 +364,7 @@ def _read(run: _Run, nodes_: list[str], cmd: Callable[[Remote], str]) -> dict[st
     return {run.by_node[n].host.node: res[run.by_node[n].name] for n in nodes_}
 
 
-def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
+def _run_flows(run: _Run, cfg: dict[str, Any], plan: MeshPlan,
                apps: dict[str, list[tuple[str, dict[str, Any]]]], seed: int, offsets: dict[str, float],
                inventory: Inventory, meta: dict[str, Any], progress: DeliveryProgress) -> None:
     """Apps first (they prepare their payload, then wait for go.json), then t0 and the node daemons."""
@@ -406,7 +405,7 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
         meta["late_start_s"] = round(late, 3)
     queued = [n for n in plan.nodes if queue_bound(plan, n)]
     endpoints = sorted(apps)
-    meta["_nfq_before"] = {n: meshmod.parse_nfq(t).get(meshmod.QUEUE_NUM)
+    meta["_nfq_before"] = {n: parse_nfq(t).get(kernel_plan.QUEUE_NUM)
                            for n, t in _read(run, queued, lambda r: "cat /proc/net/netfilter/nfnetlink_queue").items()}
     meta["_tcp_before"] = {n: parse_tcpext(t) for n, t in _read(run, endpoints, lambda r: "cat /proc/net/netstat").items()}
 
@@ -461,7 +460,7 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: meshmod.MeshPlan,
         time.sleep(inventory.poll_interval_s)
 
 
-def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshPlan, cfg: dict[str, Any],
+def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: MeshPlan, cfg: dict[str, Any],
               meta: dict[str, Any]) -> None:
     """Counters, stop, gather, restore, compare: on every host that can be reached; problems per host."""
     problems: dict[str, list[str]] = {}
@@ -475,18 +474,18 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshP
     if nfq_before is not None:
         queued = [run.by_node[n] for n in nfq_before]
         after = each(queued, "counters", lambda r: r.run("cat /proc/net/netfilter/nfnetlink_queue", root=True).stdout)
-        meta["nfqueue"] = {n: {"before": nfq_before[n], "after": meshmod.parse_nfq(t).get(meshmod.QUEUE_NUM)}
+        meta["nfqueue"] = {n: {"before": nfq_before[n], "after": parse_nfq(t).get(kernel_plan.QUEUE_NUM)}
                            for n, t in after.items()}
         stat_nodes = [run.by_node[n] for n in plan.loss_rates]
         stat = each(stat_nodes, "counters", lambda r: r.run(
             f"{run.snaps[r.host.node].iptables_cmd} -t raw -L {kernel.CHAIN_PREFIX}PREROUTING -v -x -n",
             root=True).stdout)
-        meta["statistic_drops"] = {n: meshmod.parse_statistic_drops(t) for n, t in stat.items()}
+        meta["statistic_drops"] = {n: parse_statistic_drops(t) for n, t in stat.items()}
     if tcp_before is not None:
         eps = [run.by_node[n] for n in tcp_before]
         now = each(eps, "counters", lambda r: r.run("cat /proc/net/netstat", root=True).stdout)
         meta["tcp_counters"] = {n: {k: parse_tcpext(t).get(k, 0) - tcp_before[n].get(k, 0)
-                                    for k in meshmod.TCP_EXT_COUNTERS if k in parse_tcpext(t)}
+                                    for k in TCP_EXT_COUNTERS if k in parse_tcpext(t)}
                                 for n, t in now.items()}
     stopped = each(armed, "stop", lambda r: r.run(stop_command(run.rdirs[r.host.node], run.procs[r.host.node]),
                                                    root=True, timeout=60).stdout)
@@ -512,15 +511,15 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: meshmod.MeshP
     meta["gathered"] = each(armed, "gather", gather)
     restore_hosts(armed, hplans, run.snaps, meta, problems)
     for n, count in meta.get("statistic_drops", {}).items():
-        _append_drops(run.rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
+        append_drops(run.rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
     for n, rec in meta.get("nfqueue", {}).items():
         b, a = rec["before"] or {}, rec["after"] or {}
         for key in ("queue_dropped", "user_dropped"):
-            _append_drops(run.rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
+            append_drops(run.rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
     record_problems(meta, problems, run.remotes)
 
 
-def _dry_run(cfg: dict[str, Any], plan: meshmod.MeshPlan, inv: Inventory, rdirs: dict[str, str], seed: int,
+def _dry_run(cfg: dict[str, Any], plan: MeshPlan, inv: Inventory, rdirs: dict[str, str], seed: int,
              echo: TextIO | None) -> dict[str, Any]:
     """What a kernel run would do on each host (the scripts with placeholders for what the snapshot reads)."""
     import sys

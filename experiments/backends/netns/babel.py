@@ -214,11 +214,5 @@ def wait_converged(namespaces: Mapping[str, str], addrs: Mapping[str, str], aliv
         time.sleep(0.2)
 
 
-def hello_s_of(cfg: Mapping[str, Any]) -> float | None:
-    """The Hello interval of a babeld run, None when the builtin routing runs."""
-    r = cfg["routing"]
-    return float(r["babel_hello_s"]) if r["daemon"] == "babeld" else None
-
-
 __all__ = ["BABELD", "BABEL_PORT", "BabelWatch", "config_text", "loss_rules", "parse_proc_route", "route_diff",
-           "wait_converged", "missing", "hello_s_of", "mesh_routes", "kernel_routes"]
+           "wait_converged", "missing", "mesh_routes", "kernel_routes"]

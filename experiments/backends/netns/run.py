@@ -18,11 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from experiments.backends.kernel_counters import append_drops
+from experiments.backends.kernel_plan import app_flow
 from experiments.progress import DeliveryProgress
 from experiments.backends.netns import mesh as meshmod
 from experiments.backends.netns import babel, state
 from experiments.backends.netns.sh import NetnsError, require_prerequisites
-from experiments.build import FlowPlan, flow_plans, mac_on, new_key, start_rep, write_key, write_meta
+from experiments.build import flow_plans, mac_on, new_key, start_rep, write_key, write_meta
 from experiments.schema import Variant
 from experiments.stopping import Terminated, stop_reason
 from routing.drivers.eventlog import write_failure
@@ -36,14 +38,6 @@ PROBE_PORT = 7700
 
 class RunFailed(RuntimeError):
     pass
-
-
-def app_flow(fp: FlowPlan, addrs: dict[str, str]) -> dict[str, Any]:
-    """The ``flow`` of a kernel-TCP app's config (tcpapp), from the experiment's flow plan: the netns
-    and the Pis' kernel data plane write the same."""
-    return {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
-            "dport": fp.dport, "segments": fp.segments, "segment_size": fp.segment_size,
-            "data_seed": fp.data_seed, "start_s": fp.start}
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
@@ -123,16 +117,6 @@ def _wait_files(paths: list[Path], procs: Procs, timeout: float, may_end: set[st
             missing = [p.name for p in paths if not p.exists()]
             raise RunFailed(f"not ready after {timeout} s: {', '.join(missing)}")
         time.sleep(0.05)
-
-
-def _append_drops(log: Path, node: str, reason: str, count: int, detail: str) -> None:
-    """Drops counted by the kernel (queue overflow, statistic match), one ``drop`` event each."""
-    if count <= 0:
-        return
-    line = json.dumps({"t": round(time.time(), 6), "node": node, "ev": "drop", "reason": reason,
-                       "detail": detail}, separators=(",", ":")) + "\n"
-    with open(log, "a") as f:
-        f.write(line * count)
 
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
@@ -373,16 +357,16 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
         for n in queued:
             b, a = before[n] or {}, after[n] or {}
             for key in ("queue_dropped", "user_dropped"):
-                _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
+                append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0), f"nfqueue {key}")
         for n in shaped:      # the link shaper's kernel queue overflowed (held packets count against max_len)
             b, a = before_link[n] or {}, after_link[n] or {}
             for key in ("queue_dropped", "user_dropped"):
-                _append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0),
+                append_drops(rep_dir / f"{n}.log", n, "queue", a.get(key, 0) - b.get(key, 0),
                               f"nfqueue {'medium' if plan.medium else 'link shaper'} {key}")
         for n, devs in links.items():
             for dev, c in devs.items():
-                _append_drops(rep_dir / f"{n}.log", n, "queue", c.get("qdisc_dropped", 0), f"qdisc {dev}")
+                append_drops(rep_dir / f"{n}.log", n, "queue", c.get("qdisc_dropped", 0), f"qdisc {dev}")
         for n, count in stat.items():
-            _append_drops(rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
+            append_drops(rep_dir / f"{n}.log", n, "loss", count, "iptables statistic")
     if meta["status"] == "running":
         meta["status"] = "ok"

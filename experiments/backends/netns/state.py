@@ -26,9 +26,11 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from experiments.backends import kernel_plan
+from experiments.backends.kernel_plan import NS_PREFIX, PlanError, ns_name
 from experiments.backends.netns.sh import NetnsError, run
 
-PREFIX = "aspn-"
+PREFIX = NS_PREFIX
 SHARED_PREFIXES = ("aspn-", "aspv-")     # namespaces that rely on the unreachable route
 STATE_DIR = Path("/run/aspan-netns")
 TEST_RANGE = ipaddress.IPv4Network("10.2.0.0/16")
@@ -41,16 +43,12 @@ def new_run_id() -> str:
     return secrets.token_hex(3)
 
 
-def ns_name(rid: str, node: str) -> str:
-    return f"{PREFIX}{rid}-{node}"
-
-
 def veth_name(rid: str, link: int, end: str) -> str:
-    """``an<run id><link><a|b>``: at most 15 characters up to link 999."""
-    name = f"an{rid}{link}{end}"
-    if len(name) > 15:
-        raise NetnsError(f"interface name {name} is longer than 15 characters")
-    return name
+    """``an<run id><link><a|b>`` (:func:`experiments.backends.kernel_plan.veth_name`); NetnsError if too long."""
+    try:
+        return kernel_plan.veth_name(rid, link, end)
+    except PlanError as e:
+        raise NetnsError(str(e)) from None
 
 
 def run_id_of(ns: str) -> str | None:

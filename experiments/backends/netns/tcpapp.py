@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from experiments.backends.kernel_counters import parse_tcpext
 from routing.drivers.eventlog import EventLog
 from tcp_user.bulk import DELIVER_LOG_BYTES
 
@@ -60,15 +61,6 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
     return {"state": v[0], "ca_state": v[1], "retransmits": v[2], "rto_us": u32[0], "snd_mss": u32[2],
             "unacked": u32[4], "lost": u32[6], "retrans": u32[7], "rtt_us": u32[15],
             "snd_ssthresh": u32[17], "snd_cwnd": u32[18], "total_retrans": u32[23]}
-
-
-def parse_tcpext(text: str) -> dict[str, int]:
-    """The TcpExt counters of a /proc/net/netstat text (a line of names, then a line of values)."""
-    lines = text.splitlines()
-    for names, values in zip(lines[::2], lines[1::2]):
-        if names.startswith("TcpExt:") and values.startswith("TcpExt:"):
-            return dict(zip(names.split()[1:], (int(x) for x in values.split()[1:])))
-    return {}
 
 
 def read_tcpext(path: str = "/proc/net/netstat") -> dict[str, int]:
