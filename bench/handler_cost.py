@@ -11,7 +11,7 @@ through ``NfqDriver``'s real callbacks with a stand-in for netfilterqueue's Pack
   the data of 400 segments before (the window in flight: B caches about 400 segments
   on average under policy every in bench netns_goodput), so caches stay bounded.
 
-The snoop forwarders are built as the node daemon builds them (``node._forwarder``, with
+The snoop forwarders are built as the node daemon builds them (``node.forwarder``, with
 the real ``EventLog`` writing to a temporary file, flushed every ``--batch`` packets as
 the driver flushes after each batch), with p = 1 on every link and no loss: the netns
 benchmark's setting.  Baseline in the same run: the accept-only callback on the same
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from routing.drivers.eventlog import EventLog
-from experiments.backends.netns.node import _forwarder
+from experiments.backends.netns.node import forwarder
 from experiments.schema import load_experiment
 from routing.kernel.ipv4 import checksum
 from routing.kernel.forwarder import HOOK_FWD, HOOK_OUT
@@ -97,7 +97,7 @@ class _Quality:
 def _driver(node: str, policy: str | None, log: EventLog) -> NfqDriver:
     fw = None
     if policy is not None:
-        fw = _forwarder(_config(policy), node, 1, 0.0, _Quality(), log, 94, True)   # type: ignore[arg-type]
+        fw = forwarder(_config(policy), node, 1, 0.0, _Quality(), log, 94, True)   # type: ignore[arg-type]
     return NfqDriver.without_queue(fw, log.emit, log.flush)
 
 

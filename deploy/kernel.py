@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from deploy import macfilter
 from deploy import radio as radio_mod
 from deploy.hosts import HostError, Remote
-from deploy.nodes import ALIVE_FN, _stop_snippet
+from deploy.nodes import ALIVE_FN, stop_snippet
 
 CHAINS = (("raw", "PREROUTING"), ("filter", "INPUT"), ("filter", "FORWARD"), ("filter", "OUTPUT"))
 CHAIN_PREFIX = "ASPAN-"
@@ -214,7 +214,7 @@ def restore_script(plan: HostPlan, snap: Snapshot, install_dir: str) -> str:
     lines = ["#!/bin/sh", "# written by aspan (pi backend, kernel data plane) before the run changed anything",
              "fail=0", "try() { \"$@\" || { echo \"restore: failed: $*\" >&2; fail=1; }; }", ALIVE_FN.strip()]
     for pf in plan.pidfiles:
-        lines.append(_stop_snippet(q(pf), 5.0) + " >/dev/null")
+        lines.append(stop_snippet(q(pf), 5.0) + " >/dev/null")
     for table, chain in CHAINS:
         ours = CHAIN_PREFIX + chain
         lines.append(f"while {ipt} -t {table} -C {chain} -j {ours} 2>/dev/null; do try {ipt} -t {table} -D {chain} "

@@ -63,7 +63,7 @@ def poll_command(rdir: str, node: str) -> str:
             f"tail -c 4000 {q(node + '.log')} 2>/dev/null | grep '\"ev\":\"deliver\"' | tail -n 1; true")
 
 
-def _stop_snippet(pidfile: str, grace_s: float) -> str:
+def stop_snippet(pidfile: str, grace_s: float) -> str:
     """Shell code: SIGTERM the process group in ``pidfile`` (a shell word), SIGKILL after ``grace_s``."""
     steps = int(grace_s / 0.1)
     return (f"if [ -f {pidfile} ] && P=$(cat {pidfile}) && ours \"$P\" {pidfile}; then "
@@ -75,7 +75,7 @@ def _stop_snippet(pidfile: str, grace_s: float) -> str:
 
 def stop_pidfile_command(pidfile: str, grace_s: float = STOP_GRACE_S) -> str:
     """Stop the node of ``pidfile``; prints ``stopped PID``, ``killed PID`` or ``not-running``."""
-    return ALIVE_FN + _stop_snippet(shlex.quote(pidfile), grace_s)
+    return ALIVE_FN + stop_snippet(shlex.quote(pidfile), grace_s)
 
 
 def stop_all_command(work_dir: str, grace_s: float = STOP_GRACE_S) -> str:
@@ -83,7 +83,7 @@ def stop_all_command(work_dir: str, grace_s: float = STOP_GRACE_S) -> str:
     q = shlex.quote
     return (f"{ALIVE_FN}test -d {q(work_dir)} || exit 0; "
             f"find {q(work_dir)} -name '*.pid' -type f | while read -r f; do "
-            f"echo \"$f $({_stop_snippet(chr(34) + '$f' + chr(34), grace_s)})\"; done")
+            f"echo \"$f $({stop_snippet(chr(34) + '$f' + chr(34), grace_s)})\"; done")
 
 
 def running_nodes_command(work_dir: str) -> str:

@@ -25,7 +25,7 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
 from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 from plots.routing import time_marks  # noqa: E402
-from plots.style import variant_ticks  # noqa: E402
+from plots.style import colors as _colors, new_figure as _new, save as _save, variant_ticks  # noqa: E402
 from plots.reference import figure_title  # noqa: E402
 
 __all__ = [
@@ -53,28 +53,6 @@ _STYLES = ["-", "--", "-.", ":"]
 
 
 # ----------------------------------------------------------------------------- helpers
-
-def _colors(n: int) -> list[Any]:
-    cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
-    return [cmap(i % cmap.N) for i in range(n)]
-
-
-def _save(fig: Figure, out_dir: Path, name: str) -> list[Path]:
-    """Write ``name.png`` and ``name.svg`` (reproducible metadata, fixed svg hash salt, SVG
-    text kept as text so labels stay searchable and editable)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
-    with matplotlib.rc_context({"svg.hashsalt": "aspan-plots", "svg.fonttype": "none"}):
-        fig.savefig(png, dpi=150, metadata={"Software": None})
-        fig.set_layout_engine("none")  # keep the layout just computed: saves a second pass
-        fig.savefig(svg, metadata={"Date": None})
-    return [png, svg]
-
-
-def _new(width: float = 6.4, height: float = 4.2) -> tuple[Figure, Axes]:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    return fig, fig.add_subplot()
-
 
 def _stats(values: Sequence[float]) -> tuple[float, float, float]:
     """mean, min, max of the finite values (NaN if none)."""

@@ -18,8 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from plots.figures import _colors, _new, _save
-from plots.style import variant_ticks
+from plots.style import colors, new_figure, variant_ticks
+from plots.style import save as _save   # one name per module, replaced by tests that only collect figures
 from plots.logs import PARQUET, iter_reps, load_experiment
 from plots.numbers import plain
 
@@ -177,7 +177,7 @@ def airtime_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
     share = share.reindex([v for v in order if v in share.index])
     nodes = sorted(share.columns)
     share = share[nodes]
-    fig, ax = _new(max(4.8, 2.4 + 0.6 * len(nodes)), max(2.6, 1.6 + 0.35 * len(share)))
+    fig, ax = new_figure(max(4.8, 2.4 + 0.6 * len(nodes)), max(2.6, 1.6 + 0.35 * len(share)))
     values = share.to_numpy(dtype=float)
     im = ax.imshow(values, aspect="auto", cmap="viridis", vmin=0)
     ax.set_xticks(range(len(nodes)), nodes)
@@ -209,10 +209,10 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
     per_rep = mac.groupby(["variant", "repetition"])[RETRY_METRICS].sum()
     mean = per_rep.groupby("variant").mean()
     mean = mean.reindex([v for v in order if v in mean.index])
-    fig, ax = _new(min(14.0, max(6.4, 0.45 * len(mean) * len(RETRY_METRICS) + 2.0)))
+    fig, ax = new_figure(min(14.0, max(6.4, 0.45 * len(mean) * len(RETRY_METRICS) + 2.0)))
     x = np.arange(len(mean))
     w = 0.8 / len(RETRY_METRICS)
-    for k, (m, color) in enumerate(zip(RETRY_METRICS, _colors(len(RETRY_METRICS)))):
+    for k, (m, color) in enumerate(zip(RETRY_METRICS, colors(len(RETRY_METRICS)))):
         ax.bar(x + (k - (len(RETRY_METRICS) - 1) / 2) * w, mean[m].to_numpy(dtype=float), w, label=m,
                color=color, alpha=0.85)
     ax.set_yscale("symlog", linthresh=1.0)
@@ -248,7 +248,7 @@ def throughput_figure(data: MediumRuns, out_dir: Path) -> list[Path]:
             ax.plot(part["hops"], part["goodput_mbps"], marker="o", label=f"{field}={sv}")
     else:       # one point per variant at its hop count
         per_variant = s.groupby("variant", sort=False).agg(hops=("hops", "first"), goodput=("goodput_mbps", "mean"))
-        for (v, row), color in zip(per_variant.iterrows(), _colors(len(per_variant))):
+        for (v, row), color in zip(per_variant.iterrows(), colors(len(per_variant))):
             ax.plot([row["hops"]], [row["goodput"]], marker="o", linestyle="", label=str(v), color=color)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(bottom=0)

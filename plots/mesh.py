@@ -36,7 +36,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402
 
-from plots.figures import _colors, _save  # noqa: E402
+from plots import style  # noqa: E402
 from plots.logs import PARQUET, RepLogs, events_frame, iter_reps, load_experiment, read_meta  # noqa: E402
 from plots.summary import cache_node_means  # noqa: E402
 
@@ -515,7 +515,7 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     top = max([ld.local_retransmissions for p in panels for ld in p.loads.values()] + [1.0])
     norm, cmap = Normalize(0.0, top), matplotlib.colormaps["YlOrRd"]
     n_flows = max(len(p.flows) for p in panels)
-    colors = _colors(max(n_flows, 2))   # flow i has colour i in every panel
+    colors = style.colors(max(n_flows, 2))   # flow i has colour i in every panel
     for ax, panel, pos in zip(axes.flat, panels, layouts):
         _draw_panel(ax, panel, pos, norm, cmap, colors)
     for ax in list(axes.flat)[len(panels):]:
@@ -534,7 +534,7 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
         legend += f"; meshes of more than {DENSE_NODES} nodes: values of the {DENSE_LABELS} busiest nodes only"
     width = int(11 * fig.get_figwidth())   # characters of "small" (8.3 pt) text across the figure
     fig.suptitle("Mesh: routes per flow\n" + textwrap.fill(legend, width), fontsize="small")
-    return _save(fig, out_dir, name)
+    return style.save(fig, out_dir, name)
 
 
 def draw_mesh(panels: Sequence[MeshPanel], out_dir: Path) -> dict[str, list[Path]]:

@@ -32,8 +32,8 @@ from deploy import kernel, nodes, radio
 from routing.drivers.station import STATION_DUMP_S
 from deploy.hosts import GroupException, Remote, by_name, close_all, describe_error, on_hosts, open_remotes
 from deploy.inventory import Inventory, load_inventory_file
-from experiments.backends.pi_common import (POLL_TRIES, RunFailed, _group, _preflight, arm_hosts, check_hosts, dry_arm,
-                                            experiment_graph, record_problems, restore_hosts)
+from experiments.backends.pi_common import (POLL_TRIES, RunFailed, arm_hosts, check_hosts, dry_arm, experiment_graph,
+                                            on_all_hosts, preflight, record_problems, restore_hosts)
 from experiments.build import base_meta, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.progress import DeliveryProgress
 from experiments.schema import ExperimentError, Variant
@@ -109,7 +109,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     meta["graph_filter"] = inventory.graph_filter
     must_arm = mac_filter or any(p.radio is not None and not p.radio.empty for p in plans.values())
     try:
-        offsets = _preflight(remotes, rdirs, meta)
+        offsets = preflight(remotes, rdirs, meta)
         if not must_arm:
             meta["mac_filter"] = None
         elif dry_run:
@@ -135,7 +135,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
             return nodes.start(r, rdirs[n], n, rep_dir / f"{n}.node.json",
                                rep_dir / f"{n}.key" if key is not None else None)
 
-        meta["pids"] = {rnode[name]: pid for name, pid in _group(remotes, start_one).items()}
+        meta["pids"] = {rnode[name]: pid for name, pid in on_all_hosts(remotes, start_one).items()}
         for n in names:     # every node has its key now: the laptop's copies go
             (rep_dir / f"{n}.key").unlink(missing_ok=True)
         end_by = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]

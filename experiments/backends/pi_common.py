@@ -29,7 +29,7 @@ class RunFailed(RuntimeError):
         super().__init__("; ".join(lines))
 
 
-def _group(remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[str, Any]:
+def on_all_hosts(remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[str, Any]:
     """``on_hosts`` keyed by host name; any host failing raises RunFailed with a line per host."""
     try:
         return by_name(on_hosts(remotes, task), remotes)
@@ -69,7 +69,7 @@ def parse_platform(line: str) -> dict[str, str]:
     return {k: got[k] for k in ("machine", "python", "libc")}
 
 
-def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any]) -> dict[str, float]:
+def preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any]) -> dict[str, float]:
     """Every host: installed, no node still running, its run directory made, clock offset measured."""
 
     def check(r: Remote) -> tuple[clock.ClockSample, dict[str, str]]:
@@ -84,7 +84,7 @@ def _preflight(remotes: list[Remote], rdirs: dict[str, str], meta: dict[str, Any
             raise HostError(f"an aspan node still runs there (pid file {running[0]}): run aspan deploy stop")
         return clock.measure(r), platform
 
-    got = _group(remotes, check)
+    got = on_all_hosts(remotes, check)
     by_node = {r.host.node: got[r.name][0] for r in remotes}
     meta["platforms"] = {r.host.node: got[r.name][1] for r in remotes}
     meta["clock_offsets"] = {n: round(s.offset, 6) for n, s in by_node.items()}
@@ -119,7 +119,7 @@ def arm_hosts(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: M
     plan (unless the inventory's ``graph_filter`` is none), upload each host's restore script, then apply
     the plan.  ``snaps`` and ``armed`` fill as it goes: whatever fails, the caller restores every host in
     ``armed`` (:func:`restore_hosts`)."""
-    got = _group(remotes, lambda r: kernel.snapshot(r, plans[r.host.node]))
+    got = on_all_hosts(remotes, lambda r: kernel.snapshot(r, plans[r.host.node]))
     snaps.update({r.host.node: got[r.name] for r in remotes})
     left = [f"{r.host.label()}: leftovers of an earlier run ({', '.join(snaps[r.host.node].leftovers)}): "
             "run aspan deploy stop" for r in remotes if snaps[r.host.node].leftovers]
@@ -146,7 +146,7 @@ def arm_hosts(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: M
         r.put(local, kernel.restore_path(r.host.install_dir))
         r.run(kernel.apply_script(plans[n], snaps[n]), root=True)
 
-    _group(remotes, arm)
+    on_all_hosts(remotes, arm)
 
 
 def dry_arm(remotes: list[Remote], plans: dict[str, kernel.HostPlan], graph: MeshGraph,

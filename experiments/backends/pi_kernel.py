@@ -4,10 +4,11 @@ The netns backend's pieces, run over SSH instead of ``ip netns exec``: the kerne
 share (:func:`experiments.backends.kernel_plan.plan_mesh`, with the inventory's mesh addresses),
 its routes, sysctls and iptables rules (:func:`~experiments.backends.kernel_plan.rule_specs`
 with the Pi's mesh interface), the counters' parsers (experiments/backends/kernel_counters.py),
-the netns backend's node daemon (``experiments.backends.netns.node``) and its kernel-TCP apps (``experiments.backends.netns.tcpapp``: the hash-checked bulk transfer or
-iperf3, TCP_INFO cwnd sampling, TcpExt loss counters).  What this module adds is what SSH
-needs: per-host clocks, uploads, polling, gathering, and ``deploy.kernel``'s snapshot and
-restore script, which puts every host back as it was after the run, a failure or Ctrl-C.
+the netns backend's node daemon (``experiments.backends.netns.node``) and its kernel-TCP apps
+(``experiments.backends.netns.tcpapp``: the hash-checked bulk transfer or iperf3, TCP_INFO cwnd
+sampling, TcpExt loss counters).  What this module adds is what SSH needs: per-host clocks,
+uploads, polling, gathering, and ``deploy.kernel``'s snapshot and restore script, which puts
+every host back as it was after the run, a failure or Ctrl-C.
 
 Timeline per (variant, repetition): preflight (installed, netfilterqueue, no node running,
 clock offsets) -> snapshot, upload the restore script, apply (every host) -> apps on the
@@ -30,10 +31,11 @@ from deploy.hosts import (GroupException, HostError, Remote, by_name, close_all,
                           open_remotes)
 from deploy.inventory import Inventory
 from experiments.backends import kernel_plan
-from experiments.backends.kernel_counters import TCP_EXT_COUNTERS, append_drops, parse_nfq, parse_statistic_drops, parse_tcpext
+from experiments.backends.kernel_counters import (TCP_EXT_COUNTERS, append_drops, parse_nfq, parse_statistic_drops,
+                                                  parse_tcpext)
 from experiments.backends.kernel_plan import MeshPlan, PlanError, app_flow
-from experiments.backends.pi_common import (RunFailed, _group, _preflight, arm_hosts, check_hosts, each_host,
-                                            experiment_graph, record_problems, restore_hosts)
+from experiments.backends.pi_common import (RunFailed, arm_hosts, check_hosts, each_host, experiment_graph,
+                                            on_all_hosts, preflight, record_problems, restore_hosts)
 from experiments.progress import DeliveryProgress
 from experiments.build import base_meta, flow_plans, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.schema import ExperimentError, Variant
@@ -191,7 +193,7 @@ def stop_command(rdir: str, names: list[str]) -> str:
     parts = [nodes.ALIVE_FN.rstrip("; ")]
     for n in names:
         pf = f"{rdir}/{n}.pid"
-        parts.append(f"echo {q(n)} $({nodes._stop_snippet(q(pf), ROOT_STOP_GRACE_S)}) "
+        parts.append(f"echo {q(n)} $({nodes.stop_snippet(q(pf), ROOT_STOP_GRACE_S)}) "
                      f"exit $(cat {q(rdir + '/' + n + '.exit')} 2>/dev/null || echo none)")
     parts.append(f"rm -f {q(rdir)}/*.key")
     return "; ".join(parts)
@@ -241,7 +243,7 @@ class _Run:
         self.snaps: dict[str, kernel.Snapshot] = {}
 
     def group(self, remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[str, Any]:
-        return _group(remotes, task)
+        return on_all_hosts(remotes, task)
 
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
@@ -275,7 +277,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
                          sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
     try:
-        offsets = _preflight(remotes, rdirs, meta)
+        offsets = preflight(remotes, rdirs, meta)
         _check_kernel_ready(run, cfg)
         meta["graph_filter"] = inventory.graph_filter
         _arm(run, hplans, experiment_graph(cfg), meta, inventory.graph_filter == "mac")

@@ -43,7 +43,7 @@ from routing.forwarding.step import DROP_REASONS
 from routing.drivers.udp_probe import UdpProber
 
 
-def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
+def forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
                log: EventLog, option: int, handler_loss: bool, table: RouteTable) -> KernelForwarder:
     """Node ``name``'s snoop step: loss model, snoop agent (``snoop.scheme``), routes (as in build_node).
 
@@ -57,6 +57,9 @@ def _forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober
     agent = node_agent(cfg, name, sink)
     return KernelForwarder(addrs[name], table.next_hop, prober.quality, agent, loss, header_fields(cfg),
                            option, sink, adaptive_qos(cfg))
+
+
+_forwarder = forwarder   # the old name (tests/test_flowlog.py)
 
 
 def probe_auth(conf: dict[str, Any], address: str, neighbours: list[str]) -> MeshAuth | None:
@@ -153,7 +156,7 @@ def run_node(conf: dict[str, Any]) -> int:
                            jitter=lambda: jrng.uniform(-0.1, 0.1), auth=probe_auth(conf, addr, table.neighbours))
         fw = None
         if conf["handlers"] == "snoop":
-            fw = _forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"],
+            fw = forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"],
                             table)
             capture = cfg.get("capture") or {}
             if capture.get("enabled"):            # the packets as they leave the handler (docs/LOGS.md)
