@@ -94,7 +94,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from experiments.backends import BACKENDS   # the registry (imports no backend)
+    from experiments.backend_registry import BACKENDS   # imports no backend
     p = argparse.ArgumentParser(prog="aspan", description="A-SPAN TCP snooping testbed: run experiments on a "
                                 "simulated, loopback, namespace or Raspberry Pi mesh, and plot their results.",
                                 epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import yaml
 
-from experiments.backends import BACKENDS, RepRunner
+from experiments.backend_registry import BACKENDS, RepRunner
 from experiments.backends.loopback import refuse_local
 from experiments.build import (measured_routes, refuse_link_loss, refuse_route_hops, refuse_routing_daemon, route_record,
                                route_tables)
@@ -31,7 +31,7 @@ Task = tuple[str, Variant, int, str, "dict[str, Any] | None"]   # (backend, vari
 
 
 def backend_runner(backend: str, options: dict[str, Any] | None = None) -> RepRunner:
-    """The per-repetition entry point of a backend of :data:`experiments.backends.BACKENDS`
+    """The per-repetition entry point of a backend of :data:`experiments.backend_registry.BACKENDS`
     (its module is imported here, lazily: netns and pi need extra packages).
 
     ``options`` carries what a backend needs besides the experiment (pi: ``inventory``).

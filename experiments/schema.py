@@ -18,7 +18,7 @@ import yaml
 from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
-from experiments.backends import BACKENDS
+from experiments.backend_registry import BACKENDS
 from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from experiments.radio_loss import LAYER_FIELD, radio_problems
@@ -85,7 +85,7 @@ def _auth_mode(v: Any) -> str | None:
 SCHEMA: dict[str, Any] = {
     "name": F(STR, None, None, "experiment name (default: file name)"),
     "description": F(STR, "", None, "free text"),
-    "backend": F(STR, "local", member_of(BACKENDS), "where it runs (experiments.backends.BACKENDS)"),
+    "backend": F(STR, "local", member_of(BACKENDS), "where it runs (experiments.backend_registry.BACKENDS)"),
     "seed": F(INT, 1, in_range(0), "base seed; repetition k uses seed + k"),
     "repetitions": F(INT, 1, in_range(1), "runs per variant"),
     "out": F(STR, "runs", None, "output directory"),

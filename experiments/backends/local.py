@@ -187,5 +187,5 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
 
 
 def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
-    """The runner's entry point (experiments.backends.BACKENDS); this backend takes no options."""
+    """The runner's entry point (experiments.backend_registry.BACKENDS); this backend takes no options."""
     return run_rep

@@ -190,5 +190,5 @@ def _all_done(apps: list[Any]) -> Callable[[], bool]:
 
 
 def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict[str, Any]]:
-    """The runner's entry point (experiments.backends.BACKENDS); this backend takes no options."""
+    """The runner's entry point (experiments.backend_registry.BACKENDS); this backend takes no options."""
     return run_rep

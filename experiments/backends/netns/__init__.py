@@ -1,6 +1,6 @@
 """Backend netns: one network namespace per node, real kernel TCP through NFQUEUE snoop agents.
 
-See docs/NETNS.md.  ``make_run_rep`` is the backend's entry point (experiments.backends.BACKENDS),
+See docs/NETNS.md.  ``make_run_rep`` is the backend's entry point (experiments.backend_registry.BACKENDS),
 ``clean`` removes leftovers of a crashed run (``aspan clean``).
 """
 from __future__ import annotations

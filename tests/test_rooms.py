@@ -1,4 +1,5 @@
-"""No private name crosses a module boundary in the project's own code (issue 38, item 4).
+"""Shared things in shared rooms (issue 38, item 4): no private name crosses a module boundary in the
+project's own code, and the schema takes the backend registry from below it.
 
 A name that starts with one underscore belongs to its module: another module that needs it gets a
 public name (in the module, or in a shared one such as plots/style.py or experiments/backends/
@@ -121,3 +122,26 @@ def test_a_module_may_use_its_own_private_names(tmp_path):
     (pkg / "a.py").write_text("import pkg.a\n_z = 1\n\n\ndef f():\n    return pkg.a._z\n")
     found = private_crossings(project_modules(tmp_path, ("pkg",), ()), tmp_path)
     assert found == []
+
+
+def _project_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (at the top or lazily), absolute names."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_the_schema_imports_no_backend_and_the_registry_imports_nothing_of_the_project():
+    """experiments.schema takes the backend names from experiments.backend_registry, which imports none
+    of the project, so validating a file never imports a backend (issue 38, item 4c)."""
+    modules = project_modules(ROOT)
+    schema = _project_imports(modules["experiments.schema"])
+    assert "experiments.backend_registry" in schema
+    assert not {m for m in schema if m == "experiments.backends" or m.startswith("experiments.backends.")}
+    registry = _project_imports(modules["experiments.backend_registry"])
+    assert not {m for m in registry if m.split(".")[0] in (*PACKAGES, *NEUTRAL)}
