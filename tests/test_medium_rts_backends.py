@@ -35,10 +35,12 @@ def test_the_rts_settings_are_checked() -> None:
 
 
 def test_every_medium_backend_builds_its_medium_from_the_setting() -> None:
-    """One builder for the three: the sim's driver, the local medium process and the netns daemon."""
-    from experiments.backends import medium_process, sim_medium
+    """One builder for the three: the sim's driver, and the local medium process and the netns daemon,
+    whose common life (experiments/backends/medium_daemon.py: run_daemon) builds their medium."""
+    from experiments.backends import medium_daemon, medium_process, sim_medium
     from experiments.backends.netns import medium as netns_medium
-    assert sim_medium.build_medium is medium_process.build_medium is netns_medium.build_medium is build_medium
+    assert sim_medium.build_medium is medium_daemon.build_medium is build_medium
+    assert medium_process.run_daemon is netns_medium.run_daemon is medium_daemon.run_daemon
     cfg = load_experiment({"medium": {"model": "dcf", "rts_threshold": 500, "long_retry_limit": 3},
                            "flows": FLOWS}, "m.yaml").variants[0].config
     phy = build_medium(cfg, 1).phy

@@ -3,8 +3,10 @@
 (experiments/backends/netns/medium.py).
 
 Both carry every frame of a repetition through one :class:`routing.medium.dcf.Medium`, are started by
-the runner with ``--config FILE``, stop when their parent (the runner) is gone, and end
-``medium.log`` with one ``mac`` event per station (docs/MEDIUM.md, docs/LOGS.md).
+the runner with ``--config FILE``, stop when their parent (the runner) is gone, log each frame that
+leaves the medium the same way, and end ``medium.log`` with one ``mac`` event per station
+(docs/MEDIUM.md, docs/LOGS.md).  Their common life is :func:`run_daemon`; each daemon brings only
+what carries its frames (sockets on loopback, NFQUEUE verdicts in the namespaces).
 """
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from experiments.records import write_whole
-from routing.drivers.eventlog import EventLog
-from routing.medium.dcf import Medium
+from experiments.medium_spec import build_medium, replay_signals
+from experiments.radio_loss import attach as attach_radio_loss
+from routing.drivers.eventlog import EventLog, fail_process
+from routing.medium.dcf import Delivered, Dropped, Medium
 
 
 class Stoppable(Protocol):
@@ -32,6 +36,8 @@ class Stoppable(Protocol):
 class Daemon(Stoppable, Protocol):
     def run(self, deadline: float | None) -> None: ...
     def now_ns(self) -> int: ...
+    def close(self) -> None: ...
+    def counters(self) -> dict[str, Any]: ...
 
 
 def watch_parent(proc: Stoppable) -> None:
@@ -79,6 +85,49 @@ def serve(proc: Daemon, medium: Medium, log: EventLog, conf: dict[str, Any], sta
         t = time.time()
         log_mac_stats(log, medium, t, round(proc.now_ns() / 1e9, 6))
         log.emit(t, "node_stop", address="medium", **stopped())
+
+
+def log_delivered(log: EventLog, t: float, now_ns: int, medium: Medium, o: Delivered) -> None:
+    """The ``frame`` event of a frame the medium delivered (``late_us``: how late the daemon handed it on)."""
+    f = o.frame
+    log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts, collisions=f.collisions,
+             airtime_us=round(f.airtime_ns / 1000, 1), rate=medium.phy.rate_name(f.rate),
+             late_us=round((now_ns - o.at_ns) / 1000, 1))
+
+
+def log_dropped(log: EventLog, t: float, o: Dropped) -> None:
+    """The ``drop`` event of a frame the medium dropped (``queue``, ``mac_retry``)."""
+    f = o.frame
+    log.emit(t, "drop", reason=o.reason, src=f.src, dst=f.dst, attempts=f.attempts, len=f.nbytes)
+
+
+def run_daemon(conf: dict[str, Any], make: Callable[[Medium, EventLog], tuple[Daemon, dict[str, Any]]],
+               flow_start: Callable[[Any], float]) -> int:
+    """A medium daemon from its config to its exit code: the medium of ``conf["experiment"]``, the daemon
+    ``make`` builds around it (with what its ``node_start`` says), loss standing for radio errors and
+    recorded signals on the nodes' clock (``flow_start(cfg)``: when the flows start, read when first
+    needed), :func:`serve`, then ``close`` however it ended.  Any error ends in ``node_error`` and an
+    exit code naming it (a write failure too)."""
+    log = EventLog(Path(conf["log"]), "medium", batch=True)
+    code = 0
+    try:
+        cfg = conf["experiment"]
+        medium = build_medium(cfg, conf["seed"], replay=False)     # replay_signals below: the nodes' clock
+        proc, started = make(medium, log)
+        try:
+            # loss that stands for radio errors, drawn per attempt here, on the nodes' clock
+            attach_radio_loss(medium, cfg, conf["seed"], lambda: flow_start(cfg), epoch_seconds(proc))
+            # recorded signals too (medium.signal_trace): the trace's second 0 is the flows' start
+            replay_signals(medium, cfg, lambda: flow_start(cfg), epoch_seconds(proc))
+            serve(proc, medium, log, conf, started, proc.counters)
+        finally:
+            proc.close()
+        log.flush()   # a write error of the last lines ends here, not in close
+    except Exception as e:
+        code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
+    finally:
+        log.close()
+    return code
 
 
 def config_main(argv: list[str], module: str, what: str, run: Callable[[dict[str, Any]], int]) -> int:

@@ -29,11 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.backends.loopback import MEDIUM_FD_MARGIN, directed_links, local_problem, pair_address
-from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
-from experiments.medium_spec import build_medium, replay_signals
-from experiments.radio_loss import attach as attach_radio_loss
+from experiments.backends.medium_daemon import config_main, log_delivered, log_dropped, run_daemon
 from experiments.records import write_whole
-from routing.drivers.eventlog import EventLog, fail_process, write_failure
+from routing.drivers.eventlog import EventLog, write_failure
 from routing.medium.dcf import Delivered, Frame, Medium, Output
 from routing.overlay.wire import IP_UDP_OVERHEAD, MAX_DATAGRAM, PROBE
 
@@ -109,10 +107,9 @@ class MediumProcess:
             return
         t = time.time()
         now = self.now_ns()
-        phy = self.medium.phy
         for o in outs:
-            f = o.frame
             if isinstance(o, Delivered):
+                f = o.frame
                 try:
                     # sent from the socket the receiver knows as its peer ``src`` (pair dst -> src), so a
                     # node that names the previous hop by the datagram's source (captures) names src
@@ -122,11 +119,13 @@ class MediumProcess:
                     self.send_errors += 1
                     self.log.emit(t, "drop", reason="queue", src=f.src, dst=f.dst, detail=f"send: {e}")
                     continue
-                self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
-                              collisions=f.collisions, airtime_us=round(f.airtime_ns / 1000, 1),
-                              rate=phy.rate_name(f.rate), late_us=round((now - o.at_ns) / 1000, 1))
+                log_delivered(self.log, t, now, self.medium, o)
             else:
-                self.log.emit(t, "drop", reason=o.reason, src=f.src, dst=f.dst, attempts=f.attempts, len=f.nbytes)
+                log_dropped(self.log, t, o)
+
+    def counters(self) -> dict[str, Any]:
+        """What ``node_stop`` says of the frames."""
+        return {"frames_in": self.frames_in, "frames_out": self.frames_out, "send_errors": self.send_errors}
 
     def close(self) -> None:
         for s, _, _ in self.by_fd.values():
@@ -199,30 +198,14 @@ def write_t0(rep_dir: Path, t0: float) -> None:
 
 
 def run_medium(conf: dict[str, Any]) -> int:
-    log = EventLog(Path(conf["log"]), "medium", batch=True)
-    code = 0
-    try:
-        cfg = conf["experiment"]
-        medium = build_medium(cfg, conf["seed"], replay=False)     # replay_signals below: the nodes' clock
+    def make(medium: Medium, log: EventLog) -> tuple[MediumProcess, dict[str, Any]]:
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
         _raise_open_files(len(pairs) + MEDIUM_FD_MARGIN)
         proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
-        # loss that stands for radio errors, on the nodes' clock: their t0 is fixed once this process is ready, and
-        # the runner writes it (t0_file) before any node starts, so it is there by the first frame
-        attach_radio_loss(medium, cfg, conf["seed"], lambda: flow_start(Path(conf["t0_file"]), cfg), epoch_seconds(proc))
-        # recorded signals too (medium.signal_trace): the trace's second 0 is the flows' start
-        replay_signals(medium, cfg, lambda: flow_start(Path(conf["t0_file"]), cfg), epoch_seconds(proc))
-        try:
-            serve(proc, medium, log, conf, {"pairs": len(pairs)},
-                  lambda: {"frames_in": proc.frames_in, "frames_out": proc.frames_out, "send_errors": proc.send_errors})
-        finally:
-            proc.close()
-        log.flush()   # a write error of the last lines ends here, not in close
-    except Exception as e:
-        code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
-    finally:
-        log.close()
-    return code
+        return proc, {"pairs": len(pairs)}
+    # the nodes' t0 is fixed once this process is ready, and the runner writes it (t0_file) before any node
+    # starts, so it is there by the first frame
+    return run_daemon(conf, make, lambda cfg: flow_start(Path(conf["t0_file"]), cfg))
 
 
 def main(argv: list[str]) -> int:

@@ -33,11 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.backends.medium_daemon import config_main, epoch_seconds, serve
+from experiments.backends.medium_daemon import config_main, log_delivered, log_dropped, run_daemon
 from experiments.backends.netns.node import go_realtime
-from experiments.medium_spec import build_medium, replay_signals
-from experiments.radio_loss import attach as attach_radio_loss
-from routing.drivers.eventlog import EventLog, fail_process
+from routing.drivers.eventlog import EventLog
 from routing.drivers.link_shaper import SO_TIMESTAMP
 from routing.medium.dcf import Delivered, Frame, Medium, Output
 
@@ -156,19 +154,19 @@ class NetnsMedium:
             return
         t = time.time()
         now = self.now_ns()
-        phy = self.medium.phy
         for o in outs:
-            f = o.frame
             if isinstance(o, Delivered):
-                f.payload.accept()
+                o.frame.payload.accept()
                 self.stats["frames_out"] += 1
-                self.log.emit(t, "frame", src=f.src, dst=f.dst, bytes=f.nbytes, attempts=f.attempts,
-                              collisions=f.collisions, airtime_us=round(f.airtime_ns / 1000, 1),
-                              rate=phy.rate_name(f.rate), late_us=round((now - o.at_ns) / 1000, 1))
+                log_delivered(self.log, t, now, self.medium, o)
             else:
-                f.payload.drop()
+                o.frame.payload.drop()
                 self.stats["dropped"] += 1
-                self.log.emit(t, "drop", reason=o.reason, src=f.src, dst=f.dst, attempts=f.attempts, len=f.nbytes)
+                log_dropped(self.log, t, o)
+
+    def counters(self) -> dict[str, Any]:
+        """What ``node_stop`` says of the packets."""
+        return dict(self.stats)
 
     def close(self) -> None:
         """Accept what the medium still holds (the run is over), unbind every queue."""
@@ -184,31 +182,13 @@ class NetnsMedium:
 
 
 def run_medium(conf: dict[str, Any]) -> int:
-    log = EventLog(Path(conf["log"]), "medium", batch=True)
-    code = 0
-    proc: NetnsMedium | None = None
-    try:
+    def make(medium: Medium, log: EventLog) -> tuple[NetnsMedium, dict[str, Any]]:
         if conf.get("realtime"):
             go_realtime()                                   # as the node daemons
-        cfg = conf["experiment"]
-        medium = build_medium(cfg, conf["seed"], replay=False)     # replay_signals below: the nodes' clock
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}
-        proc = NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log)
-        # loss that stands for radio errors: drawn per attempt here, on the nodes' clock (flows at t0 + settling)
-        attach_radio_loss(medium, cfg, conf["seed"], lambda: conf["t0"] + cfg["etx"]["settle_s"], epoch_seconds(proc))
-        # recorded signals too (medium.signal_trace): the trace's second 0 is the flows' start
-        replay_signals(medium, cfg, lambda: conf["t0"] + cfg["etx"]["settle_s"], epoch_seconds(proc))
-        serve(proc, medium, log, conf, {"nodes": len(nodes)}, lambda: dict(proc.stats))
-        log.flush()   # a write error of the last lines ends here, not in close
-    except Exception as e:
-        code = fail_process(log, e)   # node_error, traceback, exit code (names a write failure)
-    finally:
-        try:
-            if proc is not None:
-                proc.close()
-        finally:
-            log.close()
-    return code
+        return NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log), {"nodes": len(nodes)}
+    # the nodes' clock: their flows start at t0 + settling
+    return run_daemon(conf, make, lambda cfg: conf["t0"] + cfg["etx"]["settle_s"])
 
 
 def main(argv: list[str]) -> int:
