@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         now = time.time()
-        conf = {"experiment": cfg, "node": "B", "seed": 1, "t0": now, "deadline": now + 3600,
+        conf = {"experiment": cfg.to_dict(), "node": "B", "seed": 1, "t0": now, "deadline": now + 3600,
                 "log": str(d / "B.log"), "done_file": str(d / "B.done"), "bind": list(udp["B"]),
                 "peers": {cfg["topology"]["addresses"][m]: list(udp[m]) for m in names if m != "B"}}
         if args.mac:

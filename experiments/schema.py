@@ -19,6 +19,7 @@ from aspan.policy import DUPACK_DISCIPLINES, POLICIES
 from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backend_registry import BACKENDS
+from experiments.config import ExperimentConfig
 from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
 from experiments.radio_loss import LAYER_FIELD, radio_problems
@@ -448,12 +449,12 @@ def _check_scheme(src: str, snoop: dict[str, Any], errs: Errors) -> None:
                                     f"{policy!r} every setting would behave the same"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Variant:
-    """One fully resolved configuration to run ``repetitions`` times."""
+    """One fully resolved configuration to run ``repetitions`` times (typed: experiments/config.py)."""
 
     name: str
-    config: dict[str, Any]
+    config: ExperimentConfig
     sweep_value: Any = None
 
 
@@ -470,7 +471,7 @@ class Experiment:
         out: dict[str, Any] = {"name": self.name, "source": self.source, "base": self.base}
         if self.sweep:
             out["sweep"] = dict(self.sweep)
-        out["variants"] = [{"name": v.name, "sweep_value": v.sweep_value, "config": v.config}
+        out["variants"] = [{"name": v.name, "sweep_value": v.sweep_value, "config": v.config.to_dict()}
                            for v in self.variants]
         return out
 
@@ -519,7 +520,7 @@ def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml"
     bare = {k: v for k, v in data.items() if k not in ("variants", "sweep")}
     specs = _variant_specs(source, raw_variants, errs)
     expanded = _expand_sweep(source, sweep, specs, bool(raw_variants), errs)
-    variants: list[Variant] = []
+    resolved: list[tuple[str, dict[str, Any], Any]] = []
     for vname, over, sval in expanded:
         where = f"variants[{vname}]"
         found: Errors = []
@@ -534,8 +535,9 @@ def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml"
                 continue     # the top-level setting's error, named once above
             prefixed = i < fill_errors or raw_variants or sweep
             errs.append(ExperimentError(source, f"{where}.{e.path}" if prefixed else e.path, e.message))
-        variants.append(Variant(vname, cfg, sval))
+        resolved.append((vname, cfg, sval))
     raise_all(errs)
+    variants = [Variant(vname, ExperimentConfig.from_dict(cfg, "", source), sval) for vname, cfg, sval in resolved]
     return Experiment(source, name, base, variants, sweep or None)
 
 

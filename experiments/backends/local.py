@@ -128,7 +128,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         for a, b in directed_links(cfg):
             neighbours[a].append(b)
         for n in names:
-            conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
+            conf = {"experiment": cfg.to_dict(), "node": n, "seed": seed, "t0": t0, "deadline": deadline,
                     "log": str(rep_dir / f"{n}.log"), "done_file": str(rep_dir / f"{n}.done"),
                     "bind": list(udp[n]),
                     "peers": via_medium[n] if via_medium else {addrs[m]: list(udp[m]) for m in neighbours[n]}}

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from experiments.config import ExperimentConfig
 from experiments.records import write_whole
 from experiments.medium_spec import build_medium, replay_signals
 from experiments.radio_loss import attach as attach_radio_loss
@@ -111,7 +112,7 @@ def run_daemon(conf: dict[str, Any], make: Callable[[Medium, EventLog], tuple[Da
     log = EventLog(Path(conf["log"]), "medium", batch=True)
     code = 0
     try:
-        cfg = conf["experiment"]
+        cfg = ExperimentConfig.from_dict(conf["experiment"], "", "experiment of " + str(conf.get("log")))
         medium = build_medium(cfg, conf["seed"], replay=False)     # replay_signals below: the nodes' clock
         proc, started = make(medium, log)
         try:

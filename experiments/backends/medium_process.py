@@ -149,7 +149,7 @@ def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[st
         raise ValueError(f"{problem[0]}: {problem[1]}")
     plan = [{"src": a, "dst": b, "ip": pair_address(i), "port": port} for i, (a, b) in enumerate(directed_links(cfg))]
     ready = rep_dir / "medium.ready"
-    conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
+    conf = {"experiment": cfg.to_dict(), "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
             "t0_file": str(rep_dir / T0_FILE),
             "deadline": deadline, "pairs": plan, "nodes": {n: list(a) for n, a in udp.items()}}
     cpath = rep_dir / "medium.node.json"

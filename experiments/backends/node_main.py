@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments.config import ExperimentConfig
 from experiments.build import build_node, overlay_tap
 from experiments.link_spec import egress_links
 from experiments.records import write_whole
@@ -55,7 +56,7 @@ def node_auth(conf: dict[str, Any], key: bytes | None, core: Any) -> MeshAuth | 
 def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
     log = EventLog(Path(conf["log"]), name, batch=True)
-    cfg = conf["experiment"]
+    cfg = ExperimentConfig.from_dict(conf["experiment"], "", "experiment of " + str(conf.get("log")))
     addr = cfg["topology"]["addresses"][name]
     exit_code = 0
     tap = None

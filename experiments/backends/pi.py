@@ -63,7 +63,7 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
     hosts = inv.by_node()
     udp = {n: [hosts[n].mesh_address, inv.udp_port] for n in names}
     deadline = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"] + DEADLINE_MARGIN_S
-    return {n: {"experiment": cfg, "node": n, "seed": seed,
+    return {n: {"experiment": cfg.to_dict(), "node": n, "seed": seed,
                 "t0": t0 + offsets.get(n, 0.0), "deadline": deadline + offsets.get(n, 0.0),
                 "log": f"{rdirs[n]}/{n}.log", "done_file": f"{rdirs[n]}/{n}.done",
                 "bind": udp[n], "peers": {addrs[m]: udp[m] for m in names if m != n},

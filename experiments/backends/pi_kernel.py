@@ -17,7 +17,7 @@ counters -> stop the processes -> gather every file -> restore -> compare with t
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 import json
 import shlex
 import signal
@@ -37,6 +37,7 @@ from experiments.backends.kernel_plan import MeshPlan, PlanError, app_flow
 from experiments.backends.pi_common import (RunFailed, arm_hosts, check_hosts, each_host, experiment_graph,
                                             on_all_hosts, preflight, record_problems, restore_hosts)
 from experiments.progress import DeliveryProgress
+from experiments.config import ExperimentConfig, frozen
 from experiments.build import base_meta, flow_plans, mac_on, new_key, rep_seed, write_key, write_meta
 from experiments.schema import ExperimentError, Variant
 from routing.topology.graph import MeshGraph
@@ -48,12 +49,11 @@ READY_TIMEOUT_S = 30.0
 ROOT_STOP_GRACE_S = 5.0
 
 
-def kernel_config(cfg: dict[str, Any], inv: Inventory) -> dict[str, Any]:
+def kernel_config(cfg: ExperimentConfig, inv: Inventory) -> ExperimentConfig:
     """The variant's config with the hosts' mesh addresses as node addresses (kernel TCP uses them)."""
-    out = copy.deepcopy(cfg)
     hosts = inv.by_node()
-    out["topology"]["addresses"] = {n: hosts[n].mesh_address for n in out["topology"]["nodes"]}
-    return out
+    addresses = frozen({n: hosts[n].mesh_address for n in cfg.topology.nodes})
+    return dataclasses.replace(cfg, topology=dataclasses.replace(cfg.topology, addresses=addresses))
 
 
 def plan_for(cfg: dict[str, Any]) -> MeshPlan:
@@ -124,7 +124,7 @@ def node_config(cfg: dict[str, Any], plan: MeshPlan, n: str, seed: int, t0: floa
     and verifies probes and LSAs (``auth.mac``, on by default for the pi backend; issue 27, item 4)."""
     nx = cfg["netns"]
     t_flows = t0 + cfg["etx"]["settle_s"]
-    return {"experiment": cfg, "node": n, "seed": seed, "t0": t0,
+    return {"experiment": cfg.to_dict(), "node": n, "seed": seed, "t0": t0,
             "deadline": t_flows + cfg["limits"]["max_duration_s"] + 60.0,
             "log": f"{rdir}/{n}.log", "ready_file": f"{rdir}/{n}.node.ready", "handlers": plan.handlers,
             "queue": kernel_plan.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from etx.estimator import EtxTable
+from experiments.config import ExperimentConfig
 from experiments.backends.netns.babel import BabelWatch
 from experiments.backends.node_main import read_key
 from experiments.build import (adaptive_qos, babeld_routes, header_fields, node_agent, node_loss_spec, node_routing, node_sink,
@@ -105,7 +106,7 @@ def link_shaper(cfg: dict[str, Any], link: dict[str, Any], name: str, log: Event
 
 def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
-    cfg = conf["experiment"]
+    cfg = ExperimentConfig.from_dict(conf["experiment"], "", "experiment of " + str(conf.get("log")))
     log = EventLog(Path(conf["log"]), name, batch=True)
     addr = cfg["topology"]["addresses"][name]
     parent = os.getppid()

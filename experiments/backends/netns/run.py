@@ -204,7 +204,7 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
     a daemon that failed early did not delete is deleted here once all are up or one failed."""
     nx = cfg["netns"]
     if plan.medium:
-        conf = {"experiment": cfg, "seed": seed, "log": str(rep_dir / "medium.log"), "t0": t0,
+        conf = {"experiment": cfg.to_dict(), "seed": seed, "log": str(rep_dir / "medium.log"), "t0": t0,
                 "ready_file": str(rep_dir / "medium.ready"), "deadline": deadline, "queue": SHAPER_QUEUE,
                 "max_len": nx["queue_maxlen"], "probe_port": PROBE_PORT, "realtime": nx["realtime"],
                 "nodes": {n: {"ns": plan.ns(n), "devs": {dev: nbr for nbr, dev in plan.devs[n].items()}}
@@ -222,7 +222,7 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
                 link = meshmod.link_conf(plan, n)
                 if link is not None:
                     link["board_fd"] = board
-                conf = {"experiment": cfg, "node": n, "seed": seed, "t0": t0, "deadline": deadline,
+                conf = {"experiment": cfg.to_dict(), "node": n, "seed": seed, "t0": t0, "deadline": deadline,
                         "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
                         "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
                         "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
