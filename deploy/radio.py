@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 LEGACY_RATES = (1.0, 2.0, 5.5, 11.0, 6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)
@@ -56,7 +57,7 @@ class RadioState:
     commands: list[str] | None = None          # None: iw listed no "Supported commands"
 
 
-def plan(pi: dict[str, Any], iface: str, freq_mhz: int) -> RadioPlan:
+def plan(pi: Mapping[str, Any], iface: str, freq_mhz: int) -> RadioPlan:
     """The radio plan of one host from the experiment's ``pi`` section and the cell's frequency."""
     return RadioPlan(iface, "2.4" if freq_mhz < 3000 else "5", pi.get("bitrate_mbps"), pi.get("mcs"),
                      pi.get("rts_threshold"), pi.get("txpower_dbm"))

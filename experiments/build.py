@@ -7,6 +7,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aspan.agent import SnoopAgent
@@ -17,6 +18,7 @@ from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
 from aspan.schemes import make_agent
 from etx.estimator import EtxTable
+from experiments.config import ExperimentConfig
 from experiments.medium_spec import positions
 from experiments.radio_loss import is_radio, node_side
 from experiments.records import write_whole
@@ -50,19 +52,19 @@ class FlowPlan:
     data_seed: int
     variant: str
 
-    def name(self, addrs: dict[str, str]) -> str:
+    def name(self, addrs: Mapping[str, str]) -> str:
         return f"{addrs[self.sender]}:{self.sport}>{addrs[self.receiver]}:{self.dport}"
 
 
-def route_tables(cfg: dict[str, Any], link_cost: LinkCost | None = None) -> dict[str, RouteTable]:
+def route_tables(cfg: ExperimentConfig, link_cost: LinkCost | None = None) -> dict[str, RouteTable]:
     """Per node name: its route table over the topology's graph (hop count, or ``link_cost`` per directed
     link for the etx metric), the YAML's overrides on top."""
-    return topology_routes(cfg["topology"], link_cost)
+    return topology_routes(cfg.topology, link_cost)
 
 
-def kernel_data_plane(cfg: dict[str, Any], backend: str) -> bool:
+def kernel_data_plane(cfg: ExperimentConfig, backend: str) -> bool:
     """Does ``backend`` forward this variant's packets by kernel routes (netns; pi with pi.data_plane kernel)?"""
-    return backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel")
+    return backend == "netns" or (backend == "pi" and cfg.pi.data_plane == "kernel")
 
 
 #: The most hops a flow's route may have on the kernel data plane (netns; pi with ``pi.data_plane: kernel``):
@@ -71,17 +73,17 @@ def kernel_data_plane(cfg: dict[str, Any], backend: str) -> bool:
 MAX_KERNEL_HOPS = MAX_NIBBLE
 
 
-def route_hop_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+def route_hop_problems(cfg: ExperimentConfig) -> list[tuple[str, str]]:
     """(field path, reason) for every flow whose route is longer than the option's ``hops`` field can count.
 
     Only the flows' routes matter: the option is stamped on data segments, which follow the route from
     their sender to their receiver; routes no flow takes carry no option, whatever their length.
     """
-    topo = cfg["topology"]
+    topo = cfg.topology
     hops = route_summary(topo, route_tables(cfg))
     problems = []
-    for i, f in enumerate(cfg["flows"]):
-        path = path_of(hops, f["sender"], f["receiver"])
+    for i, f in enumerate(cfg.flows):
+        path = path_of(hops, f.sender, f.receiver)
         if path is not None and len(path) - 1 > MAX_KERNEL_HOPS:
             problems.append((f"flows[{i}]", f"the route {' -> '.join(path)} has {len(path) - 1} hops; the kernel "
                              "data plane carries the hop count in the A-SPAN IPv4 option's 4-bit hops field "
@@ -89,29 +91,31 @@ def route_hop_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
-def refuse_route_hops(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+def refuse_route_hops(source: str, variants: Sequence[tuple[str, Mapping[str, Any]]], backend: str,
                       error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant and flow whose route the kernel data plane cannot count
-    (:func:`route_hop_problems`): on netns, and on pi with ``pi.data_plane: kernel``."""
-    for name, cfg in variants:
+    (:func:`route_hop_problems`): on netns, and on pi with ``pi.data_plane: kernel``.  A variant's config
+    may be given as its mapping (ExperimentConfig.of)."""
+    for name, given in variants:
+        cfg = ExperimentConfig.of(given)
         if kernel_data_plane(cfg, backend):
             for path, why in route_hop_problems(cfg)[:1]:
                 raise error(source, f"variants[{name}].{path}", f"cannot run on backend {backend}: {why}")
 
 
-def link_state(cfg: dict[str, Any]) -> bool:
+def link_state(cfg: ExperimentConfig) -> bool:
     """Do the nodes route by flooded link state (routing.topology.linkstate)?  With the etx metric (static: the
     routes fixed when settling ends) and with ``routing.dynamic``; hop-count static routes need none.
     Not when ``routing.daemon`` hands the routes to babeld (:func:`babeld_routes`)."""
-    return (cfg["routing"]["metric"] == "etx" or cfg["routing"]["dynamic"]) and not babeld_routes(cfg)
+    return (cfg.routing.metric == "etx" or cfg.routing.dynamic) and not babeld_routes(cfg)
 
 
-def babeld_routes(cfg: dict[str, Any]) -> bool:
+def babeld_routes(cfg: ExperimentConfig) -> bool:
     """Does babeld compute and install the routes (``routing.daemon: babeld``; netns only)?"""
-    return cfg["routing"]["daemon"] == "babeld"
+    return cfg.routing.daemon == "babeld"
 
 
-def measured_routes(cfg: dict[str, Any]) -> bool:
+def measured_routes(cfg: ExperimentConfig) -> bool:
     """Do the nodes find their routes while the run goes (our link state, or babeld), so that the routes
     they ended with come from their logs' ``route`` events (:func:`logged_routes`)?"""
     return link_state(cfg) or babeld_routes(cfg)
@@ -126,7 +130,7 @@ BABELD_REFUSED = {
 }
 
 
-def refuse_routing_daemon(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+def refuse_routing_daemon(source: str, variants: Sequence[tuple[str, ExperimentConfig]], backend: str,
                           error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant with ``routing.daemon: babeld`` on a backend other than netns."""
     for name, cfg in variants:
@@ -135,22 +139,22 @@ def refuse_routing_daemon(source: str, variants: list[tuple[str, dict[str, Any]]
                         f"{BABELD_REFUSED[backend]}")
 
 
-def link_state_settings(cfg: dict[str, Any]) -> LinkStateSettings:
-    r = cfg["routing"]
-    return LinkStateSettings(advertise_s=r["advertise_s"], hold_s=r["hold_s"], dead_s=r["dead_s"],
-                             margin=r["margin"], switch_after_s=r["switch_after_s"])
+def link_state_settings(cfg: ExperimentConfig) -> LinkStateSettings:
+    r = cfg.routing
+    return LinkStateSettings(advertise_s=r.advertise_s, hold_s=r.hold_s, dead_s=r.dead_s,
+                             margin=r.margin, switch_after_s=r.switch_after_s)
 
 
-def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable) -> LinkStateRouter | None:
+def node_router(cfg: ExperimentConfig, name: str, etx: EtxTable, table: RouteTable) -> LinkStateRouter | None:
     """Node ``name``'s link-state router over its ETX table (None without link-state routing): link cost
     ETX (``routing.metric: etx``) or 1 per live link (``hops``); ``table``: the routes it starts with (the
     schema refuses route overrides with link-state routing)."""
     if not link_state(cfg):
         return None
-    topo = cfg["topology"]
-    addrs = topo["addresses"]
+    topo = cfg.topology
+    addrs = topo.addresses
     graph = graph_of(topo)
-    if cfg["routing"]["metric"] == "etx":
+    if cfg.routing.metric == "etx":
         def cost(nbr: str, now: float) -> float:
             return etx.link(nbr).etx()
     else:
@@ -161,27 +165,27 @@ def node_router(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable
                            initial=table.as_dict())
 
 
-def node_routing(cfg: dict[str, Any], name: str, etx: EtxTable, table: RouteTable, t0: float) -> Routing | None:
+def node_routing(cfg: ExperimentConfig, name: str, etx: EtxTable, table: RouteTable, t0: float) -> Routing | None:
     """What drives node ``name``'s router on the overlay (routing.overlay.node.Routing): static routes by ETX are
     computed once when settling ends (``t0 + etx.settle_s``); dynamic routes from halfway through settling
     (at least two advertisement intervals after probing starts), and then whenever the link state changes."""
     router = node_router(cfg, name, etx, table)
     if router is None:
         return None
-    t_flows = t0 + cfg["etx"]["settle_s"]
-    first = t0 + max(2 * cfg["routing"]["advertise_s"], cfg["etx"]["settle_s"] / 2)
-    return Routing(router, first, None if cfg["routing"]["dynamic"] else t_flows)
+    t_flows = t0 + cfg.etx.flow_start_s
+    first = t0 + max(2 * cfg.routing.advertise_s, cfg.etx.settle_s / 2)
+    return Routing(router, first, None if cfg.routing.dynamic else t_flows)
 
 
-def link_state_record(cfg: dict[str, Any], tables: dict[str, RouteTable],
+def link_state_record(cfg: ExperimentConfig, tables: dict[str, RouteTable],
                       routers: dict[str, LinkStateRouter]) -> dict[str, Any]:
     """meta.json's ``routing`` after a run with link-state routing: the routes the nodes ended with
     (``tables``, per node name) and the link costs each node last advertised (its own LSA), ``"A>B"``:
     the cost of sending from A to B; a link a node did not advertise (down, or never heard) is null."""
-    topo = cfg["topology"]
-    addrs = topo["addresses"]
+    topo = cfg.topology
+    addrs = topo.addresses
     name_of = {a: n for n, a in addrs.items()}
-    costs: dict[str, float] = {f"{u}>{v}": math.inf for a, b in topo["links"] for u, v in ((a, b), (b, a))}
+    costs: dict[str, float] = {f"{u}>{v}": math.inf for a, b in topo.links for u, v in ((a, b), (b, a))}
     for n, router in routers.items():
         own = router.database().get(addrs[n])
         for v, c in (own.links if own is not None else ()):
@@ -192,126 +196,124 @@ def link_state_record(cfg: dict[str, Any], tables: dict[str, RouteTable],
     return rec
 
 
-def medium_positions(cfg: dict[str, Any]) -> dict[str, list[float]] | None:
+def medium_positions(cfg: ExperimentConfig) -> dict[str, list[float]] | None:
     """The dcf medium's node positions for meta.json (plots draws the mesh there), None without them."""
-    if cfg["medium"]["model"] == "none":
+    if cfg.medium.model == "none":
         return None
     pos = positions(cfg)
     return None if pos is None else {n: [round(float(x), 3), round(float(y), 3)] for n, (x, y) in pos.items()}
 
 
-def route_record(cfg: dict[str, Any], tables: dict[str, RouteTable], measured: bool = False,
+def route_record(cfg: ExperimentConfig, tables: dict[str, RouteTable], measured: bool = False,
                  costs: dict[str, float] | None = None) -> dict[str, Any]:
     """What meta.json and routes.json say of the routes: the metric, the links, every node's next hop per
     destination (names), each flow's path, and with the etx metric the link costs they came from
     (``"A>B"``: ETX of sending from A to B)."""
-    topo = cfg["topology"]
+    topo = cfg.topology
     hops = route_summary(topo, tables)
-    rec: dict[str, Any] = {"metric": cfg["routing"]["metric"], "dynamic": cfg["routing"]["dynamic"],
+    rec: dict[str, Any] = {"metric": cfg.routing.metric, "dynamic": cfg.routing.dynamic,
                            "measured": measured,
-                           "links": [list(p) for p in topo["links"]], "routes": hops,
-                           "paths": [path_of(hops, f["sender"], f["receiver"]) for f in cfg["flows"]]}
+                           "links": [list(p) for p in topo.links], "routes": hops,
+                           "paths": [path_of(hops, f.sender, f.receiver) for f in cfg.flows]}
     if costs is not None:
         rec["link_etx"] = {k: (round(v, 4) if math.isfinite(v) else None) for k, v in costs.items()}
     return rec
 
 
-def flow_plans(cfg: dict[str, Any], seed: int, t_flows: float) -> list[FlowPlan]:
-    return [FlowPlan(i, f["sender"], f["receiver"], f["segments"], f["segment_size"],
-                     t_flows + f["start_s"], SENDER_PORT + i, RECEIVER_PORT + i, seed * 1000 + i,
-                     f["variant"] or cfg["tcp"]["variant"])
-            for i, f in enumerate(cfg["flows"])]
+def flow_plans(cfg: ExperimentConfig, seed: int, t_flows: float) -> list[FlowPlan]:
+    return [FlowPlan(i, f.sender, f.receiver, f.segments, f.segment_size,
+                     t_flows + f.start_s, SENDER_PORT + i, RECEIVER_PORT + i, seed * 1000 + i,
+                     f.variant or cfg.tcp.variant)
+            for i, f in enumerate(cfg.flows)]
 
 
-def configured_flows(cfg: dict[str, Any]) -> list[str]:
+def configured_flows(cfg: ExperimentConfig) -> list[str]:
     """The data direction ``src:sport>dst:dport`` of every flow of the experiment: the traffic that explains
     a node's per-packet log lines (routing.forwarding.flowlog.FlowLog.explains)."""
-    addrs = cfg["topology"]["addresses"]
+    addrs = cfg.topology.addresses
     return [fp.name(addrs) for fp in flow_plans(cfg, 0, 0.0)]
 
 
-def node_sink(cfg: dict[str, Any], log: EventSink | Emit | None) -> FlowLog:
+def node_sink(cfg: ExperimentConfig, log: EventSink | Emit | None) -> FlowLog:
     """A node's event sink: ``log``, with the lines of traffic no configured flow explains aggregated
     (routing.forwarding.flowlog; docs/LOGS.md, "Traffic no configured flow explains")."""
     return FlowLog(as_sink(log), configured_flows(cfg))
 
 
-def tcp_config(cfg: dict[str, Any], mss: int, variant: str | None = None) -> TcpConfig:
-    t = cfg["tcp"]
-    return TcpConfig(variant=variant or t["variant"], mss=mss, init_cwnd=t["init_cwnd"],
-                     rcv_buffer=t["rcv_buffer_segments"] * mss, min_rto=t["min_rto_s"],
-                     max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"],
-                     snack=t.get("snack", False), delayed_ack=t.get("delayed_ack", False),
-                     delack_s=t.get("delack_s", 0.2))
+def tcp_config(cfg: ExperimentConfig, mss: int, variant: str | None = None) -> TcpConfig:
+    t = cfg.tcp
+    return TcpConfig(variant=variant or t.variant, mss=mss, init_cwnd=t.init_cwnd,
+                     rcv_buffer=t.rcv_buffer_segments * mss, min_rto=t.min_rto_s,
+                     max_rto=t.max_rto_s, initial_rto=t.initial_rto_s,
+                     snack=t.snack, delayed_ack=t.delayed_ack, delack_s=t.delack_s)
 
 
-def scheme_config(cfg: dict[str, Any]) -> SchemeConfig:
+def scheme_config(cfg: ExperimentConfig) -> SchemeConfig:
     """The snoop scheme of a resolved configuration (A-SPAN when the keys are absent)."""
-    s = cfg["snoop"]
+    s = cfg.snoop
     defaults = SchemeConfig()
-    return SchemeConfig(scheme=s.get("scheme", "aspan"),
-                        snoop_tick=s.get("snoop_tick_s", defaults.snoop_tick),
-                        max_local_rxmit=s.get("max_local_rxmit", defaults.max_local_rxmit),
-                        max_cached_segments=s.get("max_cached_segments", defaults.max_cached_segments))
+    return SchemeConfig(scheme=s.scheme, snoop_tick=s.snoop_tick_s, max_local_rxmit=s.max_local_rxmit,
+                        max_cached_segments=s.max_cached_segments)
 
 
-def header_fields(cfg: dict[str, Any]) -> AspanFields:
-    s = cfg["snoop"]
-    return AspanFields.stamped(s["pkt_qos"], s["snoop_after"], s["snoop_limit"])
+def header_fields(cfg: ExperimentConfig) -> AspanFields:
+    s = cfg.snoop
+    return AspanFields.stamped(s.pkt_qos, s.snoop_after, s.snoop_limit)
 
 
-def adaptive_qos(cfg: dict[str, Any]) -> AdaptiveQosConfig | None:
+def adaptive_qos(cfg: ExperimentConfig) -> AdaptiveQosConfig | None:
     """The adaptive sender's settings (aspan.adaptive; issue 29), or None for a fixed pkt_qos."""
-    s = cfg["snoop"]
-    if s.get("sender_qos", "fixed") != "adaptive":
+    s = cfg.snoop
+    if s.sender_qos != "adaptive":
         return None
-    return AdaptiveQosConfig(arms=tuple(float(a) for a in s["qos_arms"]), epoch_s=s["qos_epoch_s"],
-                             guard=s["qos_guard"], margin=s["qos_margin"], recheck_epochs=s["qos_recheck_epochs"],
-                             reprobe_epochs=s["qos_reprobe_epochs"], start=s["pkt_qos"])
+    return AdaptiveQosConfig(arms=tuple(float(a) for a in s.qos_arms), epoch_s=s.qos_epoch_s,
+                             guard=s.qos_guard, margin=s.qos_margin, recheck_epochs=s.qos_recheck_epochs,
+                             reprobe_epochs=s.qos_reprobe_epochs, start=s.pkt_qos)
 
 
-def node_loss_spec(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, Any]:
+def node_loss_spec(cfg: ExperimentConfig, name: str, t_flows: float) -> dict[str, Any]:
     """Node ``name``'s loss model spec, its times moved to absolute time (flows start at ``t_flows``); none when
     the spec is radio errors (``layer: radio``: the medium applies it, experiments/radio_loss.py)."""
-    return absolute_times(node_side(cfg["loss"]["nodes"].get(name, cfg["loss"]["default"])), t_flows)
+    return absolute_times(node_side(cfg.loss.of_node(name)), t_flows)
 
 
-def node_link_loss_specs(cfg: dict[str, Any], name: str, t_flows: float) -> dict[str, dict[str, Any]]:
+def node_link_loss_specs(cfg: ExperimentConfig, name: str, t_flows: float) -> dict[str, dict[str, Any]]:
     """Previous-hop name -> the loss spec of the link it sends to ``name`` over, for the links that have
     their own (``loss.links``, resolved by the schema into directed ``"X>Y"`` keys), down intervals in
     absolute time; none for a link whose spec is radio errors (the medium applies it, and it still wins over
     the node's)."""
     out: dict[str, dict[str, Any]] = {}
-    for key, spec in cfg["loss"].get("links", {}).items():
+    for key, spec in cfg.loss.links.items():
         frm, to = key.split(">")
         if to == name:
             out[frm] = absolute_times(node_side(spec), t_flows)
     return out
 
 
-def refuse_link_loss(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+def refuse_link_loss(source: str, variants: Sequence[tuple[str, ExperimentConfig]], backend: str,
                      error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant with ``loss.links`` on the kernel data plane (netns; pi with
     ``pi.data_plane: kernel``): a link's own loss model needs the previous hop of every packet a node hears,
     which the NFQUEUE handlers do not know (a ``layer: radio`` spec is the medium's, which knows the sender)."""
     for name, cfg in variants:
-        kernel = backend == "netns" or (backend == "pi" and cfg["pi"]["data_plane"] == "kernel")
-        if kernel and any(not is_radio(s) for s in cfg["loss"]["links"].values()):
+        kernel = backend == "netns" or (backend == "pi" and cfg.pi.data_plane == "kernel")
+        if kernel and any(not is_radio(s) for s in cfg.loss.links.values()):
             raise error(source, f"variants[{name}].loss.links",
                         "the kernel data plane's handlers apply the node's loss model and do not know which "
                         "neighbour sent a packet, so a loss per link would be ignored; use loss.nodes, or "
                         "--backend sim or local")
 
 
-def node_agent(cfg: dict[str, Any], name: str, log: EventSink | Emit) -> SnoopAgent:
+def node_agent(cfg: ExperimentConfig, name: str, log: EventSink | Emit) -> SnoopAgent:
     """Node ``name``'s snoop agent: the scheme ``snoop.scheme`` with the experiment's snoop settings."""
-    s = cfg["snoop"]
-    return make_agent(name, SnoopConfig(policy=s["policy"], fixed_hop=s["fixed_hop"],
-                                        dupack=s["dupack"], cache_bytes=s["cache_bytes"]), as_sink(log),
+    s = cfg.snoop
+    return make_agent(name, SnoopConfig(policy=s.policy, fixed_hop=s.fixed_hop,
+                                        dupack=s.dupack, cache_bytes=s.cache_bytes),
+                      as_sink(log),  # type: ignore[arg-type]  # make_agent's annotation says Emit; agents take a sink
                       scheme_config(cfg))
 
 
-def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
+def build_node(cfg: ExperimentConfig, name: str, seed: int, log: EventSink | Emit,
                t0: float, internal_probes: bool = True, apps: bool = True,
                routes: dict[str, RouteTable] | None = None) -> NodeCore:
     """The node core of ``name``: engine, snoop agent, ETX table, loss model and its TCP apps.
@@ -327,24 +329,24 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
     # application may open flows, so every flow is the node's own
     sink = node_sink(cfg, log) if apps else as_sink(log)
     emit = sink.emit
-    addrs = cfg["topology"]["addresses"]
+    addrs = cfg.topology.addresses
     table = (routes or route_tables(cfg))[name]
-    etx_cfg = cfg["etx"]
-    t_flows = t0 + etx_cfg["settle_s"]
+    etx_cfg = cfg.etx
+    t_flows = t0 + etx_cfg.flow_start_s
     loss = build_loss_model(node_loss_spec(cfg, name, t_flows), node_rng(seed, name, "loss"))
-    etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
-                   before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
+    etx = EtxTable(table.neighbours, window=etx_cfg.window, mode=etx_cfg.mode,
+                   before_full=etx_cfg.before_full, initial=etx_cfg.initial)
     agent = node_agent(cfg, name, sink)
     # hop limit: more transmissions than there are nodes means a loop (issue 13, item 5)
     engine = ForwardingEngine(addrs[name], table, loss, agent, etx.quality, sink,
-                              hop_limit=len(cfg["topology"]["nodes"]))
+                              hop_limit=len(cfg.topology.nodes))
     link_specs = node_link_loss_specs(cfg, name, t_flows)
     if link_specs:
         engine.step.set_link_loss({addrs[frm]: build_loss_model(spec, node_rng(seed, f"{frm}>{name}", "loss"))
                                    for frm, spec in link_specs.items()})
     jrng = node_rng(seed, name, "jitter")
-    probes = ProbeSettings(etx_cfg["interval_s"], etx_cfg["warmup_interval_s"], t_flows,
-                           etx_cfg["log_interval_s"], t0)
+    probes = ProbeSettings(etx_cfg.interval_s, etx_cfg.warmup_interval_s, t_flows,
+                           etx_cfg.log_interval_s, t0)
     node = NodeCore(name, addrs[name], engine, etx, list(table.neighbours), probes, emit,
                     jitter=lambda: jrng.uniform(-0.1, 0.1), internal_probes=internal_probes,
                     routing=node_routing(cfg, name, etx, table, t0))
@@ -353,14 +355,14 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
         fname = fp.name(addrs)
         if fp.sender == name:
             iss = node_rng(seed, f"flow{fp.index}", "iss-sender").getrandbits(32)
-            app = BulkSender(tcfg, fname, fp.segments, fp.data_seed, iss, fp.start, emit)
+            sender = BulkSender(tcfg, fname, fp.segments, fp.data_seed, iss, fp.start, emit)
             qos = adaptive_qos(cfg)
-            node.bind(app, fp.sport, addrs[fp.receiver], fp.dport, header_fields(cfg),
+            node.bind(sender, fp.sport, addrs[fp.receiver], fp.dport, header_fields(cfg),
                       QosLearner(qos, fname, emit) if qos is not None else None)
         elif fp.receiver == name:
             iss = node_rng(seed, f"flow{fp.index}", "iss-receiver").getrandbits(32)
-            app = BulkReceiver(tcfg, fname, fp.segments, fp.data_seed, iss, emit)
-            node.bind(app, fp.dport, addrs[fp.sender], fp.sport, AspanFields())
+            receiver = BulkReceiver(tcfg, fname, fp.segments, fp.data_seed, iss, emit)
+            node.bind(receiver, fp.dport, addrs[fp.sender], fp.sport, AspanFields())
     return node
 
 
@@ -369,9 +371,9 @@ def build_node(cfg: dict[str, Any], name: str, seed: int, log: EventSink | Emit,
 AUTH_AUTO = {"pi": True, "local": False}
 
 
-def mac_on(cfg: dict[str, Any], backend: str) -> bool:
+def mac_on(cfg: ExperimentConfig, backend: str) -> bool:
     """Does this run use the authenticated overlay (routing.overlay.auth)?"""
-    mode = cfg.get("auth", {}).get("mac", "auto")
+    mode = cfg.auth.mac
     return AUTH_AUTO.get(backend, False) if mode == "auto" else bool(mode)
 
 
@@ -388,12 +390,12 @@ def write_key(path: Path, key: bytes) -> Path:
     return path
 
 
-def overlay_tap(cfg: dict[str, Any], path: Path, address: str) -> OverlayTap | None:
+def overlay_tap(cfg: ExperimentConfig, path: Path, address: str) -> OverlayTap | None:
     """The node's capture when the experiment asks for one (``capture.enabled``), else None."""
-    c = cfg.get("capture") or {}
-    if not c.get("enabled"):
+    c = cfg.capture
+    if not c.enabled:
         return None
-    return OverlayTap(path, address, int(c["max_mb"] * 1e6))
+    return OverlayTap(path, address, int(c.max_mb * 1e6))
 
 
 def write_meta(rep_dir: Path, meta: dict[str, Any]) -> None:
@@ -434,13 +436,13 @@ def logged_routes(rep_dir: Path, meta: dict[str, Any]) -> None:
              paths=[path_of(routes, f["sender"], f["receiver"]) for f in meta.get("flows") or []])
 
 
-def rep_seed(cfg: dict[str, Any], repetition: int) -> int:
+def rep_seed(cfg: ExperimentConfig, repetition: int) -> int:
     """The seed of one repetition: the YAML's ``seed`` + repetition, so repetition k of every
     variant sees the same randomness (loss, ETX jitter, ISS, payload)."""
-    return cfg["seed"] + repetition
+    return cfg.seed + repetition
 
 
-def start_rep(variant: Any, repetition: int, rep_dir: Path, backend: str) -> tuple[dict[str, Any], int, dict[str, Any]]:
+def start_rep(variant: Any, repetition: int, rep_dir: Path, backend: str) -> tuple[ExperimentConfig, int, dict[str, Any]]:
     """What every backend does first: the variant's config, the repetition's seed, the rep
     directory, and the initial meta.json contents."""
     cfg = variant.config
@@ -453,31 +455,31 @@ def start_rep(variant: Any, repetition: int, rep_dir: Path, backend: str) -> tup
     return cfg, seed, meta
 
 
-def base_meta(cfg: dict[str, Any], variant: str, repetition: int, seed: int, backend: str,
+def base_meta(cfg: ExperimentConfig, variant: str, repetition: int, seed: int, backend: str,
               sweep_value: Any = None) -> dict[str, Any]:
     return {"variant": variant, "repetition": repetition, "seed": seed, "backend": backend,
-            "sweep_value": sweep_value, "nodes": dict(cfg["topology"]["addresses"]),
-            "flows": [{"sender": f["sender"], "receiver": f["receiver"], "segments": f["segments"],
-                       "segment_size": f["segment_size"], "variant": f["variant"] or cfg["tcp"]["variant"],
-                       "start_s": f["start_s"]}
-                      for f in cfg["flows"]],
-            "snoop": dict(cfg["snoop"]), "clock_offsets": {}, "status": "running", "error": None,
-            "scenario": cfg.get("scenario", ""),
+            "sweep_value": sweep_value, "nodes": dict(cfg.topology.addresses),
+            "flows": [{"sender": f.sender, "receiver": f.receiver, "segments": f.segments,
+                       "segment_size": f.segment_size, "variant": f.variant or cfg.tcp.variant,
+                       "start_s": f.start_s}
+                      for f in cfg.flows],
+            "snoop": cfg.snoop.to_dict(), "clock_offsets": {}, "status": "running", "error": None,
+            "scenario": cfg.scenario,
             # the starting routes (hop count); with link-state routing, those the nodes ended with (write_meta)
             "routing": dict(route_record(cfg, route_tables(cfg)), link_state=measured_routes(cfg),
-                            daemon=cfg["routing"]["daemon"]),
+                            daemon=cfg.routing.daemon),
             # where the medium's nodes stand (metres), random placements resolved; null without positions
             "positions": medium_positions(cfg),
             # the loss `down` intervals (relative to the flow start): the summary's reroute and recovery times
             "failures": failures(cfg)}
 
 
-def failures(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+def failures(cfg: ExperimentConfig) -> list[dict[str, Any]]:
     """Every ``down`` interval of the loss specs, ``where`` "node B" (all B hears) or "link A>B" (what B hears
     from A), in start order; a node without a spec of its own takes loss.default's."""
-    loss = cfg["loss"]
+    loss = cfg.loss
     out = [{"where": f"node {n}", "down": list(iv)}
-           for n in cfg["topology"]["nodes"] for iv in loss["nodes"].get(n, loss["default"]).get("down", [])]
-    out += [{"where": f"link {k}", "down": list(iv)} for k, spec in loss.get("links", {}).items()
+           for n in cfg.topology.nodes for iv in loss.of_node(n).get("down", [])]
+    out += [{"where": f"link {k}", "down": list(iv)} for k, spec in loss.links.items()
             for iv in spec.get("down", [])]
     return sorted(out, key=lambda f: (f["down"][0], f["where"]))

@@ -16,10 +16,9 @@ read-only mappings and tuples, so nothing here can be changed after the schema r
 """
 from __future__ import annotations
 
-import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
@@ -57,10 +56,14 @@ def plain(value: Any) -> Any:
     return value
 
 
-@functools.cache
+_NESTED: dict[type, dict[str, tuple[str, type]]] = {}
+
+
 def _nested(cls: type) -> dict[str, tuple[str, type]]:
     """The fields of ``cls`` that hold sections: name -> ("one", section class) or ("many", section class)."""
-    out: dict[str, tuple[str, type]] = {}
+    if cls in _NESTED:
+        return _NESTED[cls]
+    out = _NESTED[cls] = {}
     for name, hint in typing.get_type_hints(cls).items():
         if isinstance(hint, type) and issubclass(hint, _Section):
             out[name] = ("one", hint)
@@ -71,8 +74,14 @@ def _nested(cls: type) -> dict[str, tuple[str, type]]:
     return out
 
 
-class _Section:
-    """What every section shares: built from its mapping, turned back into it."""
+class _Section(Mapping[str, Any]):
+    """What every section shares: built from its mapping, turned back into it.
+
+    A section is also a read-only mapping of its plain values (``section["field"]``, a copy): the
+    schema's validators (experiments/medium_spec.py, link_spec.py, topology_spec.py, radio_loss.py)
+    read the resolved mapping before it is typed, and read a section the same way after; the tests
+    read it so too.  Backends and build.py read attributes, which the type checker checks.
+    """
 
     __slots__ = ()
 
@@ -115,19 +124,16 @@ class _Section:
         return (type(self).from_dict, (self.to_dict(),))
 
     def __getitem__(self, key: str) -> Any:
-        """The plain value of field ``key``: the mapping view the schema's validators and the tests read
-        (experiments/medium_spec.py, link_spec.py, topology_spec.py, radio_loss.py validate the same mapping
-        before it is typed).  Backends and build.py read attributes, which the type checker checks."""
+        """The plain value of field ``key`` (a copy: changing it changes nothing here)."""
         if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
             raise KeyError(key)
         return plain(getattr(self, key))
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """:meth:`__getitem__`, or ``default`` for a key that is not a field."""
-        try:
-            return self[key]
-        except KeyError:
-            return default
+    def __iter__(self) -> Iterator[str]:
+        return (f.name for f in fields(self))  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return len(fields(self))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,4 +398,4 @@ class ExperimentConfig(_Section):
     @classmethod
     def of(cls, data: Mapping[str, Any] | ExperimentConfig, source: str = "<experiment config>") -> ExperimentConfig:
         """``data`` as an ExperimentConfig: itself, or read from its mapping (a config that crossed a process)."""
-        return data if isinstance(data, ExperimentConfig) else cls.from_dict(data, "", source)
+        return data if isinstance(data, ExperimentConfig) else cls.from_dict(plain(data), "", source)

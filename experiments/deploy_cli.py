@@ -45,14 +45,14 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     inv = load_inventory_file(inventory, check_files=not dry_run)
     from experiments.backends.pi_common import experiment_graph
     for v in exp.variants:
-        check_hosts(inv, v.config["topology"]["nodes"])
+        check_hosts(inv, v.config.topology.nodes)
         experiment_graph(v.config)               # the MAC filter needs the links: refused before any run
     from experiments.backends.pi_kernel import check_variants
     check_variants(exp, inv)
     from experiments.runner import check_backend_support
     check_backend_support(exp, "pi")            # what the run refuses without a host, refused before the doctor
-    nodes = {n for v in exp.variants for n in v.config["topology"]["nodes"]}
-    kernel = any(v.config.get("pi", {}).get("data_plane") == "kernel" for v in exp.variants)
+    nodes = {n for v in exp.variants for n in v.config.topology.nodes}
+    kernel = any(v.config.pi.data_plane == "kernel" for v in exp.variants)
     pre_run_doctor(inv, [h for h in inv.hosts if h.node in nodes], inventory, kernel, dry_run)
     return {"inventory": inv, "dry_run": dry_run}
 
@@ -339,7 +339,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     if args.experiment:
         from experiments.schema import load_file
         exp = load_file(args.experiment)
-        kernel = any(v.config.get("pi", {}).get("data_plane") == "kernel" for v in exp.variants)
+        kernel = any(v.config.pi.data_plane == "kernel" for v in exp.variants)
     from deploy.inventory import load_inventory_file
     inv = load_inventory_file(args.inventory, check_files=not args.dry_run)
     hosts = inv.select([h for h in (args.hosts or "").split(",") if h])

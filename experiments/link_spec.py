@@ -18,6 +18,7 @@ The link rule itself (serialisation, delay, drop-tail) is routing.links.linkem, 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tracefiles
@@ -50,7 +51,7 @@ LINK_REFUSED = {
 }
 
 
-def explicit(cfg: dict[str, Any]) -> list[str]:
+def explicit(cfg: Mapping[str, Any]) -> list[str]:
     """The ``link`` fields the experiment sets (in schema order)."""
     return [k for k in LINK_SCHEMA if cfg["link"].get(k) is not None]
 
@@ -71,7 +72,7 @@ def check_mahimahi(src: str, cfg: dict[str, Any], error: type[ConfigError], errs
         errs.append(error(src, "link.rate_mbps", "a Mahimahi trace is the link's rate (link.mahimahi); set one of them"))
 
 
-def link_schedule(cfg: dict[str, Any]) -> mahimahi.Schedule | None:
+def link_schedule(cfg: Mapping[str, Any]) -> mahimahi.Schedule | None:
     """``link.mahimahi``'s opportunities, read once per process (None without)."""
     path = cfg["link"].get("mahimahi")
     return None if path is None else mahimahi.Schedule.read(path)
@@ -86,13 +87,13 @@ def link_queue(params: LinkParams, t_flows: float, schedule: mahimahi.Schedule |
     return mahimahi.OpportunityQueue(schedule, t_flows, params.delay_s, params.queue_packets)
 
 
-def sim_link(cfg: dict[str, Any]) -> LinkParams:
+def sim_link(cfg: Mapping[str, Any]) -> LinkParams:
     """The sim's link: each null field resolved to :data:`SIM_LINK`."""
     v = {k: (cfg["link"][k] if cfg["link"].get(k) is not None else SIM_LINK[k]) for k in SIM_LINK}
     return LinkParams(v["rate_mbps"] * 1e6, v["delay_ms"] / 1000.0, int(v["queue_packets"]))
 
 
-def emulated_link(cfg: dict[str, Any]) -> LinkParams | None:
+def emulated_link(cfg: Mapping[str, Any]) -> LinkParams | None:
     """The link the netns and local backends emulate, or None (no field set: plain veths or loopback, nothing
     held).
 
@@ -108,7 +109,7 @@ def emulated_link(cfg: dict[str, Any]) -> LinkParams | None:
     return LinkParams(rate, delay, int(queue))
 
 
-def egress_links(cfg: dict[str, Any], neighbours: list[str], t_flows: float) -> EgressLinks | None:
+def egress_links(cfg: Mapping[str, Any], neighbours: list[str], t_flows: float) -> EgressLinks | None:
     """A local node's emulated links to its ``neighbours`` (mesh addresses), a Mahimahi schedule's ms 0 at
     ``t_flows``; None when the experiment sets no link field (datagrams go out at once, as always)."""
     params = emulated_link(cfg)
@@ -118,7 +119,7 @@ def egress_links(cfg: dict[str, Any], neighbours: list[str], t_flows: float) -> 
     return EgressLinks({n: link_queue(params, t_flows, schedule) for n in neighbours})
 
 
-def refuse_link(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+def refuse_link(source: str, variants: Sequence[tuple[str, Mapping[str, Any]]], backend: str,
                 error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant and field ``backend`` cannot emulate."""
     for name, cfg in variants:

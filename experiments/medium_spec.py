@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from experiments.link_spec import explicit as explicit_link
@@ -58,7 +59,7 @@ MEDIUM_REFUSED = {
 }
 
 
-def refuse_medium(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+def refuse_medium(source: str, variants: Sequence[tuple[str, Mapping[str, Any]]], backend: str,
                   error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant whose medium ``backend`` cannot emulate."""
     reason = MEDIUM_REFUSED.get(backend)
@@ -351,7 +352,7 @@ def _check_sinr(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: l
                                   "channel cannot deliver more than was sent)"))
 
 
-def directed_links(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+def directed_links(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every directed link (a, b) of the topology: both ways of each of ``topology.links``."""
     return [(u, v) for a, b in cfg["topology"]["links"] for u, v in ((a, b), (b, a))]
 
@@ -386,7 +387,7 @@ def _refuse_settings_without_medium(src: str, m: dict[str, Any], error: type[Con
                               "turning off a base file's medium sets it to null)"))
 
 
-def _refuse_shared_positions(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
+def _refuse_shared_positions(src: str, cfg: Mapping[str, Any], error: type[ConfigError], errs: list[ConfigError]) -> None:
     """Two nodes cannot stand at the same point (the distance 0 would make each the other's every range)."""
     pos = positions(cfg)
     if pos is None:
@@ -426,7 +427,7 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def positions(cfg: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
+def positions(cfg: Mapping[str, Any]) -> dict[str, tuple[float, float]] | None:
     """Every node's position in metres, or None when the medium has none (medium.hears, or listed links
     and no positions: the links are who hears whom).  Also used to draw the mesh."""
     m = cfg["medium"]
@@ -444,7 +445,7 @@ def positions(cfg: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
     return {n: tuple(m["positions"].get(n, drawn[n])) for n in nodes}  # type: ignore[misc]
 
 
-def signals(cfg: dict[str, Any]) -> dict[str, dict[str, float]]:
+def signals(cfg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     """reception sinr: the signal of every sender at every receiver, dBm (routing.medium.reception.signals_dbm)."""
     m = cfg["medium"]
     pos = positions(cfg)
@@ -453,7 +454,7 @@ def signals(cfg: dict[str, Any]) -> dict[str, dict[str, float]]:
                        m["shadowing_sigma_db"], m["shadowing_seed"], m["signal_dbm"])
 
 
-def topology(cfg: dict[str, Any]) -> Topology:
+def topology(cfg: Mapping[str, Any]) -> Topology:
     """Who hears whom: with reception sinr from the signals (sensitivity and carrier-sense threshold); else
     from ``medium.hears``, from positions and the ranges, or (listed links, no positions) the links
     themselves, each node sensing only its neighbours."""
@@ -471,7 +472,7 @@ def topology(cfg: dict[str, Any]) -> Topology:
     return Topology.from_positions(pos, m["range_m"], m["cs_range_m"])
 
 
-def phy(cfg: dict[str, Any]) -> Phy:
+def phy(cfg: Mapping[str, Any]) -> Phy:
     """The PHY and MAC settings of ``cfg``'s medium (every backend's medium is built from it)."""
     m = cfg["medium"]
     return Phy.preset(m["standard"], rts_threshold=m["rts_threshold"], nav=m["nav"],
@@ -479,7 +480,7 @@ def phy(cfg: dict[str, Any]) -> Phy:
                       **{k: m[k] for k in PRESETS[m["standard"]]})
 
 
-def build_medium(cfg: dict[str, Any], seed: int, replay: bool = True) -> Medium:
+def build_medium(cfg: Mapping[str, Any], seed: int, replay: bool = True) -> Medium:
     """The DCF medium of one repetition; its backoff draws come from their own seeded generator, with
     reception sinr its reception draws from another, its rate controllers (one per link) and frame_error
     draws from the repetition's seed.  ``replay``: replay ``medium.signal_trace`` on the sim's clock (0 when
@@ -505,7 +506,7 @@ def build_medium(cfg: dict[str, Any], seed: int, replay: bool = True) -> Medium:
                   rate_control=m["rate_control"], seed=seed, capture=capture)
 
 
-def replay_signals(medium: Medium, cfg: dict[str, Any], t_flows: Callable[[], float],
+def replay_signals(medium: Medium, cfg: Mapping[str, Any], t_flows: Callable[[], float],
                    seconds: Callable[[int], float]) -> None:
     """A medium daemon's ``medium.signal_trace`` (the local backend's medium process, netns's medium daemon):
     its clock is ns since the daemon started, ``seconds(ns)`` that clock on the nodes' (wall-clock seconds),

@@ -23,6 +23,7 @@ medium process, the netns medium daemon: :func:`attach`); pi refuses the medium 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from fieldspec import STR, Field, one_of
@@ -33,16 +34,16 @@ LAYER_FIELD = Field(STR, "above_mac", one_of(*LAYERS),
                     "above_mac: the receiving node drops the packet (not retried) | radio: each transmission "
                     "attempt on the dcf medium is lost (retried by the link layer up to its retry limit)")
 
-def is_radio(spec: dict[str, Any]) -> bool:
+def is_radio(spec: Mapping[str, Any]) -> bool:
     return spec.get("layer", "above_mac") == "radio"
 
 
-def node_side(spec: dict[str, Any]) -> dict[str, Any]:
+def node_side(spec: Mapping[str, Any]) -> dict[str, Any]:
     """What the receiving node applies of ``spec``: nothing for a radio spec (the medium applies it)."""
-    return {"model": "none"} if is_radio(spec) else spec
+    return {"model": "none"} if is_radio(spec) else dict(spec)
 
 
-def _radio_specs(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _radio_specs(cfg: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(field path, spec) of every radio spec of the resolved loss section."""
     loss = cfg["loss"]
     specs = [("loss.default", loss["default"])] + [(f"loss.nodes.{n}", s) for n, s in loss["nodes"].items()]
@@ -50,7 +51,7 @@ def _radio_specs(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(p, s) for p, s in specs if isinstance(s, dict) and is_radio(s)]
 
 
-def radio_problems(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+def radio_problems(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(field path, reason) for each radio spec without the medium that would retry it."""
     if cfg["medium"]["model"] == "dcf":
         return []
@@ -80,7 +81,7 @@ class RadioErrors:
         return drop is not None and drop(now, size)
 
 
-def radio_errors(cfg: dict[str, Any], seed: int, t_flows: float) -> RadioErrors | None:
+def radio_errors(cfg: Mapping[str, Any], seed: int, t_flows: float) -> RadioErrors | None:
     """The medium's radio errors of ``cfg`` (flows start at ``t_flows`` on the medium's clock); None when no
     spec is radio (the medium then draws nothing: every result stays as it was)."""
     if not _radio_specs(cfg):
@@ -103,7 +104,7 @@ def radio_errors(cfg: dict[str, Any], seed: int, t_flows: float) -> RadioErrors 
     return RadioErrors(links, nodes)
 
 
-def attach(medium: Any, cfg: dict[str, Any], seed: int, t_flows: Callable[[], float],
+def attach(medium: Any, cfg: Mapping[str, Any], seed: int, t_flows: Callable[[], float],
            seconds: Callable[[int], float]) -> None:
     """Give ``medium`` (routing.medium.dcf.Medium) the radio errors of ``cfg``; ``seconds(ns)``: the medium's time
     in ns on the specs' clock; ``t_flows()``: when the flows start on that clock, asked at the first draw (the

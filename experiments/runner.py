@@ -67,22 +67,22 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     if backend != "netns":
         return
     for v in exp.variants:
-        if v.config["snoop"]["scheme"] == "snack":
+        if v.config.snoop.scheme == "snack":
             raise ExperimentError(exp.source, f"variants[{v.name}].snoop.scheme",
                                   "kernel TCP has no SNACK option, so SNACK-Snoop would see no SNACK and "
                                   "SNACK-TCP cannot run; run it with --backend sim or local")
-        if v.config["tcp"]["snack"]:
+        if v.config.tcp.snack:
             raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
                                   "kernel TCP has no SNACK option; run SNACK with --backend sim or local")
-        if v.config["snoop"]["sender_qos"] == "adaptive" and v.config["netns"]["handlers"] != "snoop":
+        if v.config.snoop.sender_qos == "adaptive" and v.config.netns.handlers != "snoop":
             raise ExperimentError(exp.source, f"variants[{v.name}].snoop.sender_qos",
                                   "the adaptive sender runs in the sender's NFQUEUE snoop handler (it stamps "
                                   "pkt_qos and hears the ACKs); with netns.handlers "
-                                  f"{v.config['netns']['handlers']!r} there is none")
-        if v.config["capture"]["enabled"] and v.config["netns"]["handlers"] != "snoop":
+                                  f"{v.config.netns.handlers!r} there is none")
+        if v.config.capture.enabled and v.config.netns.handlers != "snoop":
             raise ExperimentError(exp.source, f"variants[{v.name}].capture.enabled",
                                   "the netns capture is written by the snoop handler; with netns.handlers "
-                                  f"{v.config['netns']['handlers']!r} no handler sees the packets")
+                                  f"{v.config.netns.handlers!r} no handler sees the packets")
 
 
 def apply_overrides(exp: Experiment, repetitions: int | None, variants: str | None) -> None:
@@ -151,7 +151,7 @@ def _one(args: Task) -> dict[str, Any]:
     finally:   # however it ended, its meta.json says which host, Python and packages ran it
         _add_provenance(Path(rep_dir))
     meta["provenance"] = process_provenance()
-    if variant.config["logs"]["compact"]:          # the repetition has ended: its logs are complete
+    if variant.config.logs.compact:          # the repetition has ended: its logs are complete
         from plots.compact import compact_rep
         compact_rep(Path(rep_dir))
     return meta
@@ -259,11 +259,11 @@ def write_routes(run_dir: Path, exp: Experiment) -> None:
         if not measured_routes(v.config):
             out[v.name] = route_record(v.config, route_tables(v.config))
         else:
-            when = "changing with the link state" if v.config["routing"]["dynamic"] else "fixed when settling ends"
-            if v.config["routing"]["daemon"] != "builtin":
-                when += f", computed by {v.config['routing']['daemon']}"
-            out[v.name] = {"metric": v.config["routing"]["metric"], "dynamic": v.config["routing"]["dynamic"],
-                           "measured": True, "links": v.config["topology"]["links"],
+            when = "changing with the link state" if v.config.routing.dynamic else "fixed when settling ends"
+            if v.config.routing.daemon != "builtin":
+                when += f", computed by {v.config.routing.daemon}"
+            out[v.name] = {"metric": v.config.routing.metric, "dynamic": v.config.routing.dynamic,
+                           "measured": True, "links": v.config.topology.links,
                            "note": f"link-state routes, {when}: <variant>/rep<k>/meta.json and the route events"}
     write_whole(run_dir / "routes.json", json.dumps(out, indent=1) + "\n")
 

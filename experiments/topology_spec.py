@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from fieldspec import ConfigError
@@ -170,7 +171,7 @@ def check_graph(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: E
     errs.extend(error(src, path, why) for path, why in route_problems(topo))
 
 
-def trace_link_problems(cfg: dict[str, Any], linked: set[tuple[str, str]]) -> list[tuple[str, str]]:
+def trace_link_problems(cfg: Mapping[str, Any], linked: set[tuple[str, str]]) -> list[tuple[str, str]]:
     """(path, why) for each loss spec of model ``trace`` whose recorded ``link`` is not a directed link of this
     topology: a trace replays only on the links it recorded (issue 25), on every backend."""
     loss = cfg.get("loss") or {}

@@ -9,7 +9,9 @@ No process, no file, no socket here: only the plan.
 """
 from __future__ import annotations
 
+from experiments.config import ExperimentConfig
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from experiments.build import FlowPlan, route_hop_problems, route_tables
@@ -42,11 +44,11 @@ def veth_name(rid: str, link: int, end: str) -> str:
 
 def babel_hello_s(cfg: Any) -> float | None:
     """The Hello interval of a babeld run, None when the builtin routing runs."""
-    r = cfg["routing"]
-    return float(r["babel_hello_s"]) if r["daemon"] == "babeld" else None
+    r = cfg.routing
+    return float(r.babel_hello_s) if r.daemon == "babeld" else None
 
 
-def app_flow(fp: FlowPlan, addrs: dict[str, str]) -> dict[str, Any]:
+def app_flow(fp: FlowPlan, addrs: Mapping[str, str]) -> dict[str, Any]:
     """The ``flow`` of a kernel-TCP app's config (netns/tcpapp.py), from the experiment's flow plan: the
     netns backend and the Pis' kernel data plane write the same."""
     return {"name": fp.name(addrs), "src": addrs[fp.sender], "sport": fp.sport, "dst": addrs[fp.receiver],
@@ -107,26 +109,26 @@ class MeshPlan:
         return f"an{self.rid}"
 
 
-def plan_mesh(cfg: dict[str, Any], rid: str) -> MeshPlan:
+def plan_mesh(cfg: ExperimentConfig, rid: str) -> MeshPlan:
     """The mesh of a resolved variant configuration (PlanError naming the field if kernel TCP cannot run it).
 
     The addresses are the experiment's: the netns backend first checks that they are inside its test
     range (experiments/backends/netns/mesh.py); the pi backend's kernel data plane plans with the
     inventory's mesh addresses.
     """
-    names = list(cfg["topology"]["nodes"])
-    addrs = dict(cfg["topology"]["addresses"])
+    names = list(cfg.topology.nodes)
+    addrs = dict(cfg.topology.addresses)
     for path, why in route_hop_problems(cfg)[:1]:
         raise PlanError(f"{path}: {why}")
     for key in ("snoop_after", "snoop_limit"):
-        if cfg["snoop"][key] > 15:
-            raise PlanError(f"snoop.{key}: the netns backend's IPv4 option holds 0..15, got {cfg['snoop'][key]}")
-    nx = cfg["netns"]
+        if cfg.snoop[key] > 15:
+            raise PlanError(f"snoop.{key}: the netns backend's IPv4 option holds 0..15, got {cfg.snoop[key]}")
+    nx = cfg.netns
     by_addr = {a: n for n, a in addrs.items()}
     tables = route_tables(cfg)
     links: list[Link] = []
     devs: dict[str, dict[str, str]] = {n: {} for n in names}
-    for i, (a, b) in enumerate(cfg["topology"]["links"]):      # one veth pair per edge, in the links' order
+    for i, (a, b) in enumerate(cfg.topology.links):      # one veth pair per edge, in the links' order
         link = Link(i, a, b, veth_name(rid, i, "a"), veth_name(rid, i, "b"))
         links.append(link)
         devs[a][b] = link.dev_a
@@ -143,13 +145,13 @@ def plan_mesh(cfg: dict[str, Any], rid: str) -> MeshPlan:
             rows.append((dst, via, devs[n][via_node]))
         routes[n] = rows
     forwarders = {n for n in names if len(devs[n]) >= 2}
-    senders = {f["sender"] for f in cfg["flows"]}
-    handlers = nx["handlers"]
+    senders = {f.sender for f in cfg.flows}
+    handlers = nx.handlers
     loss_rates: dict[str, float] = {}
     handler_loss: set[str] = set()
-    perfect = cfg["snoop"]["policy"] == "perfect"
+    perfect = cfg.snoop.policy == "perfect"
     for n in names:
-        spec = node_side(cfg["loss"]["nodes"].get(n, cfg["loss"]["default"]))   # layer radio: the medium's
+        spec = node_side(cfg.loss.nodes.get(n, cfg.loss.default))   # layer radio: the medium's
         plain = spec["model"] in ("none", "bernoulli") and not spec.get("down")   # down intervals: handler only
         # A node whose handler must see what it hears anyway (a forwarder; a perfect-snoop sender, whose
         # layer answers dupacks) applies its loss model there; so does one whose model the statistic
@@ -164,16 +166,16 @@ def plan_mesh(cfg: dict[str, Any], rid: str) -> MeshPlan:
             loss_rates[n] = float(spec["rate"])
     babel_loss = {}
     for n in names:
-        spec = node_side(cfg["loss"]["nodes"].get(n, cfg["loss"]["default"]))
+        spec = node_side(cfg.loss.nodes.get(n, cfg.loss.default))
         if spec["model"] == "bernoulli" and spec["rate"] > 0:
             babel_loss[n] = float(spec["rate"])
-    adaptive = cfg["snoop"].get("sender_qos", "fixed") == "adaptive"
+    adaptive = cfg.snoop.get("sender_qos", "fixed") == "adaptive"
     if adaptive and handlers != "snoop":
         raise PlanError(f"snoop.sender_qos adaptive needs netns.handlers: snoop (the sender's NFQUEUE handler "
                          f"learns pkt_qos from the ACKs it hears and stamps it); got {handlers!r}")
     return MeshPlan(rid, names, addrs, links, devs, routes, forwarders, senders,
-                    cfg["tcp"]["variant"] == "sack", nx["mtu"], float(nx["rate_mbit"]), handlers, loss_rates,
-                    handler_loss, emulated_link(cfg), cfg["medium"]["model"] != "none", babel_hello_s(cfg),
+                    cfg.tcp.variant == "sack", nx.mtu, float(nx.rate_mbit), handlers, loss_rates,
+                    handler_loss, emulated_link(cfg), cfg.medium.model != "none", babel_hello_s(cfg),
                     babel_loss if babel_hello_s(cfg) is not None else {}, adaptive)
 
 

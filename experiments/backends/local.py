@@ -98,26 +98,26 @@ def node_failure_reason(rep_dir: Path, node: str, exit_code: int | None = None) 
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     cfg, seed, meta = start_rep(variant, repetition, rep_dir, "local")
-    names = cfg["topology"]["nodes"]
-    addrs = cfg["topology"]["addresses"]
+    names = cfg.topology.nodes
+    addrs = cfg.topology.addresses
     port = free_port()
     udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}
-    settle = cfg["etx"]["settle_s"]
-    max_dur = cfg["limits"]["max_duration_s"]
+    settle = cfg.etx.flow_start_s
+    max_dur = cfg.limits.max_duration_s
     t0 = time.time() + START_MARGIN_S
     deadline = t0 + MEDIUM_START_S + settle + max_dur + 30.0    # the medium's: it may take MEDIUM_START_S to start
-    endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
+    endpoints = {f.sender for f in cfg.flows} | {f.receiver for f in cfg.flows}
     meta["udp"] = {n: list(a) for n, a in udp.items()}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     disk_error: OSError | None = None
     key = new_key() if mac_on(cfg, "local") else None
     meta["auth"] = key is not None
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
-                        sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
-                        rep_dir / f"{cfg['flows'][0]['receiver']}.log")
+                        sum(f.segments * f.segment_size for f in cfg.flows),
+                        rep_dir / f"{cfg.flows[0]['receiver']}.log")
     try:
         via_medium = None   # medium.model dcf: every datagram crosses the medium process (medium_process.py)
-        if cfg["medium"]["model"] != "none":
+        if cfg.medium.model != "none":
             procs["medium"], via_medium = medium_process.start(cfg, seed, rep_dir, udp, free_port("127.0.2.1"),
                                                                deadline, time.time() + MEDIUM_START_S)
             # the nodes' clock starts once the medium is up: a slow start on a loaded machine costs no settling

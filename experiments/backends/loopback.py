@@ -9,6 +9,8 @@ runner's check_backend_support calls :func:`refuse_local`.
 from __future__ import annotations
 
 import resource
+from experiments.config import ExperimentConfig
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fieldspec import ConfigError
@@ -39,10 +41,10 @@ def pair_address(index: int) -> str:
     return _address("127.0.2.", "127.2.", index)
 
 
-def directed_links(cfg: dict[str, Any]) -> list[tuple[str, str]]:
+def directed_links(cfg: ExperimentConfig) -> list[tuple[str, str]]:
     """(src, dst) for every directed graph link, in node order then neighbour order: the pairs a node sends on."""
-    topo = cfg["topology"]
-    graph = MeshGraph.build(topo["nodes"], topo["links"])
+    topo = cfg.topology
+    graph = MeshGraph.build(topo.nodes, topo.links)
     return [(a, b) for a in graph.nodes for b in graph.neighbours(a)]
 
 
@@ -52,15 +54,15 @@ def open_files_limit() -> int | None:
     return None if hard == resource.RLIM_INFINITY else hard
 
 
-def local_problem(cfg: dict[str, Any]) -> tuple[str, str] | None:
+def local_problem(cfg: ExperimentConfig) -> tuple[str, str] | None:
     """Why the local backend cannot run ``cfg`` (field path, reason), or None."""
-    nodes = cfg["topology"]["nodes"]
+    nodes = cfg.topology.nodes
     if len(nodes) > MAX_ADDRESSES:
         return "topology.nodes", (f"the local backend gives each node a loopback address, at most {MAX_ADDRESSES} "
                                   f"nodes; got {len(nodes)}")
-    if cfg["medium"]["model"] == "none":
+    if cfg.medium.model == "none":
         return None
-    pairs = 2 * len(cfg["topology"]["links"])
+    pairs = 2 * len(cfg.topology.links)
     if pairs > MAX_ADDRESSES:
         return "topology.links", (f"the local medium process binds one loopback address per directed link, at most "
                                   f"{MAX_ADDRESSES}; got {pairs}")
@@ -72,7 +74,7 @@ def local_problem(cfg: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def refuse_local(source: str, variants: list[tuple[str, dict[str, Any]]], backend: str,
+def refuse_local(source: str, variants: Sequence[tuple[str, ExperimentConfig]], backend: str,
                  error: type[ConfigError]) -> None:
     """Raise ``error`` naming the first variant the local backend cannot run (too many nodes or links for its
     addresses, or for the open-file limit of the medium process); other backends: nothing."""

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from experiments.config import ExperimentConfig
 from pathlib import Path
 from typing import Any
 
@@ -136,18 +137,19 @@ class MediumFailed(RuntimeError):
     """The medium process of a local repetition did not start (the repetition fails with this message)."""
 
 
-def start(cfg: dict[str, Any], seed: int, rep_dir: Path, udp: dict[str, tuple[str, int]], port: int,
+def start(cfg: ExperimentConfig, seed: int, rep_dir: Path, udp: dict[str, tuple[str, int]], port: int,
           deadline: float, start_by: float) -> tuple["subprocess.Popen[bytes]", dict[str, dict[str, list[Any]]]]:
     """Start the medium process of a local repetition; wait until its sockets are bound (by ``start_by``).
     Returns the process and, per node, the peers to give it: every graph neighbour, reached through the medium
     (one socket per directed graph link: a node sends to nobody else).  What cannot fit is refused before the
     run (experiments.backends.loopback.refuse_local); here it would be an error."""
-    names = cfg["topology"]["nodes"]
-    addrs = cfg["topology"]["addresses"]
+    names = cfg.topology.nodes
+    addrs = cfg.topology.addresses
     problem = local_problem(cfg)
     if problem is not None:
         raise ValueError(f"{problem[0]}: {problem[1]}")
-    plan = [{"src": a, "dst": b, "ip": pair_address(i), "port": port} for i, (a, b) in enumerate(directed_links(cfg))]
+    plan: list[dict[str, Any]] = [{"src": a, "dst": b, "ip": pair_address(i), "port": port}
+                                  for i, (a, b) in enumerate(directed_links(cfg))]
     ready = rep_dir / "medium.ready"
     conf = {"experiment": cfg.to_dict(), "seed": seed, "log": str(rep_dir / "medium.log"), "ready_file": str(ready),
             "t0_file": str(rep_dir / T0_FILE),
@@ -187,9 +189,9 @@ def _raise_open_files(need: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
 
 
-def flow_start(t0_file: Path, cfg: dict[str, Any]) -> float:
+def flow_start(t0_file: Path, cfg: ExperimentConfig) -> float:
     """When the nodes' flows start (their t0 + settling), from the file the runner writes once t0 is fixed."""
-    return float(json.loads(t0_file.read_text())["t0"]) + cfg["etx"]["settle_s"]
+    return float(json.loads(t0_file.read_text())["t0"]) + cfg.etx.flow_start_s
 
 
 def write_t0(rep_dir: Path, t0: float) -> None:
@@ -201,7 +203,7 @@ def run_medium(conf: dict[str, Any]) -> int:
     def make(medium: Medium, log: EventLog) -> tuple[MediumProcess, dict[str, Any]]:
         pairs = {(p["src"], p["dst"]): (p["ip"], p["port"]) for p in conf["pairs"]}
         _raise_open_files(len(pairs) + MEDIUM_FD_MARGIN)
-        proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)  # type: ignore[misc]
+        proc = MediumProcess(medium, pairs, {n: tuple(a) for n, a in conf["nodes"].items()}, log)
         return proc, {"pairs": len(pairs)}
     # the nodes' t0 is fixed once this process is ready, and the runner writes it (t0_file) before any node
     # starts, so it is there by the first frame

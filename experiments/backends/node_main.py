@@ -57,7 +57,7 @@ def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
     log = EventLog(Path(conf["log"]), name, batch=True)
     cfg = ExperimentConfig.from_dict(conf["experiment"], "", "experiment of " + str(conf.get("log")))
-    addr = cfg["topology"]["addresses"][name]
+    addr = cfg.topology.addresses[name]
     exit_code = 0
     tap = None
     try:
@@ -81,7 +81,7 @@ def run_node(conf: dict[str, Any]) -> int:
 
         # link.*: each datagram held until it has crossed its emulated link (routing/overlay/udp_link.py); ms 0 of a
         # Mahimahi trace is the flows' start, as on sim and netns
-        links = egress_links(cfg, list(core.neighbours), conf["t0"] + cfg["etx"]["settle_s"])
+        links = egress_links(cfg, list(core.neighbours), conf["t0"] + cfg.etx.flow_start_s)
         node = UdpNode(core, tuple(conf["bind"]), {k: tuple(v) for k, v in conf["peers"].items()},
                        log, deadline=conf.get("deadline"), on_done=say_done, done=all_done,
                        auth=node_auth(conf, key, core), links=links)

@@ -25,6 +25,7 @@ import shlex
 import signal
 import sys
 import time
+from experiments.config import ExperimentConfig
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -54,15 +55,15 @@ def make_run_rep(options: dict[str, Any]) -> Callable[[Variant, int, Path], dict
                              echo=options.get("echo"))
 
 
-def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offsets: dict[str, float],
+def node_configs(cfg: ExperimentConfig, inv: Inventory, seed: int, t0: float, offsets: dict[str, float],
                  rdirs: dict[str, str], auth: bool = False) -> dict[str, dict[str, Any]]:
     """Each node's ``aspan node`` config; times are converted to the node's own clock.  With ``auth``
     the node reads the experiment key from ``<rdir>/<node>.key`` (uploaded beside it) and deletes it."""
-    names = cfg["topology"]["nodes"]
-    addrs = cfg["topology"]["addresses"]
+    names = cfg.topology.nodes
+    addrs = cfg.topology.addresses
     hosts = inv.by_node()
     udp = {n: [hosts[n].mesh_address, inv.udp_port] for n in names}
-    deadline = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"] + DEADLINE_MARGIN_S
+    deadline = t0 + cfg.etx.flow_start_s + cfg.limits.max_duration_s + DEADLINE_MARGIN_S
     return {n: {"experiment": cfg.to_dict(), "node": n, "seed": seed,
                 "t0": t0 + offsets.get(n, 0.0), "deadline": deadline + offsets.get(n, 0.0),
                 "log": f"{rdirs[n]}/{n}.log", "done_file": f"{rdirs[n]}/{n}.done",
@@ -74,11 +75,11 @@ def node_configs(cfg: dict[str, Any], inv: Inventory, seed: int, t0: float, offs
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
             echo: TextIO | None = None) -> dict[str, Any]:
-    if variant.config.get("pi", {}).get("data_plane") == "kernel":
+    if variant.config.pi.data_plane == "kernel":
         from experiments.backends import pi_kernel    # kernel TCP through NFQUEUE (docs: README, pi section)
         return pi_kernel.run_rep(variant, repetition, rep_dir, inventory, dry_run, echo)
     cfg = variant.config
-    names: list[str] = cfg["topology"]["nodes"]
+    names = list(cfg.topology.nodes)
     check_hosts(inventory, names)
     graph = experiment_graph(cfg)
     seed = rep_seed(cfg, repetition)
@@ -96,14 +97,14 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     started: list[Remote] = []      # hosts where a node was started (or may have been)
     # the MAC filter only: no sysctl, route, offload or root process of the overlay's
     plans = {n: kernel.HostPlan(hosts[n].iface, hosts[n].mesh_address, {}, [], 0, [], offloads_off=(),
-                                radio=radio.plan(cfg["pi"], hosts[n].iface, inventory.freq))
+                                radio=radio.plan(cfg.pi, hosts[n].iface, inventory.freq))
              for n in names}
     snaps: dict[str, kernel.Snapshot] = {}
     armed: list[Remote] = []        # hosts whose restore script may exist
-    endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
-    receiver = cfg["flows"][0]["receiver"]
+    endpoints = {f.sender for f in cfg.flows} | {f.receiver for f in cfg.flows}
+    receiver = cfg.flows[0]["receiver"]
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
-                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
+                         sum(f.segments * f.segment_size for f in cfg.flows))
     # graph_filter none: no MAC filter; with no radio setting either, the overlay touches no host state
     mac_filter = inventory.graph_filter == "mac"
     meta["graph_filter"] = inventory.graph_filter
@@ -138,9 +139,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
         meta["pids"] = {rnode[name]: pid for name, pid in on_all_hosts(remotes, start_one).items()}
         for n in names:     # every node has its key now: the laptop's copies go
             (rep_dir / f"{n}.key").unlink(missing_ok=True)
-        end_by = t0 + cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]
+        end_by = t0 + cfg.etx.flow_start_s + cfg.limits.max_duration_s
         _wait(remotes, rdirs, endpoints, receiver, end_by, inventory.poll_interval_s, meta, progress,
-              cfg["limits"]["max_duration_s"])
+              cfg.limits.max_duration_s)
         if meta["status"] == "running":
             meta["status"] = "ok"
     except RunFailed as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+from experiments.config import ExperimentConfig
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,13 +38,13 @@ def on_all_hosts(remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[s
         raise RunFailed(failure_lines(e, remotes)) from None
 
 
-def experiment_graph(cfg: dict[str, Any]) -> MeshGraph:
+def experiment_graph(cfg: ExperimentConfig) -> MeshGraph:
     """The graph the MAC filter enforces: the experiment's nodes and links."""
-    topo = cfg["topology"]
+    topo = cfg.topology
     if topo.get("links") is None:
         raise ExperimentError("<experiment>", "topology.links", "the pi backend enforces the links with a MAC "
                               "filter: give topology.links or topology.chain (not positions alone)")
-    return MeshGraph.build(topo["nodes"], topo["links"])
+    return MeshGraph.build(topo.nodes, topo.links)
 
 
 def check_hosts(inv: Inventory, names: list[str]) -> None:

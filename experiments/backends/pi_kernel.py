@@ -23,6 +23,7 @@ import shlex
 import signal
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable, TextIO
 
 from deploy import kernel, macfilter, nodes, radio
@@ -56,9 +57,9 @@ def kernel_config(cfg: ExperimentConfig, inv: Inventory) -> ExperimentConfig:
     return dataclasses.replace(cfg, topology=dataclasses.replace(cfg.topology, addresses=addresses))
 
 
-def plan_for(cfg: dict[str, Any]) -> MeshPlan:
+def plan_for(cfg: ExperimentConfig) -> MeshPlan:
     """The netns plan of a kernel-mode config; ExperimentError naming the field if the Pis cannot run it."""
-    if cfg["netns"]["rate_mbit"] > 0:
+    if cfg.netns.rate_mbit > 0:
         raise ExperimentError("<experiment>", "netns.rate_mbit", "the pi backend's kernel data plane sets no "
                               "rate limit (the radio is the limit): leave it 0")
     try:
@@ -70,14 +71,14 @@ def plan_for(cfg: dict[str, Any]) -> MeshPlan:
 def check_variants(exp: Any, inv: Inventory) -> None:
     """Every kernel-mode variant can be planned with the inventory's addresses (called before any run)."""
     for v in exp.variants:
-        if v.config["pi"]["data_plane"] == "kernel":
-            check_hosts(inv, v.config["topology"]["nodes"])
+        if v.config.pi.data_plane == "kernel":
+            check_hosts(inv, v.config.topology.nodes)
             experiment_graph(v.config)
             plan_for(kernel_config(v.config, inv))
 
 
 def host_plans(plan: MeshPlan, inv: Inventory, rdirs: dict[str, str],
-               procs: dict[str, list[str]], pi: dict[str, Any] | None = None) -> dict[str, kernel.HostPlan]:
+               procs: dict[str, list[str]], pi: Mapping[str, Any] | None = None) -> dict[str, kernel.HostPlan]:
     """Each host's kernel plan; ``pi``: the experiment's pi section (its radio settings, deploy.radio)."""
     hosts = inv.by_node()
     out = {}
@@ -98,10 +99,10 @@ def queue_bound(plan: MeshPlan, n: str) -> bool:
     return plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders or kernel_plan.queued_input(plan, n))
 
 
-def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+def app_configs(cfg: ExperimentConfig, seed: int, rdirs: dict[str, str]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """Node -> [(process name, tcpapp config)], as the netns backend writes them, with the hosts' paths."""
-    nx = cfg["netns"]
-    addrs = cfg["topology"]["addresses"]
+    nx = cfg.netns
+    addrs = cfg.topology.addresses
     out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for fp in flow_plans(cfg, seed, 0.0):
         flow = app_flow(fp, addrs)
@@ -109,26 +110,26 @@ def app_configs(cfg: dict[str, Any], seed: int, rdirs: dict[str, str]) -> dict[s
             name = f"{node}.{role}{fp.index}"
             d = rdirs[node]
             out.setdefault(node, []).append((name, {
-                "role": role, "node": node, "flow": flow, "traffic": nx["traffic"], "congestion": nx["congestion"],
-                "poll_ms": nx["cwnd_poll_ms"], "variant": cfg["tcp"]["variant"], "log": f"{d}/{node}.log",
+                "role": role, "node": node, "flow": flow, "traffic": nx.traffic, "congestion": nx.congestion,
+                "poll_ms": nx.cwnd_poll_ms, "variant": cfg.tcp.variant, "log": f"{d}/{node}.log",
                 "go_file": f"{d}/go.json", "ready_file": f"{d}/{name}.ready", "done_file": f"{d}/{name}.done"}))
     return out
 
 
-def node_config(cfg: dict[str, Any], plan: MeshPlan, n: str, seed: int, t0: float, rdir: str,
+def node_config(cfg: ExperimentConfig, plan: MeshPlan, n: str, seed: int, t0: float, rdir: str,
                 host_name: str, iface: str, auth: bool = False) -> dict[str, Any]:
     """The netns node daemon's config for node ``n``; ``t0`` in the host's clock; ``iface`` the host's mesh
     interface, over which link-state routing's kernel routes reach every neighbour (routing/drivers/kernel_routes.py;
     deploy.kernel's restore puts the /32 routes back as they were before the run).  With ``auth`` the
     daemon reads the run's key from ``<node>.key`` beside its config and deletes it: its probe socket seals
     and verifies probes and LSAs (``auth.mac``, on by default for the pi backend; issue 27, item 4)."""
-    nx = cfg["netns"]
-    t_flows = t0 + cfg["etx"]["settle_s"]
+    nx = cfg.netns
+    t_flows = t0 + cfg.etx.flow_start_s
     return {"experiment": cfg.to_dict(), "node": n, "seed": seed, "t0": t0,
-            "deadline": t_flows + cfg["limits"]["max_duration_s"] + 60.0,
+            "deadline": t_flows + cfg.limits.max_duration_s + 60.0,
             "log": f"{rdir}/{n}.log", "ready_file": f"{rdir}/{n}.node.ready", "handlers": plan.handlers,
-            "queue": kernel_plan.QUEUE_NUM, "option": nx["option"], "probe_port": PROBE_PORT,
-            "max_len": nx["queue_maxlen"], "ns": host_name, "handler_loss": n in plan.handler_loss,
+            "queue": kernel_plan.QUEUE_NUM, "option": nx.option, "probe_port": PROBE_PORT,
+            "max_len": nx.queue_maxlen, "ns": host_name, "handler_loss": n in plan.handler_loss,
             "queue_bound": queue_bound(plan, n),
             "kernel_routes": {"devs": {plan.addrs[m]: iface for m in plan.devs[n]}, "advmss": plan.advmss},
             "station_dump": {"iface": iface, "interval_s": STATION_DUMP_S},
@@ -248,7 +249,7 @@ class _Run:
 
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
             echo: TextIO | None = None) -> dict[str, Any]:
-    names: list[str] = variant.config["topology"]["nodes"]
+    names = list(variant.config.topology.nodes)
     check_hosts(inventory, names)
     cfg = kernel_config(variant.config, inventory)
     plan = plan_for(cfg)
@@ -262,8 +263,8 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     meta["hosts"] = {n: {"name": hosts[n].name, "ssh": f"{hosts[n].user}@{hosts[n].host}:{hosts[n].port}",
                          "mesh_address": hosts[n].mesh_address, "iface": hosts[n].iface, "dir": rdirs[n]}
                      for n in names}
-    meta["kernel"] = {"handlers": plan.handlers, "congestion": cfg["netns"]["congestion"],
-                      "traffic": cfg["netns"]["traffic"], "loss_in_handler": sorted(plan.handler_loss),
+    meta["kernel"] = {"handlers": plan.handlers, "congestion": cfg.netns.congestion,
+                      "traffic": cfg.netns.traffic, "loss_in_handler": sorted(plan.handler_loss),
                       "loss_statistic": plan.loss_rates, "sack": plan.sack, "advmss": plan.advmss}
     if dry_run:
         return _dry_run(cfg, plan, inventory, rdirs, seed, echo)
@@ -273,9 +274,9 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     apps = app_configs(cfg, seed, rdirs)
     for n in names:
         run.procs[n] = [name for name, _ in apps.get(n, [])] + [f"{n}.node"]
-    hplans = host_plans(plan, inventory, rdirs, run.procs, cfg["pi"])
+    hplans = host_plans(plan, inventory, rdirs, run.procs, cfg.pi)
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
-                         sum(f["segments"] * f["segment_size"] for f in cfg["flows"]))
+                         sum(f.segments * f.segment_size for f in cfg.flows))
     try:
         offsets = preflight(remotes, rdirs, meta)
         _check_kernel_ready(run, cfg)
@@ -304,10 +305,10 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Invento
     return meta
 
 
-def _check_kernel_ready(run: _Run, cfg: dict[str, Any]) -> None:
+def _check_kernel_ready(run: _Run, cfg: ExperimentConfig) -> None:
     """netfilterqueue in the host's venv, root (sudo -n), iperf3 on the endpoints if the YAML asks for it."""
-    endpoints = {f["sender"] for f in cfg["flows"]} | {f["receiver"] for f in cfg["flows"]}
-    iperf = cfg["netns"]["traffic"] == "iperf3"
+    endpoints = {f.sender for f in cfg.flows} | {f.receiver for f in cfg.flows}
+    iperf = cfg.netns.traffic == "iperf3"
 
     def check(r: Remote) -> None:
         q = shlex.quote
@@ -366,12 +367,12 @@ def _read(run: _Run, nodes_: list[str], cmd: Callable[[Remote], str]) -> dict[st
     return {run.by_node[n].host.node: res[run.by_node[n].name] for n in nodes_}
 
 
-def _run_flows(run: _Run, cfg: dict[str, Any], plan: MeshPlan,
+def _run_flows(run: _Run, cfg: ExperimentConfig, plan: MeshPlan,
                apps: dict[str, list[tuple[str, dict[str, Any]]]], seed: int, offsets: dict[str, float],
                inventory: Inventory, meta: dict[str, Any], progress: DeliveryProgress) -> None:
     """Apps first (they prepare their payload, then wait for go.json), then t0 and the node daemons."""
-    settle = cfg["etx"]["settle_s"]
-    max_dur = cfg["limits"]["max_duration_s"]
+    settle = cfg.etx.flow_start_s
+    max_dur = cfg.limits.max_duration_s
     app_hosts = [run.by_node[n] for n in apps]
 
     def start_apps(r: Remote) -> dict[str, int | None]:
@@ -379,7 +380,7 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: MeshPlan,
         return {name: start_process(r, run.rdirs[n], name, APP_MODULE, conf, run.rep_dir / f"{name}.json")
                 for name, conf in apps[n]}
 
-    if cfg["netns"]["traffic"] == "iperf3":
+    if cfg.netns.traffic == "iperf3":
         run.group(app_hosts, lambda r: r.run(time_wait_command(apps[r.host.node]), root=True, timeout=90))
     pids = run.group(app_hosts, start_apps)
     _wait_ready(run, {n: [name for name, _ in apps[n]] for n in apps}, READY_TIMEOUT_S)
@@ -421,7 +422,7 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: MeshPlan,
         r.run(f"mv {shlex.quote(d + '/go.tmp')} {shlex.quote(d + '/go.json')}")
 
     run.group(app_hosts, go)
-    receiver = cfg["flows"][0]["receiver"]
+    receiver = cfg.flows[0]["receiver"]
     end_by = t_flows + max_dur
     misses = {r.name: 0 for r in run.remotes}
     while True:
@@ -462,7 +463,7 @@ def _run_flows(run: _Run, cfg: dict[str, Any], plan: MeshPlan,
         time.sleep(inventory.poll_interval_s)
 
 
-def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: MeshPlan, cfg: dict[str, Any],
+def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: MeshPlan, cfg: ExperimentConfig,
               meta: dict[str, Any]) -> None:
     """Counters, stop, gather, restore, compare: on every host that can be reached; problems per host."""
     problems: dict[str, list[str]] = {}
@@ -521,7 +522,7 @@ def _teardown(run: _Run, hplans: dict[str, kernel.HostPlan], plan: MeshPlan, cfg
     record_problems(meta, problems, run.remotes)
 
 
-def _dry_run(cfg: dict[str, Any], plan: MeshPlan, inv: Inventory, rdirs: dict[str, str], seed: int,
+def _dry_run(cfg: ExperimentConfig, plan: MeshPlan, inv: Inventory, rdirs: dict[str, str], seed: int,
              echo: TextIO | None) -> dict[str, Any]:
     """What a kernel run would do on each host (the scripts with placeholders for what the snapshot reads)."""
     import sys
@@ -529,7 +530,7 @@ def _dry_run(cfg: dict[str, Any], plan: MeshPlan, inv: Inventory, rdirs: dict[st
     hosts = inv.by_node()
     apps = app_configs(cfg, seed, rdirs)
     procs = {n: [name for name, _ in apps.get(n, [])] + [f"{n}.node"] for n in plan.nodes}
-    hp = host_plans(plan, inv, rdirs, procs, cfg["pi"])
+    hp = host_plans(plan, inv, rdirs, procs, cfg.pi)
     graph = experiment_graph(cfg)
     for n in plan.nodes:
         h = hosts[n]

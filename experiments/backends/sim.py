@@ -109,8 +109,8 @@ class SimNode:
 def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
     """Run one repetition of one variant in virtual time; writes node logs and meta.json into ``rep_dir``."""
     cfg, seed, meta = start_rep(variant, repetition, rep_dir, "sim")
-    names = cfg["topology"]["nodes"]
-    addrs = cfg["topology"]["addresses"]
+    names = cfg.topology.nodes
+    addrs = cfg.topology.addresses
     loop = EventLoop()
     logs = {n: EventLog(rep_dir / f"{n}.log", n, batch=True) for n in names}
     taps: dict[str, Any] = {}
@@ -120,7 +120,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         by_addr = {addrs[n]: nodes[n] for n in names}
         link = sim_link(cfg)   # null fields: the sim's own 10 Mbit/s, 2 ms, 50 packets
         schedule = link_schedule(cfg)   # link.mahimahi: its opportunities instead of the rate (else None)
-        medium = sim_medium.driver(cfg, seed, loop, nodes)  # None for medium.model none: the links below
+        medium = sim_medium.driver(cfg, seed, loop, nodes)  # type: ignore[arg-type]  # its SimNode is a Protocol; None for medium.model none
         name_of = {a: n for n, a in addrs.items()}
         for n, node in nodes.items():
             logs[n].emit(0.0, "node_start", address=addrs[n])
@@ -137,19 +137,19 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                 # (and a link's own loss model, loss.links, is chosen by it)
                 named = tap is not None or bool(dst.core.engine.step.link_lost)
                 deliver = partial(dst.receive, frm=addrs[n]) if named else dst.receive
-                node.links[nbr] = SimLink(loop, link_queue(link, cfg["etx"]["settle_s"], schedule), deliver,
+                node.links[nbr] = SimLink(loop, link_queue(link, cfg.etx.flow_start_s, schedule), deliver,
                                           node.queue_drop)
         if medium and (taps or any(node.core.engine.step.link_lost for node in nodes.values())):
             medium.previous_hop = dict(addrs)   # a capture names the previous hop, a link's loss model needs it
         for node in nodes.values():
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
-        until = cfg["etx"]["settle_s"] + cfg["limits"]["max_duration_s"]
+        until = cfg.etx.flow_start_s + cfg.limits.max_duration_s
         loop.run(until, stop=_all_done(apps))
         finished = _all_done(apps)()
         meta["status"] = "ok" if finished else "incomplete"
         if not finished:
-            meta["error"] = f"flows not finished after {cfg['limits']['max_duration_s']} s of virtual time"
+            meta["error"] = f"flows not finished after {cfg.limits.max_duration_s} s of virtual time"
         meta["virtual_end_s"] = round(loop.now, 6)
         routers = {n: node.core.routing.router for n, node in nodes.items() if node.core.routing is not None}
         if routers:   # the routes the nodes ended with (routing.topology.linkstate), as the mesh figure draws them

@@ -7,6 +7,7 @@ at the end of the repetition (docs/LOGS.md, docs/MEDIUM.md).
 """
 from __future__ import annotations
 
+from experiments.config import ExperimentConfig
 from dataclasses import asdict
 from typing import Any, Callable, Protocol
 
@@ -79,13 +80,13 @@ class MediumDriver:
             emit(name, dict(asdict(st.stats), elapsed_s=round(self.loop.now, 6)))
 
 
-def driver(cfg: dict[str, Any], seed: int, loop: EventLoop, nodes: dict[str, SimNode]) -> MediumDriver | None:
+def driver(cfg: ExperimentConfig, seed: int, loop: EventLoop, nodes: dict[str, SimNode]) -> MediumDriver | None:
     """The medium of ``cfg`` driven on ``loop``; None when ``medium.model`` is none."""
-    if cfg["medium"]["model"] == "none":
+    if cfg.medium.model == "none":
         return None
     medium = build_medium(cfg, seed)
     # loss that stands for radio errors, on virtual time (the nodes' t0 is 0: flows start after settling)
-    attach_radio_loss(medium, cfg, seed, lambda: cfg["etx"]["settle_s"], lambda ns: ns / 1e9)
+    attach_radio_loss(medium, cfg, seed, lambda: cfg.etx.flow_start_s, lambda ns: ns / 1e9)
     return MediumDriver(loop, medium, nodes)
 
 

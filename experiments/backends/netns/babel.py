@@ -34,6 +34,7 @@ import struct
 import subprocess
 import threading
 import time
+from experiments.config import ExperimentConfig
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 

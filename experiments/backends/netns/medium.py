@@ -188,7 +188,7 @@ def run_medium(conf: dict[str, Any]) -> int:
         nodes = {n: (v["ns"], v["devs"]) for n, v in conf["nodes"].items()}
         return NetnsMedium(medium, nodes, conf["queue"], conf["max_len"], conf["probe_port"], log), {"nodes": len(nodes)}
     # the nodes' clock: their flows start at t0 + settling
-    return run_daemon(conf, make, lambda cfg: conf["t0"] + cfg["etx"]["settle_s"])
+    return run_daemon(conf, make, lambda cfg: conf["t0"] + cfg.etx.flow_start_s)
 
 
 def main(argv: list[str]) -> int:

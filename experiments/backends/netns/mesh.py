@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from experiments.backends import kernel_plan
+from experiments.config import ExperimentConfig
 from experiments.backends.kernel_counters import TCP_EXT_COUNTERS, parse_nfq, parse_statistic_drops, parse_tcpext
 from experiments.backends.kernel_plan import (HANDLER_MODES, QUEUE_NUM, Link, MeshPlan, PlanError, queued_input,
                                               rule_specs, statistic_table, sysctls)
@@ -37,12 +38,12 @@ __all__ = ["HANDLER_MODES", "QUEUE_NUM", "Link", "MeshPlan", "TCP_EXT_COUNTERS",
            "setup", "statistic_drops", "statistic_table", "sysctls", "tcp_counters", "teardown"]
 
 
-def plan_mesh(cfg: Any, rid: str, check_range: bool = True) -> MeshPlan:
+def plan_mesh(cfg: ExperimentConfig, rid: str, check_range: bool = True) -> MeshPlan:
     """The netns mesh of a resolved variant configuration: its addresses inside the test range (unless
     ``check_range`` is off), then :func:`experiments.backends.kernel_plan.plan_mesh`; NetnsError naming
     the field if it cannot be built."""
     if check_range:
-        state.check_addresses(dict(cfg["topology"]["addresses"]))
+        state.check_addresses(dict(cfg.topology.addresses))
     try:
         return kernel_plan.plan_mesh(cfg, rid)
     except PlanError as e:

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from etx.estimator import EtxTable
@@ -44,14 +45,14 @@ from routing.forwarding.step import DROP_REASONS
 from routing.drivers.udp_probe import UdpProber
 
 
-def forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober: UdpProber,
+def forwarder(cfg: ExperimentConfig, name: str, seed: int, t_flows: float, prober: UdpProber,
                log: EventLog, option: int, handler_loss: bool, table: RouteTable) -> KernelForwarder:
     """Node ``name``'s snoop step: loss model, snoop agent (``snoop.scheme``), routes (as in build_node).
 
     Without ``handler_loss`` the node's loss is the iptables statistic match and its
     handler sees nothing it hears, so it gets no loss model.
     """
-    addrs = cfg["topology"]["addresses"]
+    addrs = cfg.topology.addresses
     spec = node_loss_spec(cfg, name, t_flows) if handler_loss else {"model": "none"}
     loss = build_loss_model(spec, node_rng(seed, name, "loss"))
     sink = node_sink(cfg, log)     # the lines of traffic no configured flow explains aggregated (routing.forwarding.flowlog)
@@ -63,7 +64,7 @@ def forwarder(cfg: dict[str, Any], name: str, seed: int, t_flows: float, prober:
 _forwarder = forwarder   # the old name (tests/test_flowlog.py)
 
 
-def probe_auth(conf: dict[str, Any], address: str, neighbours: list[str]) -> MeshAuth | None:
+def probe_auth(conf: dict[str, Any], address: str, neighbours: Sequence[str]) -> MeshAuth | None:
     """The probe socket's MAC with the run's key (``auth.mac``; issue 27, item 4) when the runner handed the
     node a key file (read once and deleted: experiments.backends.node_main.read_key), else None.  Sequence
     numbers start at the clock in microseconds, as on the overlay (node_main.node_auth)."""
@@ -88,7 +89,7 @@ def go_realtime() -> None:
     os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(REALTIME_PRIORITY))
 
 
-def link_shaper(cfg: dict[str, Any], link: dict[str, Any], name: str, log: EventLog, max_len: int,
+def link_shaper(cfg: ExperimentConfig, link: dict[str, Any], name: str, log: EventLog, max_len: int,
                 t_flows: float) -> LinkShaper:
     """The emulated links into node ``name`` (``link["in"]``: its veth -> the neighbour at the other end
     and the link's rate, delay and queue, or with ``link.mahimahi`` the trace's opportunities from the flows'
@@ -108,7 +109,7 @@ def run_node(conf: dict[str, Any]) -> int:
     name = conf["node"]
     cfg = ExperimentConfig.from_dict(conf["experiment"], "", "experiment of " + str(conf.get("log")))
     log = EventLog(Path(conf["log"]), name, batch=True)
-    addr = cfg["topology"]["addresses"][name]
+    addr = cfg.topology.addresses[name]
     parent = os.getppid()
     stop = threading.Event()
     driver: NfqDriver | None = None
@@ -124,15 +125,15 @@ def run_node(conf: dict[str, Any]) -> int:
         log.emit(time.time(), "node_start", address=addr, pid=os.getpid(), handlers=conf["handlers"],
                  ns=conf["ns"], realtime=bool(conf.get("realtime")), auth=bool(conf.get("auth_key_file")))
         log.flush()
-        etx_cfg = cfg["etx"]
-        t_flows = conf["t0"] + etx_cfg["settle_s"]
+        etx_cfg = cfg.etx
+        t_flows = conf["t0"] + etx_cfg.flow_start_s
         table = route_tables(cfg)[name]
-        etx = EtxTable(table.neighbours, window=etx_cfg["window"], mode=etx_cfg["mode"],
-                       before_full=etx_cfg["before_full"], initial=etx_cfg["initial"])
+        etx = EtxTable(table.neighbours, window=etx_cfg.window, mode=etx_cfg.mode,
+                       before_full=etx_cfg.before_full, initial=etx_cfg.initial)
         jrng = node_rng(conf["seed"], name, "jitter")
 
         def interval(now: float) -> float:
-            base = etx_cfg["warmup_interval_s"] if now < t_flows else etx_cfg["interval_s"]
+            base = etx_cfg.warmup_interval_s if now < t_flows else etx_cfg.interval_s
             return base * (1.0 + jrng.uniform(-0.1, 0.1))
 
         routing = node_routing(cfg, name, etx, table, conf["t0"])
@@ -150,18 +151,17 @@ def run_node(conf: dict[str, Any]) -> int:
             def on_babel(changes: list[RouteChange], routes: dict[str, str], now: float) -> None:
                 table.replace({d: v for d, v in routes.items() if v in table.neighbours})
                 log_changes(changes, log.emit, now)
-            watch = BabelWatch(addr, list(cfg["topology"]["addresses"].values()), table.as_dict(), on_babel,
+            watch = BabelWatch(addr, list(cfg.topology.addresses.values()), table.as_dict(), on_babel,
                                node_loss_spec(cfg, name, t_flows).get("down", []), log.emit)
-        prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg["log_interval_s"],
+        prober = UdpProber(addr, conf["probe_port"], etx, interval, log.emit, etx_cfg.log_interval_s,
                            routing=routing, on_routes=on_routes if routing is not None else None,
                            jitter=lambda: jrng.uniform(-0.1, 0.1), auth=probe_auth(conf, addr, table.neighbours))
         fw = None
         if conf["handlers"] == "snoop":
             fw = forwarder(cfg, name, conf["seed"], t_flows, prober, log, conf["option"], conf["handler_loss"],
                             table)
-            capture = cfg.get("capture") or {}
-            if capture.get("enabled"):            # the packets as they leave the handler (docs/LOGS.md)
-                tap = KernelTap(Path(conf["log"]).with_suffix(".pcapng"), int(capture["max_mb"] * 1e6))
+            if cfg.capture.enabled:               # the packets as they leave the handler (docs/LOGS.md)
+                tap = KernelTap(Path(conf["log"]).with_suffix(".pcapng"), int(cfg.capture.max_mb * 1e6))
                 fw.capture(tap)
 
         def flush() -> None:                      # after every batch of packets
@@ -228,8 +228,8 @@ def run_node(conf: dict[str, Any]) -> int:
             fw.step.flush_drops(time.time(), final=True)
             extra.update(exact_totals(fw.step), packets=dict(fw.stats), cache_segments=fw.agent.cache_segments,
                          snoop=dict(fw.agent.stats))
-            if fw.tap is not None:
-                extra["capture"] = fw.tap.writer.stats()
+            if tap is not None:                   # fw.capture(tap) made it fw.tap
+                extra["capture"] = tap.writer.stats()
         extra["drops"] = all_drops(extra.get("drops"), prober.drops)
         log.emit(time.time(), "node_stop", address=addr, **extra)
         log.flush()   # a write error of the last lines ends here, not in close

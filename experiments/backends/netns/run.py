@@ -14,8 +14,10 @@ import signal
 import subprocess
 import sys
 import time
+from experiments.config import ExperimentConfig
 from contextlib import contextmanager
 from pathlib import Path
+from collections.abc import Set as AbstractSet
 from typing import Any, Iterator
 
 from experiments.backends.kernel_counters import append_drops
@@ -107,7 +109,7 @@ class Procs:
         return {n: p.returncode for n, p in self.procs.items()}
 
 
-def _wait_files(paths: list[Path], procs: Procs, timeout: float, may_end: set[str] = frozenset()) -> None:
+def _wait_files(paths: list[Path], procs: Procs, timeout: float, may_end: AbstractSet[str] = frozenset()) -> None:
     end = time.time() + timeout
     while not all(p.exists() for p in paths):
         msg = procs.failed(set(may_end))
@@ -132,10 +134,10 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         state.record_run(rid, plan.nodes)
     meta["netns"] = {"run_id": rid, "namespaces": {n: plan.ns(n) for n in plan.nodes},
                      "links": [[l.a, l.b, l.dev_a, l.dev_b] for l in plan.links],
-                     "handlers": plan.handlers, "congestion": cfg["netns"]["congestion"],
+                     "handlers": plan.handlers, "congestion": cfg.netns.congestion,
                      "loss_in_handler": sorted(plan.handler_loss), "loss_statistic": plan.loss_rates,
-                     "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg["netns"]["traffic"],
-                     "link": cfg["link"] if plan.link is not None else None}   # what the shapers emulate
+                     "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg.netns.traffic,
+                     "link": cfg.link if plan.link is not None else None}   # what the shapers emulate
     write_meta(rep_dir, meta)   # status running: the run id is on disk before its namespaces exist
     procs = Procs(rep_dir)
     old_term = signal.signal(signal.SIGTERM, _raise_terminated)
@@ -195,18 +197,18 @@ def _start_babeld(plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path) -> dict[s
             "version": (version.stderr or version.stdout).strip()}
 
 
-def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
+def _start_daemons(cfg: ExperimentConfig, plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
                    t0: float, deadline: float, apps: set[str]) -> None:
     """One daemon per node (NFQUEUE handler, link shaper, ETX prober), after the medium daemon if there is
     a medium (it must hold the first probe already); returns when all are ready.  With ``auth.mac`` each
     daemon gets the repetition's fresh key in ``<node>.key`` (mode 0600), which it reads and deletes at
     start: its probe socket seals and verifies probes and LSAs (routing.drivers.udp_probe; issue 27, item 4); what
     a daemon that failed early did not delete is deleted here once all are up or one failed."""
-    nx = cfg["netns"]
+    nx = cfg.netns
     if plan.medium:
         conf = {"experiment": cfg.to_dict(), "seed": seed, "log": str(rep_dir / "medium.log"), "t0": t0,
                 "ready_file": str(rep_dir / "medium.ready"), "deadline": deadline, "queue": SHAPER_QUEUE,
-                "max_len": nx["queue_maxlen"], "probe_port": PROBE_PORT, "realtime": nx["realtime"],
+                "max_len": nx.queue_maxlen, "probe_port": PROBE_PORT, "realtime": nx.realtime,
                 "nodes": {n: {"ns": plan.ns(n), "devs": {dev: nbr for nbr, dev in plan.devs[n].items()}}
                           for n in plan.nodes}}
         procs.start("medium", None, "experiments.backends.netns.medium", conf)
@@ -224,9 +226,9 @@ def _start_daemons(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, re
                     link["board_fd"] = board
                 conf = {"experiment": cfg.to_dict(), "node": n, "seed": seed, "t0": t0, "deadline": deadline,
                         "log": str(rep_dir / f"{n}.log"), "ready_file": str(rep_dir / f"{n}.ready"),
-                        "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx["option"],
-                        "probe_port": PROBE_PORT, "max_len": nx["queue_maxlen"], "ns": plan.ns(n),
-                        "handler_loss": n in plan.handler_loss, "link": link, "realtime": nx["realtime"],
+                        "handlers": plan.handlers, "queue": meshmod.QUEUE_NUM, "option": nx.option,
+                        "probe_port": PROBE_PORT, "max_len": nx.queue_maxlen, "ns": plan.ns(n),
+                        "handler_loss": n in plan.handler_loss, "link": link, "realtime": nx.realtime,
                         "queue_bound": plan.handlers != "kernel" and (n in plan.forwarders or n in plan.senders
                                                                       or meshmod.queued_input(plan, n)),
                         "kernel_routes": {"devs": {plan.addrs[m]: dev for m, dev in plan.devs[n].items()},
@@ -251,7 +253,7 @@ def _forget_keys(rep_dir: Path, nodes: list[str]) -> None:
 
 
 @contextmanager
-def mesh_session(cfg: dict[str, Any], rep_dir: Path, seed: int = 1,
+def mesh_session(cfg: ExperimentConfig, rep_dir: Path, seed: int = 1,
                  max_s: float = 600.0) -> Iterator[meshmod.MeshPlan]:
     """The mesh of ``cfg`` with its node daemons running and no flows (bench/netns_link.py and the
     tests measure it with their own tools inside the namespaces); always torn down."""
@@ -280,7 +282,7 @@ def mesh_session(cfg: dict[str, Any], rep_dir: Path, seed: int = 1,
         state.release_route()
 
 
-def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
+def _run_flows(cfg: ExperimentConfig, plan: meshmod.MeshPlan, procs: Procs, rep_dir: Path, seed: int,
                variant: Variant, repetition: int, meta: dict[str, Any]) -> None:
     """Apps first (they prepare their data, then wait for ``go.json``), then t0 and the daemons.
 
@@ -288,9 +290,9 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     fixed only once the apps are ready: a sender that is still generating its
     payload cannot start its flow late and shift the loss pattern against it.
     """
-    nx = cfg["netns"]
-    settle = cfg["etx"]["settle_s"]
-    max_dur = cfg["limits"]["max_duration_s"]
+    nx = cfg.netns
+    settle = cfg.etx.flow_start_s
+    max_dur = cfg.limits.max_duration_s
     addrs = plan.addrs
     go = rep_dir / "go.json"
     apps: set[str] = set()
@@ -300,8 +302,8 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
         flow = app_flow(fp, addrs)
         for role, node in (("receiver", fp.receiver), ("sender", fp.sender)):
             name = f"{node}.{role}{fp.index}"
-            conf = {"role": role, "node": node, "flow": flow, "traffic": nx["traffic"],
-                    "congestion": nx["congestion"], "poll_ms": nx["cwnd_poll_ms"], "variant": cfg["tcp"]["variant"],
+            conf = {"role": role, "node": node, "flow": flow, "traffic": nx.traffic,
+                    "congestion": nx.congestion, "poll_ms": nx.cwnd_poll_ms, "variant": cfg.tcp.variant,
                     "log": str(rep_dir / f"{node}.log"), "go_file": str(go),
                     "ready_file": str(rep_dir / f"{name}.ready"), "done_file": str(rep_dir / f"{name}.done")}
             procs.start(name, plan.ns(node), "experiments.backends.netns.tcpapp", conf)
@@ -324,8 +326,8 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
     (rep_dir / "go.tmp").write_text(json.dumps({"t0": t0, "t_flows": t_flows}))
     (rep_dir / "go.tmp").replace(go)
     progress = DeliveryProgress(f"{variant.name} rep {repetition}",
-                        sum(f["segments"] * f["segment_size"] for f in cfg["flows"]),
-                        rep_dir / f"{cfg['flows'][0]['receiver']}.log")
+                        sum(f.segments * f.segment_size for f in cfg.flows),
+                        rep_dir / f"{cfg.flows[0]['receiver']}.log")
     end_by = t_flows + max_dur
     try:
         while not all(p.exists() for p in done):
@@ -352,7 +354,7 @@ def _run_flows(cfg: dict[str, Any], plan: meshmod.MeshPlan, procs: Procs, rep_di
         links = {n: meshmod.link_counters(plan, n) for n in plan.nodes}
         meta["links"] = links
         meta["tcp_counters"] = {n: meshmod.tcp_counters(plan.ns(n))
-                                for n in sorted({fp["sender"] for fp in cfg["flows"]} | {fp["receiver"] for fp in cfg["flows"]})}
+                                for n in sorted({fp.sender for fp in cfg.flows} | {fp.receiver for fp in cfg.flows})}
         meta["exit_codes"] = procs.stop_all()
         for n in queued:
             b, a = before[n] or {}, after[n] or {}
