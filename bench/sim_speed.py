@@ -17,6 +17,7 @@ Run: .venv/bin/python -m bench sim_speed [--repetitions 5] [--medium none,dcf]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import heapq
 import json
 import os
@@ -107,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     for model in args.medium.split(","):
         exp = load_file(ROOT / "experiments" / "paper-lossy.yaml")
         exp.base["repetitions"] = args.repetitions
-        for v in exp.variants:
-            v.config["medium"]["model"] = model
+        exp.variants[:] = [dataclasses.replace(v, config=dataclasses.replace(
+            v.config, medium=dataclasses.replace(v.config.medium, model=model))) for v in exp.variants]
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.time()
             run_dir = run_experiment(exp, backend="sim", out=Path(tmp), jobs=args.jobs, plot=False,

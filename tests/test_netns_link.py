@@ -19,8 +19,9 @@ medians were +9 to +30 % with or without the LatenessBoard: docs/NETNS.md).  A m
 fails.  When every attempt missed under more steal, the median cannot be judged on this machine at
 this moment: the test checks everything else and then skips, saying so with every attempt's numbers.
 """
-import statistics
+import dataclasses
 import json
+import statistics
 import subprocess
 import sys
 
@@ -115,7 +116,7 @@ def test_every_handlers_mode_holds_the_links(netns, handlers):
 
 def test_without_a_link_section_nothing_is_held(netns):
     cfg = chain_config(1.0, 50.0, 1)
-    cfg["link"] = {"rate_mbps": None, "delay_ms": None, "queue_packets": None}
+    cfg = dataclasses.replace(cfg, link=dataclasses.replace(cfg.link, rate_mbps=None, delay_ms=None, queue_packets=None))
     with mesh_session(cfg, netns) as plan:
         rtt = statistics.median(ping_rtts_ms(plan.ns("A"), plan.addrs["B"], 5))
         rules = run(["iptables-legacy-save"], ns=plan.ns("B")).stdout
