@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     exp = load_experiment({"name": "fuzz", "etx": {"settle_s": 0}, "flows": [{"segments": 1}],
                            "snoop": {"policy": "every"}}, "fuzz.yaml")
     cfg = exp.variants[0].config
-    names = cfg["topology"]["nodes"]
+    names = list(cfg.topology.nodes)
     port = free_port()
     udp = {n: (loopback_address(i), port) for i, n in enumerate(names)}
     assert all(ipaddress.ip_address(a).is_loopback for a, _ in udp.values())   # traffic to loopback only
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         now = time.time()
         conf = {"experiment": cfg.to_dict(), "node": "B", "seed": 1, "t0": now, "deadline": now + 3600,
                 "log": str(d / "B.log"), "done_file": str(d / "B.done"), "bind": list(udp["B"]),
-                "peers": {cfg["topology"]["addresses"][m]: list(udp[m]) for m in names if m != "B"}}
+                "peers": {cfg.topology.addresses[m]: list(udp[m]) for m in names if m != "B"}}
         if args.mac:
             conf["auth_key_file"] = str(write_key(d / "B.key", new_key()))
         (d / "B.node.json").write_text(json.dumps(conf))

@@ -39,7 +39,7 @@ def measure(frames: int, payload: int = 1060, pace_every: int = 200, pace_s: flo
         proc, peers = medium_process.start(cfg, 1, Path(tmp), udp, free_port("127.0.2.1"), time.time() + 600,
                                            time.time() + 10)
         try:
-            dst = tuple(peers["A"][cfg["topology"]["addresses"]["B"]])
+            dst = tuple(peers["A"][cfg.topology.addresses["B"]])
             tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             data = bytes([0xA5, 2, 1]) + bytes(payload - 3)   # not a probe (ptype 1): acknowledged, retried
             times: list[float] = []

@@ -95,7 +95,7 @@ def resolve(data: dict[str, Any]) -> dict[str, Any]:
 def with_flows(data: dict[str, Any], segments: int) -> tuple[dict[str, Any], int, int]:
     """``data`` with its flows: one per 5 nodes between distant nodes.  Also the links and flows counted."""
     cfg = resolve(data)
-    nodes, links = cfg["topology"]["nodes"], cfg["topology"]["links"]
+    nodes, links = list(cfg.topology.nodes), [list(link) for link in cfg.topology.links]
     pairs = distant_flows(nodes, links, max(1, len(nodes) // 5))
     data = dict(data, flows=[{"sender": a, "receiver": b, "segments": segments} for a, b in pairs])
     return data, len(links), len(pairs)
@@ -158,9 +158,9 @@ def for_any_backend(mesh: Mesh) -> dict[str, Any]:
     ``limits.max_duration_s`` 300."""
     data = dict(mesh.data, name=f"mesh-scale-{mesh.name}")
     cfg = resolve(mesh.data)
-    data["topology"] = {"nodes": cfg["topology"]["nodes"], "links": cfg["topology"]["links"]}
+    data["topology"] = {"nodes": list(cfg.topology.nodes), "links": [list(link) for link in cfg.topology.links]}
     if mesh.name == "chain-4":
-        data["topology"] = {"chain": cfg["topology"]["nodes"]}
+        data["topology"] = {"chain": list(cfg.topology.nodes)}
     data["etx"] = dict(data["etx"], settle_s=2.0)
     data["limits"] = {"max_duration_s": 300.0}   # the 100-node grid's flows took up to 124 s on local
     data["variants"] = [{"name": "plain", "medium": {"model": "none", "positions": {}, "placement": "line"}},

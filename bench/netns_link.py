@@ -160,7 +160,7 @@ def measure(rate_mbps: float, delay_ms: float, hops: int, pings: int = 20, secon
             omit: float = 3.0, handlers: str = "snoop", rate: bool = True, realtime: bool = False) -> Measured:
     """One configuration, measured in a fresh mesh (torn down before returning)."""
     cfg = chain_config(rate_mbps, delay_ms, hops, handlers, realtime=realtime)
-    chain = cfg["topology"]["nodes"]
+    chain = list(cfg.topology.nodes)
     with tempfile.TemporaryDirectory(prefix="netns-link-") as tmp:
         rep = Path(tmp)
         with mesh_session(cfg, rep) as plan:

@@ -107,3 +107,38 @@ def test_the_mapping_view_is_plain_data() -> None:
         cfg["topologie"]
     assert cfg.get("topologie", "none") == "none"
     assert plain(frozen({"a": [1, {"b": (2,)}]})) == {"a": [1, {"b": [2]}]}
+
+
+#: the schema and its validators, which read the resolved mapping (a dict while it is validated)
+MAPPING_READERS = ("experiments/schema.py", "experiments/config.py", "experiments/medium_spec.py",
+                   "experiments/link_spec.py", "experiments/topology_spec.py", "experiments/radio_loss.py")
+
+
+def _config_subscripts(path: Path) -> list[int]:
+    """Lines of ``cfg["..."]``, ``config["..."]`` and ``<x>.config["..."]`` (a string key) in ``path``."""
+    import ast
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            v = node.value
+            if (isinstance(v, ast.Name) and v.id in ("cfg", "config")) or (isinstance(v, ast.Attribute) and v.attr == "config"):
+                out.append(node.lineno)
+    return out
+
+
+def test_no_module_outside_the_schema_reads_the_config_by_key() -> None:
+    """Backends, build.py, the runner, deploy and plots read the typed config by attribute (mypy checks
+    those); only the schema and its validators read the mapping."""
+    found = []
+    for pkg in ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "bench"):
+        for f in sorted((ROOT / pkg).rglob("*.py")):
+            rel = f.relative_to(ROOT).as_posix()
+            if rel not in MAPPING_READERS:
+                found += [f"{rel}:{line}" for line in _config_subscripts(f)]
+    assert not found, "read by key, not by attribute:\n" + "\n".join(found)
+
+
+def test_the_scan_finds_a_read_by_key(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("def f(cfg, v):\n    return cfg['etx']['settle_s'] + v.config[\"seed\"] + cfg.etx.settle_s\n")
+    assert _config_subscripts(f) == [2, 2]          # one per read: cfg["etx"] and v.config["seed"]
