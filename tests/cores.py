@@ -6,127 +6,29 @@ threads, no clock.
 """
 from __future__ import annotations
 
-from hypothesis import strategies as st
-from scapy.all import IP, TCP, Raw
-from aspan.fields import AspanFields, FIXED_ONE
-from routing.medium.dcf import Delivered, Medium, Phy, Topology
-from aspan.policy import SnoopConfig
-from aspan.scheme_config import SchemeConfig
 import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from hypothesis import strategies as st
+from scapy.all import IP, TCP, Raw
+
+from aspan.fields import FIXED_ONE, AspanFields
+from aspan.policy import SnoopConfig
+from aspan.scheme_config import SchemeConfig
+from routing.medium.dcf import Delivered, Medium, Phy, Topology
+from routing.overlay.wire import DATA, LSA, PROBE, Packet, Probe
+from routing.topology.linkstate import Lsa
 from tcp_user.config import TcpConfig
 from tcp_user.connection import TcpConnection
-from tcp_user.segment import ACK, FIN, SYN, Segment, RST
-from routing.topology.linkstate import Lsa
-from routing.overlay.wire import DATA, LSA, PROBE, Packet, Probe
+from tcp_user.segment import ACK, FIN, RST, SYN, Segment
 
 
-def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
-    pkt = IP(src="10.2.1.1", dst="10.2.1.4", flags="DF", **ip)
-    if options is not None:
-        pkt.options = options
-    return bytes(pkt / TCP(sport=5000, dport=6000, seq=seq, ack=ack, flags=flags) / Raw(b"x" * payload))
-
-
-# ---- the netns driver's side (routing.drivers.link_shaper) with fake packets and a fake clock -------------
-class FakePacket:
-    def __init__(self, indev: int, size: int, payload: bytes = b"") -> None:
-        self.indev, self.size, self.payload, self.verdict = indev, size, payload, None
-
-    def get_payload_len(self) -> int:
-        return self.size
-
-    def get_payload(self) -> bytes:
-        return self.payload
-
-    def get_timestamp(self) -> float:
-        return 0.0          # no receive timestamp: the shaper uses its clock
-
-    def accept(self) -> None:
-        assert self.verdict is None
-        self.verdict = "accept"
-
-    def drop(self) -> None:
-        assert self.verdict is None
-        self.verdict = "drop"
-
-
-B = Phy.preset("b")
-
-
-DATA_1000 = 192_000 + 753_455          # preamble + (1000 + 36) * 8 / 11 Mb/s, rounded up to the ns
-
-
-ACK_NS = 192_000 + 56_000                 # preamble + 14 * 8 / 2 Mb/s
-
-
-DIFS = 50_000
-
-
-SLOT = 20_000
-
-
-class ScriptedRng:
-    """randint(0, cw) answers from a script and records every cw asked for."""
-
-    def __init__(self, *draws: int) -> None:
-        self.draws = list(draws)
-        self.windows: list[int] = []
-
-    def randint(self, lo: int, hi: int) -> int:
-        assert lo == 0
-        self.windows.append(hi)
-        return self.draws.pop(0) if self.draws else 0
-
-
-def run_medium(m: Medium, until: int = 10**12) -> list[tuple[int, str, str, str]]:
-    """Every output up to ``until``: (time, kind, src, dst)."""
-    out = []
-    while (t := m.next_timer()) is not None and t <= until:
-        for o in m.advance(t):
-            out.append((o.at_ns, "deliver" if isinstance(o, Delivered) else o.reason, o.frame.src, o.frame.dst))
-    return out
-
-
-def full_mesh(*nodes: str) -> Topology:
-    return Topology.from_graph({n: [x for x in nodes if x != n] for n in nodes})
-
-
-FLOW = ("10.2.1.1", 5000, "10.2.1.4", 6000)
-
-
-MSS = 1000
-
-
-WND = 64_000
-
-
-def scheme_agent(cls, scheme, policy="every", **kw):
-    log = Log()
-    return cls("C", SnoopConfig(policy=policy), log, SchemeConfig(scheme=scheme, **kw)), log
-
-
-def send_segments(a, idx, t=0.0, hop=2):
-    return [a.on_data(FLOW, i * MSS, MSS, AspanFields(), 1.0, hop, t, f"pkt{i}") for i in idx]
-
-
-def hear_ack(a, n, t, window=WND, packet="ack"):
-    return a.on_ack(FLOW, n, t, window=window, packet=packet)
-
-
-class Log:
-    """Events an agent emitted, as (now, ev, fields); ``of(ev)``: the fields of one kind."""
-
-    def __init__(self):
-        self.events = []
-
-    def __call__(self, now, ev, **f):
-        self.events.append((now, ev, f))
-
-    def of(self, ev):
-        return [f for _, e, f in self.events if e == ev]
-
+# ---- the user-space TCP: two endpoints through a scripted link in virtual time (tests/tcp_user/) -----------
+# ``Sim`` wires two TcpConnection objects "a" and "b" through a link with a fixed one-way delay.  Everything
+# happens in virtual time: the loop jumps to the next arrival or timer, delivers one segment at a time, lets the
+# receiving side read (if asked) and drains both sides' output.  Specific transmissions can be dropped by
+# sequence number and occurrence, or by a predicate.
 
 MASK = 0xFFFFFFFF
 
@@ -341,26 +243,95 @@ def data_seg(index: int, *, peer_iss: int = 90_000, ack: int = 7001, mss: int = 
                    window=PEER_WINDOW, payload=bytes([index % 256]) * mss)
 
 
-u32 = st.integers(0, 2**32 - 1)
+# ---- the snoop agents: their event log, one flow, the schemes' agents fed by hand (tests/aspan/) -----------
 
+class Log:
+    """Events an agent emitted, as (now, ev, fields); ``of(ev)``: the fields of one kind."""
+
+    def __init__(self):
+        self.events = []
+
+    def __call__(self, now, ev, **f):
+        self.events.append((now, ev, f))
+
+    def of(self, ev):
+        return [f for _, e, f in self.events if e == ev]
+
+
+FLOW = ("10.2.1.1", 5000, "10.2.1.4", 6000)
+
+MSS = 1000
+
+WND = 64_000
+
+
+def scheme_agent(cls, scheme, policy="every", **kw):
+    log = Log()
+    return cls("C", SnoopConfig(policy=policy), log, SchemeConfig(scheme=scheme, **kw)), log
+
+
+def send_segments(a, idx, t=0.0, hop=2):
+    return [a.on_data(FLOW, i * MSS, MSS, AspanFields(), 1.0, hop, t, f"pkt{i}") for i in idx]
+
+
+def hear_ack(a, n, t, window=WND, packet="ack"):
+    return a.on_ack(FLOW, n, t, window=window, packet=packet)
+
+
+# ---- the DCF medium at 802.11b: exact times in ns, scripted backoff draws (tests/routing/medium/) ----------
+
+B = Phy.preset("b")
+
+DATA_1000 = 192_000 + 753_455          # preamble + (1000 + 36) * 8 / 11 Mb/s, rounded up to the ns
+
+ACK_NS = 192_000 + 56_000                 # preamble + 14 * 8 / 2 Mb/s
+
+DIFS = 50_000
+
+SLOT = 20_000
+
+
+class ScriptedRng:
+    """randint(0, cw) answers from a script and records every cw asked for."""
+
+    def __init__(self, *draws: int) -> None:
+        self.draws = list(draws)
+        self.windows: list[int] = []
+
+    def randint(self, lo: int, hi: int) -> int:
+        assert lo == 0
+        self.windows.append(hi)
+        return self.draws.pop(0) if self.draws else 0
+
+
+def run_medium(m: Medium, until: int = 10**12) -> list[tuple[int, str, str, str]]:
+    """Every output up to ``until``: (time, kind, src, dst)."""
+    out = []
+    while (t := m.next_timer()) is not None and t <= until:
+        for o in m.advance(t):
+            out.append((o.at_ns, "deliver" if isinstance(o, Delivered) else o.reason, o.frame.src, o.frame.dst))
+    return out
+
+
+def full_mesh(*nodes: str) -> Topology:
+    return Topology.from_graph({n: [x for x in nodes if x != n] for n in nodes})
+
+
+# ---- the wire format: hypothesis strategies of every packet (tests/routing/overlay/) -----------------------
+
+u32 = st.integers(0, 2**32 - 1)
 
 prob = st.integers(0, FIXED_ONE).map(lambda k: k / FIXED_ONE)   # the header's grid (aspan.fields)
 
-
 ratio = st.floats(0.0, 1.0, width=32, allow_nan=False)          # a probe's ratio: f32
-
 
 ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
 
-
 port = st.integers(0, 65535)
-
 
 byte = st.integers(0, 255)
 
-
 fields_st = st.builds(AspanFields, prob, prob, byte, byte, byte)
-
 
 segment_st = st.builds(
     Segment, u32, u32,
@@ -371,9 +342,7 @@ segment_st = st.builds(
     st.lists(u32, max_size=6).map(tuple),
 )
 
-
 etx = st.integers(100, 65534).map(lambda h: h / 100)          # an LSA link's ETX: u16 hundredths, 1 .. MAX_ETX
-
 
 lsa_st = st.builds(Lsa, ipv4, u32, st.lists(st.tuples(ipv4, etx), max_size=40).map(tuple))
 
@@ -389,3 +358,36 @@ def packets(draw):
     else:
         pkt.lsa = draw(lsa_st)
     return pkt
+
+
+# ---- kernel packets: a TCP segment as scapy builds it (tests/routing/kernel/) ------------------------------
+
+def tcp_bytes(payload: int = 100, options=None, flags: str = "A", seq: int = 1000, ack: int = 0, **ip) -> bytes:
+    pkt = IP(src="10.2.1.1", dst="10.2.1.4", flags="DF", **ip)
+    if options is not None:
+        pkt.options = options
+    return bytes(pkt / TCP(sport=5000, dport=6000, seq=seq, ack=ack, flags=flags) / Raw(b"x" * payload))
+
+
+# ---- the netns link shaper's fake NFQUEUE packets (tests/routing/links/, tests/routing/drivers/) -----------
+
+class FakePacket:
+    def __init__(self, indev: int, size: int, payload: bytes = b"") -> None:
+        self.indev, self.size, self.payload, self.verdict = indev, size, payload, None
+
+    def get_payload_len(self) -> int:
+        return self.size
+
+    def get_payload(self) -> bytes:
+        return self.payload
+
+    def get_timestamp(self) -> float:
+        return 0.0          # no receive timestamp: the shaper uses its clock
+
+    def accept(self) -> None:
+        assert self.verdict is None
+        self.verdict = "accept"
+
+    def drop(self) -> None:
+        assert self.verdict is None
+        self.verdict = "drop"
