@@ -1,9 +1,14 @@
-"""The snoop cache: caching, freeing, local retransmission and suppression under both dupack disciplines."""
+"""aspan/agent.py, the A-SPAN snoop agent: caching, freeing, local retransmission and suppression under both
+dupack disciplines, and the rules its mutation run found unpinned (events, expiry, the flow table).
+"""
 from aspan.agent import SnoopAgent, AckVerdict
 from aspan.fields import AspanFields, quantise
 from aspan.policy import SnoopConfig
 from aspan.events import EventWriter
 
+
+# ====================================================================================================
+# The snoop cache: caching, freeing, local retransmission and suppression under both dupack disciplines.
 
 FLOW = ("10.2.1.1", 5000, "10.2.1.4", 6000)
 

@@ -1,7 +1,5 @@
-"""Rules of the settings and small drivers the mutation run covers (issue 30, item 3): the snoop schemes'
-registry and settings (aspan/schemes.py, aspan/scheme_config.py), the TCP settings (tcp_user/config.py),
-the bulk application (tcp_user/bulk.py) and the prober's timing (etx/drivers/prober.py).  Each test names the
-rule it pins.
+"""aspan/scheme_config.py and aspan/schemes.py: the snoop schemes' settings at their edges, and make_agent
+(issue 30, item 3).
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Rules of the settings and small drivers the mutation run covers (issue 30, item 3): the snoop schemes'
-registry and settings (aspan/schemes.py, aspan/scheme_config.py), the TCP settings (tcp_user/config.py),
-the bulk application (tcp_user/bulk.py) and the prober's timing (etx/drivers/prober.py).  Each test names the
-rule it pins.
+"""tcp_user/config.py: TcpConfig's defaults, and each knob's range at its edges with the error naming knob
+and value (issue 30, item 3).
 """
 from __future__ import annotations
 
@@ -10,6 +8,12 @@ import pytest
 import tcp_user.config as tcp_config
 from tcp_user.config import TcpConfig
 
+
+# ====================================================================================================
+# Rules of the settings and small drivers the mutation run covers (issue 30, item 3): the snoop schemes'
+# registry and settings (aspan/schemes.py, aspan/scheme_config.py), the TCP settings (tcp_user/config.py),
+# the bulk application (tcp_user/bulk.py) and the prober's timing (etx/drivers/prober.py).  Each test names the
+# rule it pins.
 
 # ---- tcp_user/config.py: each knob's range, at its edges, and the error naming knob and value -----------
 @pytest.mark.parametrize("name, lowest, highest", [

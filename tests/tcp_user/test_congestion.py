@@ -1,15 +1,5 @@
-"""Rules of tcp_user/congestion.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found
-unpinned, each from RFC 5681 / RFC 6582 / RFC 6675 on a hand-fed endpoint.
-
-* every change of cwnd/ssthresh and every loss is logged when it happens (docs/LOGS.md: ``cwnd``,
-  ``loss``, ``rtx``), at the dupack, the new ACK or the timeout that made it;
-* ssthresh is a whole number of bytes: max(FlightSize / 2, 2 * SMSS) (RFC 5681 eq. (4)), also at a
-  timeout, where it may rise again (it is computed from FlightSize, not from the old ssthresh);
-* a timeout of a segment that already timed out holds ssthresh (RFC 5681 sec. 3.1, implementation note);
-* the duplicate-ACK count starts again at 0 after a timeout (RFC 5681 sec. 3.2: three dupacks);
-* Reno's optional guard (RFC 6582 sec. 4, ``reno_rto_guard``) ignores the dupacks of data sent before
-  the timeout only: off, they count; once SND.UNA reaches the timeout's SND.MAX, they count again;
-* after a timeout with SACK, SACKed data is not in flight (RFC 6675 sec. 5.1).
+"""tcp_user/congestion.py: Reno (RFC 5681) and SACK recovery (RFC 6675), one rule per test, event by
+event on hand-fed endpoints and the scripted network, and the rules its mutation run found unpinned.
 """
 from __future__ import annotations
 
@@ -22,6 +12,20 @@ from tcp_user.config import TcpConfig
 from tcp_user.connection import TcpConnection
 from typing import Any
 
+
+# ====================================================================================================
+# Rules of tcp_user/congestion.py that the mutation run (bench/mutation.py, docs/MUTATION.md) found
+# unpinned, each from RFC 5681 / RFC 6582 / RFC 6675 on a hand-fed endpoint.
+#
+# * every change of cwnd/ssthresh and every loss is logged when it happens (docs/LOGS.md: ``cwnd``,
+#   ``loss``, ``rtx``), at the dupack, the new ACK or the timeout that made it;
+# * ssthresh is a whole number of bytes: max(FlightSize / 2, 2 * SMSS) (RFC 5681 eq. (4)), also at a
+#   timeout, where it may rise again (it is computed from FlightSize, not from the old ssthresh);
+# * a timeout of a segment that already timed out holds ssthresh (RFC 5681 sec. 3.1, implementation note);
+# * the duplicate-ACK count starts again at 0 after a timeout (RFC 5681 sec. 3.2: three dupacks);
+# * Reno's optional guard (RFC 6582 sec. 4, ``reno_rto_guard``) ignores the dupacks of data sent before
+#   the timeout only: off, they count; once SND.UNA reaches the timeout's SND.MAX, they count again;
+# * after a timeout with SACK, SACKed data is not in flight (RFC 6675 sec. 5.1).
 
 def six_out(variant: str, nbytes: int = 20_000, **cfg):
     a, rec = client(variant, iss=ISS, init_cwnd=6, **cfg)

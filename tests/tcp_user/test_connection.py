@@ -1,10 +1,6 @@
-"""The connection's rules (tcp_user/connection.py), one test each, from the RFCs it cites.
-
-RFC 9293 (the state machine and the segment arrival rules), RFC 6298 (the retransmission timer),
-RFC 2018 (the SACK blocks the receiver sends), RFC 1122 sec. 4.2.3.2 / RFC 5681 sec. 4.2 (delayed
-ACKs), RFC 1122 sec. 4.2.3.3 / 4.2.3.4 (window updates, sender SWS avoidance) and the module's own
-stated choices (its docstring).  Each test is derived from the rule, not from a mutant's text; the
-mutation run of the module (docs/MUTATION.md) names the rules its survivors broke.
+"""tcp_user/connection.py: the connection's rules, one test each, from the RFCs it cites: opening and
+closing, acceptability, windows, the retransmission timer (RFC 6298), delayed ACKs, the receiver, flow
+control and whole transfers through the scripted network.
 """
 from __future__ import annotations
 
@@ -16,6 +12,15 @@ from tcp_user.segment import ACK, FIN, RST, SYN, Segment, MAX_SNACK
 from tcp_user.state import Event, TcpStateError
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+
+# ====================================================================================================
+# The connection's rules (tcp_user/connection.py), one test each, from the RFCs it cites.
+#
+# RFC 9293 (the state machine and the segment arrival rules), RFC 6298 (the retransmission timer),
+# RFC 2018 (the SACK blocks the receiver sends), RFC 1122 sec. 4.2.3.2 / RFC 5681 sec. 4.2 (delayed
+# ACKs), RFC 1122 sec. 4.2.3.3 / 4.2.3.4 (window updates, sender SWS avoidance) and the module's own
+# stated choices (its docstring).  Each test is derived from the rule, not from a mutant's text; the
+# mutation run of the module (docs/MUTATION.md) names the rules its survivors broke.
 
 ISS = 7000
 

@@ -1,14 +1,4 @@
-"""tcp_user/segment.py and tcp_user/state.py, rule by rule (issue 30, mutation run).
-
-segment.py: the header's control bits where RFC 9293 sec. 3.1 puts them (FIN 0x01, SYN 0x02, RST 0x04,
-ACK 0x10), four SACK blocks without timestamps (RFC 2018 sec. 3), six SNACK entries (paper 002), the
-sequence space consumed (RFC 9293 sec. 3.4: SEG.LEN counts SYN and FIN), and the modular comparison
-done once (RFC 9293 sec. 3.4; RFC 1982's half-space rule): a 32-bit number is the unwrapped one nearest
-the reference, at most 2**31 - 1 ahead or 2**31 behind.
-
-state.py: RFC 9293 sec. 3.3.2 (figure 5) as the module's table writes it, with the two departures its
-docstring names; an event outside the table is refused with the event and the states it is allowed in.
-"""
+"""tcp_user/segment.py, rule by rule (issue 30, mutation run): the control bits, SEG.LEN, 32-bit unwrap."""
 from __future__ import annotations
 
 import pytest

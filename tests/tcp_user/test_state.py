@@ -1,13 +1,5 @@
-"""tcp_user/segment.py and tcp_user/state.py, rule by rule (issue 30, mutation run).
-
-segment.py: the header's control bits where RFC 9293 sec. 3.1 puts them (FIN 0x01, SYN 0x02, RST 0x04,
-ACK 0x10), four SACK blocks without timestamps (RFC 2018 sec. 3), six SNACK entries (paper 002), the
-sequence space consumed (RFC 9293 sec. 3.4: SEG.LEN counts SYN and FIN), and the modular comparison
-done once (RFC 9293 sec. 3.4; RFC 1982's half-space rule): a 32-bit number is the unwrapped one nearest
-the reference, at most 2**31 - 1 ahead or 2**31 behind.
-
-state.py: RFC 9293 sec. 3.3.2 (figure 5) as the module's table writes it, with the two departures its
-docstring names; an event outside the table is refused with the event and the states it is allowed in.
+"""tcp_user/state.py: the states and the one transition table (RFC 9293 figure 5), and a connection that
+refuses an event its state does not allow.
 """
 from __future__ import annotations
 
@@ -15,6 +7,18 @@ import pytest
 from tcp_user.state import (RECV_STATES, SEND_STATES, SYNCHRONIZED, TRANSITIONS, Event, State, TcpStateError,
                             next_state)
 
+
+# ====================================================================================================
+# tcp_user/segment.py and tcp_user/state.py, rule by rule (issue 30, mutation run).
+#
+# segment.py: the header's control bits where RFC 9293 sec. 3.1 puts them (FIN 0x01, SYN 0x02, RST 0x04,
+# ACK 0x10), four SACK blocks without timestamps (RFC 2018 sec. 3), six SNACK entries (paper 002), the
+# sequence space consumed (RFC 9293 sec. 3.4: SEG.LEN counts SYN and FIN), and the modular comparison
+# done once (RFC 9293 sec. 3.4; RFC 1982's half-space rule): a 32-bit number is the unwrapped one nearest
+# the reference, at most 2**31 - 1 ahead or 2**31 behind.
+#
+# state.py: RFC 9293 sec. 3.3.2 (figure 5) as the module's table writes it, with the two departures its
+# docstring names; an event outside the table is refused with the event and the states it is allowed in.
 
 # ---------------------------------------------------------------- state.py
 S, E = State, Event

@@ -1,7 +1,5 @@
-"""Rules of the settings and small drivers the mutation run covers (issue 30, item 3): the snoop schemes'
-registry and settings (aspan/schemes.py, aspan/scheme_config.py), the TCP settings (tcp_user/config.py),
-the bulk application (tcp_user/bulk.py) and the prober's timing (etx/drivers/prober.py).  Each test names the
-rule it pins.
+"""etx/drivers/prober.py: one probe per interval until stopped, the interval asked at the clock's time, a
+failing probe handed to the node (issue 30, item 3).
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Issue 13, item 4: drop lines are limited per reason and second; counters and totals stay exact."""
+"""routing/forwarding/step.py, the one forwarding step: both adapters (overlay and kernel) make the same
+decisions, the rules its mutation run found unpinned, and drop lines limited per reason and second.
+"""
 from __future__ import annotations
 
 import json
@@ -29,6 +31,9 @@ from routing.overlay.wire import (AUTH_TRAILER_LEN, DATA, HEADER_LEN, MacKey, Pa
 from tcp_user.segment import ACK, SYN, Segment
 import random
 
+
+# ====================================================================================================
+# Issue 13, item 4: drop lines are limited per reason and second; counters and totals stay exact.
 
 A, B, C, D = "10.2.1.1", "10.2.1.2", "10.2.1.3", "10.2.1.4"
 

@@ -1,4 +1,6 @@
-"""routing.kernel.ipv4 and routing.kernel.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
+"""routing.kernel.ip_option: the A-SPAN IPv4 option, its layout, round trip, insert, rewrite, strip and
+the fast stamp and restamp (checked against scapy).
+"""
 import random
 import pytest
 from hypothesis import given, strategies as st

@@ -1,4 +1,6 @@
-"""routing.kernel.ipv4 and routing.kernel.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
+"""routing.kernel.ipv4: struct parsing of kernel packets, checksums, malformed packets, the fast parse
+(checked against scapy).
+"""
 import pytest
 from hypothesis import given, settings, strategies as st
 from scapy.all import IP, TCP, UDP, IPOption, Raw
@@ -7,6 +9,9 @@ from routing.kernel.ip_option import decode_option, encode_option, insert_option
 from routing.kernel.ipv4 import PacketError, TcpPacket, checksum, parse_tcp, tcp_checksum
 from tests.cores import tcp_bytes
 
+
+# ====================================================================================================
+# routing.kernel.ipv4 and routing.kernel.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy).
 
 def header_checksum_ok(data: bytes) -> bool:
     """RFC 1071 check of the IPv4 header (as long as the IHL it states): sums to 0xFFFF."""

@@ -1,4 +1,4 @@
-"""routing.kernel.ipv4 and routing.kernel.ip_option: struct parsing of kernel packets and the A-SPAN IPv4 option (checked against scapy)."""
+"""routing.kernel.tsval: the TSval a data segment leaves behind, as the general reader finds it."""
 import struct
 from hypothesis import example, given, strategies as st
 from scapy.all import IP, TCP, Raw

@@ -1,6 +1,5 @@
-"""The NIST / DSSS error-rate model (routing.medium.error_model) and the propagation formulas (routing.medium.propagation):
-values computed by hand from the cited formulas, and ns-3's own spot values of the same models
-(src/wifi/test/wifi-error-rate-models-test.cc: WifiErrorRateModelsTestCaseDsss and ...Nist).
+"""routing.medium.error_model: the NIST / DSSS error-rate model against the textbook forms, ns-3's spot
+values and its rules at their edges.
 """
 from __future__ import annotations
 
@@ -11,6 +10,11 @@ from routing.medium.error_model import (MODES, ErrorModelError, bpsk_ber, cck11_
                                         chunk_success_rate, coded_bit_error, dbpsk_ber, dqpsk_ber, mode_for_rate,
                                         qam_ber, qpsk_ber, DSSS_MODES, HT_MODES, OFDM_MODES, Mode, rates_of)
 
+
+# ====================================================================================================
+# The NIST / DSSS error-rate model (routing.medium.error_model) and the propagation formulas (routing.medium.propagation):
+# values computed by hand from the cited formulas, and ns-3's own spot values of the same models
+# (src/wifi/test/wifi-error-rate-models-test.cc: WifiErrorRateModelsTestCaseDsss and ...Nist).
 
 Q = statistics.NormalDist().cdf
 

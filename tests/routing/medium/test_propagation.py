@@ -1,6 +1,5 @@
-"""The NIST / DSSS error-rate model (routing.medium.error_model) and the propagation formulas (routing.medium.propagation):
-values computed by hand from the cited formulas, and ns-3's own spot values of the same models
-(src/wifi/test/wifi-error-rate-models-test.cc: WifiErrorRateModelsTestCaseDsss and ...Nist).
+"""routing.medium.propagation: log-distance and Friis path loss, the noise floor, shadowing, and the
+formulas away from their reference points.
 """
 from __future__ import annotations
 

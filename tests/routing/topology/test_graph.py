@@ -1,10 +1,5 @@
-"""routing/topology/graph.py and routing/topology/routes.py at their edges (issue 30, mutation run; issue 22 for the rules).
-
-The graph's module docstring: links undirected, kept once each with the earlier node first, sorted by node
-order; neighbours in node order; least-cost next hops by hop count or per-direction link costs (ETX), a link
-of infinite cost carrying no route, a cost <= 0 refused; ties to the neighbour listed first. routes.py:
-neighbours reached directly unless a route says otherwise, overrides applied and checked, every walk reaching
-its destination within the node count, the summaries by name in node order.
+"""routing/topology/graph.py at its edges (issue 30, mutation run; issue 22 for the rules): links, components,
+least-cost next hops and path_of.
 """
 from __future__ import annotations
 
@@ -12,6 +7,15 @@ import math
 import pytest
 from routing.topology.graph import METRICS, MeshGraph, least_cost_next_hops, path_of
 
+
+# ====================================================================================================
+# routing/topology/graph.py and routing/topology/routes.py at their edges (issue 30, mutation run; issue 22 for the rules).
+#
+# The graph's module docstring: links undirected, kept once each with the earlier node first, sorted by node
+# order; neighbours in node order; least-cost next hops by hop count or per-direction link costs (ETX), a link
+# of infinite cost carrying no route, a cost <= 0 refused; ties to the neighbour listed first. routes.py:
+# neighbours reached directly unless a route says otherwise, overrides applied and checked, every walk reaching
+# its destination within the node count, the summaries by name in node order.
 
 def test_links_are_kept_once_each_earlier_node_first_in_node_order():
     g = MeshGraph.build(["C", "A", "B"], [["B", "A"], ["A", "B"], ["A", "C"], ["C", "B"]])

@@ -1,8 +1,5 @@
-"""Minstrel on a link whose distance changes (issue 24, item 6): it settles on the rate that a fixed-rate
-sweep shows best at each distance.  Positions are fixed for a run, so the link "moves" by its signal: halfway
-through, the reception's signal of A at B and of B at A is replaced by that of the new distance (the same
-log-distance model, routing.medium.reception.SinrReception.rx_mw), as a measured per-link signal
-(``medium.signal_dbm``) would be.  Virtual time, the medium core built as runs build it.
+"""routing.medium.rate_control.minstrel: the Minstrel-like rate controller per link, in virtual time (no
+clocks, no I/O): its rules at their edges, and Minstrel on a link whose distance changes.
 """
 from __future__ import annotations
 
@@ -15,6 +12,13 @@ from routing.medium.rate_control.minstrel import (EWMA_LEVEL, MAX_RETRY, PACKETS
                                                   SLOW_FACTOR, UPDATE_INTERVAL_NS, FixedRate, Minstrel,
                                                   fit_retry_limit, SAMPLE_COLUMNS)
 
+
+# ====================================================================================================
+# Minstrel on a link whose distance changes (issue 24, item 6): it settles on the rate that a fixed-rate
+# sweep shows best at each distance.  Positions are fixed for a run, so the link "moves" by its signal: halfway
+# through, the reception's signal of A at B and of B at A is replaced by that of the new distance (the same
+# log-distance model, routing.medium.reception.SinrReception.rx_mw), as a measured per-link signal
+# (``medium.signal_dbm``) would be.  Virtual time, the medium core built as runs build it.
 
 def _drive(m: Medium, start_ns: int, end_ns: int) -> dict[str, int]:
     """A always has a frame for B from ``start_ns`` to ``end_ns``; the data attempts per rate in that time."""
