@@ -49,14 +49,14 @@ sim-demo: $(VENV)/.installed
 # tests/<package>/... the unit tests of each module, tests/system/ whole runs in virtual time and the command
 # line end to end, tests/loopback/ real node processes on loopback in real time (slow), tests/root/ the netns
 # and virtual-Pi tests (root). Measured on the 2-core machine shared with two other jobs (load average 4-7),
-# 2026-12-02: the suite without the root tests (pytest -m "not root") 33 minutes; test-fast (the unit
-# tests of the protocol cores aspan, etx, tcp_user and routing, and the layer rule) 3; as root the netns
+# 2026-12-02: the suite without the root tests (pytest -m "not root") 29 minutes; test-fast (the unit
+# tests of the protocol cores aspan, etx, tcp_user and routing, and the layer rule) 2.5; as root the netns
 # and virtual-Pi tests run instead of skipping and add well over 10 minutes
 # (tests/root/test_deploy_vpi.py alone took more than 8).
 CORE_TESTS = tests/aspan tests/etx tests/tcp_user tests/routing tests/test_layers.py tests/test_cores.py
 
 test: $(VENV)/.installed-test
-	@echo "make test: the whole suite, takes about 33 minutes when not root, well over 20 as root (make test-fast: about 3)"
+	@echo "make test: the whole suite, takes about 30 minutes when not root, well over 20 as root (make test-fast: about 3)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-test
