@@ -45,23 +45,28 @@ demo-loopback: $(VENV)/.installed
 sim-demo: $(VENV)/.installed
 	$(VENV)/bin/aspan run $(LOOPBACK_EXPERIMENT) --backend sim
 
-# Measured on the 2-core machine shared with other jobs (load average 4-15), 2026-11-26: the suite
-# without the root tests (pytest -m "not root") 12 minutes; test-fast (the quick subset for a change that
-# touches neither the root tests nor the real-time loopback runs; tests/conftest.py marks them) about
-# 10; as root the netns and virtual-Pi tests run instead of skipping and add well over 10 minutes
-# (tests/test_deploy_vpi.py alone took more than 8).
+# Where a test lives says what it needs (tests/conftest.py marks by folder; docs/DESIGN.md, "Tests"):
+# tests/<package>/... the unit tests of each module, tests/system/ whole runs in virtual time and the command
+# line end to end, tests/loopback/ real node processes on loopback in real time (slow), tests/root/ the netns
+# and virtual-Pi tests (root). Measured on the 2-core machine shared with two other jobs (load average 4-7),
+# 2026-12-02: the suite without the root tests (pytest -m "not root") 29 minutes; test-fast (the unit
+# tests of the protocol cores aspan, etx, tcp_user and routing, and the layer rule) 2.5; as root the netns
+# and virtual-Pi tests run instead of skipping and add well over 10 minutes
+# (tests/root/test_deploy_vpi.py alone took more than 8).
+CORE_TESTS = tests/aspan tests/etx tests/tcp_user tests/routing tests/test_layers.py tests/test_cores.py
+
 test: $(VENV)/.installed-test
-	@echo "make test: the whole suite, takes about 12 minutes when not root, well over 20 as root (make test-fast: about 10)"
+	@echo "make test: the whole suite, takes about 30 minutes when not root, well over 20 as root (make test-fast: about 3)"
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-test
-	@echo "make test-fast: without the root and real-time tests, takes about 10 minutes"
-	$(PY) -m pytest -q -m "not root and not slow" $(PYTEST_ARGS)
+	@echo "make test-fast: the unit tests of the cores (not root and not slow and not system), takes about 3 minutes"
+	$(PY) -m pytest -q -m "not root and not slow and not system" $(CORE_TESTS) $(PYTEST_ARGS)
 
-# the arm64 Raspberry Pi OS virtual Pis (tests/test_deploy_vpi_arm64.py): root, debootstrap,
+# the arm64 Raspberry Pi OS virtual Pis (tests/root/test_deploy_vpi_arm64.py): root, debootstrap,
 # qemu-user-static; 25-40 minutes on 2 cores (the base root once per machine, a setup under qemu)
 test-arm64: $(VENV)/.installed-test
-	ASPAN_ARM64_PIS=1 ASPAN_REQUIRE_ROOT_TESTS=1 $(PY) -m pytest -q -s tests/test_deploy_vpi_arm64.py $(PYTEST_ARGS)
+	ASPAN_ARM64_PIS=1 ASPAN_REQUIRE_ROOT_TESTS=1 $(PY) -m pytest -q -s tests/root/test_deploy_vpi_arm64.py $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) -m bench

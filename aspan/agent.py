@@ -24,7 +24,7 @@ FlowKey = tuple[str, int, str, int]  # data direction: (src, sport, dst, dport)
 SEGMENT_COST = 768
 #: What the state of one flow costs without its segments (about 550 bytes measured; the
 #: classic-Snoop family's is larger): the documented memory bound of a node's snoop state is
-#: max_flows x (FLOW_COST + REFUSED_FLOW_COST) + cache_bytes (tests/test_bounded_state.py).
+#: max_flows x (FLOW_COST + REFUSED_FLOW_COST) + cache_bytes (tests/aspan/test_bounded_state.py).
 FLOW_COST = 1024
 #: What remembering one refused flow costs (its key in ``SnoopAgent._refused``: a set entry and the
 #: 4-tuple, about 200 bytes measured); at most ``max_flows`` are remembered, so the bound of a node's

@@ -1,8 +1,8 @@
 """Hand mutants of the graph and route rules (docs/MUTATION.md): each one-line break must fail a test.
 
 ``python -m bench hand_mutants [--tree DIR]`` applies each break alone to a copy of the tree, runs the
-unit tests of the rules (tests/test_mesh_topology.py, test_routes.py, test_netns_plan.py; the local
-backend's real-time test left out), and prints KILLED or SURVIVED with pytest's last line.  It exits 1
+unit tests of the rules (tests/experiments/test_topology.py, tests/routing/topology/test_routes.py,
+tests/experiments/test_netns_plan.py; the local backend's real-time test lives in tests/loopback/), and prints KILLED or SURVIVED with pytest's last line.  It exits 1
 when a mutant survives.  The work tree is never written: each mutant runs in a temporary copy.  Until a
 mutation tool covers the cores (issue 30, item 3), this is how the rules that issue 22 added stay pinned.
 """
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ["tests/test_mesh_topology.py", "tests/test_routes.py", "tests/test_netns_plan.py"]
+TESTS = ["tests/experiments/test_topology.py", "tests/routing/topology/test_routes.py", "tests/experiments/test_netns_plan.py"]
 
 #: (file, the line as it is, the break, what the break does)
 MUTANTS: list[tuple[str, str, str, str]] = [

@@ -7,7 +7,7 @@ One round is two setups, each on four new Pis (their install directories empty):
 
 The rounds are interleaved (cold, warm, cold, warm, ...) so that the machine's load falls on both alike;
 the medians and the ratio warm / cold are printed, with the load average at the start and the end.
-``--arch arm64`` takes the arm64 Raspberry Pi OS Pis of ``tests/vpi_arm64.py`` (their own root file
+``--arch arm64`` takes the arm64 Raspberry Pi OS Pis of ``tests/root/vpi_arm64.py`` (their own root file
 system, the project's venv built under qemu); the default is the x86 Pis that share this machine's.
 
 Run (root): .venv/bin/python -m bench setup_vpi [--rounds 2] [--arch x86|arm64]

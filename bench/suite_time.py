@@ -26,9 +26,13 @@ def per_file(junit: Path) -> dict[str, float]:
     """Seconds per test file from a JUnit XML report of pytest."""
     totals: dict[str, float] = collections.defaultdict(float)
     for case in ET.parse(junit).getroot().iter("testcase"):
+        # the classname is the module's dotted path: tests.routing.medium.test_dcf (tests laid out by package)
         module = case.get("classname", "").split(".")
-        name = next((m for m in module if m.startswith("test_")), module[0] if module else "?")
-        totals[f"tests/{name}.py"] += float(case.get("time", 0.0))
+        end = next((i for i, m in enumerate(module) if m.startswith("test_")), None)
+        parts = module[:end + 1] if end is not None else module[:1]
+        if parts and parts[0] != "tests":
+            parts = ["tests", *parts]
+        totals["/".join(parts) + ".py"] += float(case.get("time", 0.0))
     return dict(totals)
 
 

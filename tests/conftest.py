@@ -1,53 +1,20 @@
-import os
-import signal
+"""Markers by folder, and the fixtures every folder may use.
+
+Where a test lives says what it needs (docs/DESIGN.md, "Tests"):
+
+- tests/root/: root (network namespaces, iptables, the virtual Pis' sshd, captures in namespaces); these tests
+  skip without it (or fail under ASPAN_REQUIRE_ROOT_TESTS=1) and are marked ``root``;
+- tests/loopback/: real node processes (or a Dask cluster) on loopback in real time, marked ``slow``;
+- tests/system/: whole runs in virtual time on the sim backend and the command line end to end, marked ``system``;
+- everything else (tests/<package>/...): unit tests of one module each, in virtual time.
+
+``make test-fast`` runs ``-m "not root and not slow and not system"``.
+"""
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def node_pids(rep_dir: Path) -> dict[str, int]:
-    """PIDs of the node processes of a local run, read from their logs' node_start events."""
-    import json
-    pids = {}
-    for log in rep_dir.glob("*.log"):
-        for line in log.read_text().splitlines():
-            if '"node_start"' in line:
-                pids[log.stem] = json.loads(line)["pid"]
-                break
-    return pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is not running; /proc tells
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def wait_for(cond, timeout: float, what: str, step: float = 0.1):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def start_run(exp: Path, out: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "experiments", "run", str(exp), "--out", str(out), *extra],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+from tests.runs import wait_for
 
 
 @pytest.fixture
@@ -62,28 +29,14 @@ def no_leftover_nodes(tmp_path):
     wait_for(lambda: not ours(), 15, f"node processes of {tmp_path} to end")
 
 
-def kill_group(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-
-
-# The quick subset (``make test-fast``, README "The two commands"): ``-m "not root and not slow"``.
-# root: the modules that need root (namespaces, iptables, sshd of the virtual Pis, captures in
-# namespaces); they skip without it anyway, but take minutes with it.  slow: the modules that run real
-# node processes on loopback in real time (seconds to minutes each).  Everything else (the protocol
-# cores, the sim in virtual time, schema, plots) stays in the quick subset.
-ROOT_MODULES = frozenset({"test_netns_backend", "test_netns_graph", "test_netns_link", "test_deploy_vpi",
-                          "test_deploy_vpi_arm64",
-                          "test_capture"})
-SLOW_MODULES = frozenset({"test_local_backend", "test_local_mesh", "test_medium_local", "test_variants_local",
-                          "test_exit_status", "test_sockets"})
+#: the marker of each folder of whole-system tests (pyproject.toml declares them); nothing else is marked
+FOLDER_MARKERS = {"root": "root", "loopback": "slow", "system": "system"}
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
-        if module in ROOT_MODULES:
-            item.add_marker(pytest.mark.root)
-        if module in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
+        folder = Path(item.path).resolve().relative_to(TESTS).parts[0]
+        marker = FOLDER_MARKERS.get(folder)
+        if marker is not None:
+            item.add_marker(getattr(pytest.mark, marker))

@@ -10,19 +10,36 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
 PACKAGES = ("aspan", "etx", "routing", "tcp_user", "experiments", "deploy", "plots", "bench")
+
+
 #: top-level modules that are not packages: the neutral field declarations and trace files
 NEUTRAL = ("fieldspec", "tracefiles")
+
+
 CORES = ("aspan", "etx", "tcp_user", "routing")
+
+
 #: a core package's drivers live in a folder of this name (routing/drivers/, etx/drivers/, tcp_user/drivers/):
 #: the only modules of a core package that may do I/O.  Every other module of a core package is a core.
 DRIVER_FOLDER = "drivers"
+
+
 APPLICATION = ("experiments", "deploy", "plots", "bench")
+
+
 #: what a core may not import: sockets, waiting on descriptors, threads, processes, NFQUEUE
 IO_MODULES = ("socket", "select", "threading", "subprocess", "netfilterqueue")
+
+
 #: the names of socket that are pure functions (address text <-> bytes), which a core may import by name
 PURE_SOCKET_NAMES = ("inet_aton", "inet_ntoa", "inet_pton", "inet_ntop")
+
+
 #: calls that open a file: builtin ``open(...)``, ``os.open(...)``, and ``x.open(...)``, ``x.read_text()``...
 #: on anything (a ``Path``)
 FILE_METHODS = ("open", "read_text", "write_text", "read_bytes", "write_bytes")

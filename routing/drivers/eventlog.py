@@ -13,7 +13,7 @@ crash loses at most the batch in hand.  Appending is thread-safe without a lock
 
 The two events written for every data packet (``tx``, and the snoop agent's
 ``cache``) are kept as tuples and formatted when written, with the same text as
-the generic path would give (tests/test_eventlog.py checks it).
+the generic path would give (tests/routing/drivers/test_eventlog.py checks it).
 
 A write that fails (``ENOSPC``: disk full, ``EIO``, ...) raises :class:`WriteError` naming the file and
 the reason, once: the process is to stop (issue 27, item 1).  What is emitted after it is discarded and

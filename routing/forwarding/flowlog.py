@@ -25,7 +25,7 @@ from routing.forwarding.step import DROP_LINES_PER_S, DROP_REASONS, DropLines, F
 
 #: The longest line of a per-packet event or a drop (a 16-character node name, the widest flow name
 #: ``255.255.255.255:65535>255.255.255.255:65535``, 32-bit numbers, a malformed datagram's detail):
-#: tests/test_flowlog.py checks the lines it writes against it.
+#: tests/routing/forwarding/test_flowlog.py checks the lines it writes against it.
 MAX_LINE_BYTES = 320
 #: The names whose lines traffic no configured flow explains can cause, each at most DROP_LINES_PER_S
 #: lines and one count line a second: the per-packet events (tx, cache, cache_full, hit, ack_gen,

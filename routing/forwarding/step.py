@@ -15,7 +15,7 @@ An adapter hands the step a :class:`Held` for every data segment it transmits: t
 packet as it leaves this node (the snoop agent caches it as an opaque value) and
 what the log names it by.  The adapter builds the packet to send from the step's
 answers: which next hop, which cached packets to resend, which new ACKs to make.
-tests/test_step_conformance.py drives both adapters with the same scripts and
+tests/routing/forwarding/test_step.py drives both adapters with the same scripts and
 expects the same decisions, counters and events.
 """
 from __future__ import annotations

@@ -41,7 +41,7 @@ Integration (what routing.medium.dcf does with this module and :mod:`routing.med
    controller only ever sees the outcomes, as minstrel does.
 
 Aggregation (A-MPDU) is left out: one MPDU per channel access.  What that costs an HT link is
-:func:`mac_efficiency` (tested in tests/test_rates.py): one 1500-byte IP packet per access at HT20 MCS 7,
+:func:`mac_efficiency` (tested in tests/routing/medium/test_rates.py): one 1500-byte IP packet per access at HT20 MCS 7,
 long GI, 2.4 GHz, with DIFS and the mean initial backoff, Ack at 24 Mb/s, delivers 32.1 Mb/s of the
 65 Mb/s PHY rate (49.4 %); at 54 Mb/s ERP-OFDM the same exchange delivers 30.5 Mb/s (56.5 %), so
 without aggregation HT20 MCS 7 is only 5 % better than 802.11g at the MAC.  The same formula with 8

@@ -170,7 +170,7 @@ class ForwardingEngine:
         """The relay path: a data segment or a pure ACK this node passes on, handled from the datagram's
         fields (wire.plain_data) and sent as the same bytes with the header rewritten (wire.relayed),
         without decoding the payload into a Packet.  The step gets the same calls as on the packet path
-        (:meth:`_forward`, :meth:`_ack`; tests/test_step_conformance.py drives both).  None: this
+        (:meth:`_forward`, :meth:`_ack`; tests/routing/forwarding/test_step.py drives both).  None: this
         datagram takes the packet path (addressed here, out of hops, an ACK whose details the agent
         reads, not a data segment or pure ACK).  No rewritten byte can overflow: the hop limit is at most
         the hops byte's MAX_HOPS and snoop_count saturates (aspan.policy.update_effort)."""

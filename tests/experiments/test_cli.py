@@ -1,0 +1,204 @@
+"""Issue 28, item 9: what a new user meets first: the install, ``aspan --help``/``--version``, the README."""
+from __future__ import annotations
+
+from tests import ROOT
+import argparse
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+import pytest
+from experiments.cli import build_parser, main
+from experiments.stopping import EXIT_INTERRUPTED, EXIT_NOT_OK, EXIT_OK, EXIT_USAGE
+import yaml
+
+
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str = "aspan"):
+    """Every parser and sub-parser, with its command path."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_has_help_text() -> None:
+    missing = []
+    for path, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                missing += [f"{path} {a.dest}" for a in action._choices_actions if not a.help]
+            elif not action.help or action.help == argparse.SUPPRESS:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, f"arguments without help text: {missing}"
+
+
+def test_help_lists_the_exit_codes(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for code in (EXIT_OK, EXIT_NOT_OK, EXIT_USAGE, EXIT_INTERRUPTED):
+        assert re.search(rf"^\s+{code}\s+\S", out, re.M), f"exit code {code} not in aspan --help"
+
+
+def test_version(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert capsys.readouterr().out.strip() == f"aspan {version}"
+
+
+def test_deploy_help_is_written_for_users(capsys: pytest.CaptureFixture) -> None:
+    import experiments.deploy_cli as deploy_cli
+    with pytest.raises(SystemExit):
+        main(["deploy", "--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out and "application layer" not in out     # not the module's docstring
+    assert deploy_cli.__doc__.splitlines()[0] not in out
+    assert "pip install -e '.[pi]'" in out
+
+
+def test_the_license_is_an_spdx_string() -> None:
+    """setuptools >= 77 prints a deprecation banner for a ``project.license`` table on every install."""
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(doc["project"]["license"], str)
+    assert any(re.match(r"setuptools>=(\d+)", r) and int(re.match(r"setuptools>=(\d+)", r).group(1)) >= 77
+               for r in doc["build-system"]["requires"])
+
+
+def test_readme_names_the_pi_extra_where_the_pis_first_appear() -> None:
+    readme = (ROOT / "README.md").read_text()
+    first = readme.index("Raspberry Pi")
+    paragraph = readme[first:readme.index("\n\n", first)]
+    assert "'.[pi]'" in paragraph
+
+
+def test_make_has_a_quick_subset_named_in_the_readme() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test-fast:", makefile, re.M)
+    assert 'not root and not slow' in makefile
+    readme = (ROOT / "README.md").read_text()
+    assert "make test-fast" in readme
+    r = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True)
+    assert re.search(r"takes about \d+", r.stdout), r.stdout
+
+
+def test_python_m_experiments_version() -> None:
+    r = subprocess.run([sys.executable, "-m", "experiments", "--version"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("aspan ")
+
+
+# ====================================================================================================
+# Command-line overrides are checked like the file's fields, and `aspan validate --backend B` and
+# `aspan deploy run --dry-run` refuse what `aspan run` refuses on that backend (issue 26, item 4).
+
+
+# a diamond (two paths) with two crossing flows: the checks are about the options, any graph is the same
+DIAMOND = {"name": "opts", "backend": "sim", "repetitions": 1, "etx": {"settle_s": 0.5},
+           "topology": {"nodes": ["A", "B", "C", "D"], "links": [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]},
+           "flows": [{"sender": "A", "receiver": "D", "segments": 20}, {"sender": "C", "receiver": "B", "segments": 20}],
+           "variants": [{"name": "reno"}, {"name": "sack", "tcp": {"variant": "sack"}}]}
+
+
+def write(tmp_path: Path, doc: dict, name: str = "e.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(doc))
+    return p
+
+
+@pytest.mark.parametrize("args, field, words", [
+    (["--repetitions", "0"], "--repetitions: repetitions", "expected a value >= 1, got 0"),
+    (["--repetitions", "-1"], "--repetitions: repetitions", "expected a value >= 1, got -1"),
+    (["--jobs", "0"], "--jobs: jobs", "expected a value >= 1, got 0"),
+    (["--jobs", "-3"], "--jobs: jobs", "expected a value >= 1, got -3"),
+    (["--variants", "nope"], "variants", "--variants 'nope' matches none of reno, sack"),
+    (["--variants", ""], "variants", "matches none of reno, sack"),
+])
+def test_a_bad_override_exits_2_naming_the_field_and_runs_nothing(tmp_path, capsys, args, field, words):
+    p = write(tmp_path, DIAMOND)
+    out = tmp_path / "runs"
+    assert main(["run", str(p), "--out", str(out), "--no-plot", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"{field}: " in err and words in err, err
+    assert not out.exists()        # refused before the run directory was made
+
+
+def test_an_unknown_backend_exits_2_naming_the_option(tmp_path, capsys):
+    p = write(tmp_path, DIAMOND)
+    for cmd in (["run", str(p), "--backend", "ns3"], ["validate", str(p), "--backend", "ns3"]):
+        with pytest.raises(SystemExit) as e:
+            main(cmd)
+        assert e.value.code == 2
+        assert "argument --backend: invalid choice: 'ns3'" in capsys.readouterr().err
+
+
+def test_check_run_refuses_jobs_below_one_for_any_caller(tmp_path, capsys):
+    p = write(tmp_path, DIAMOND)
+    from experiments.runner import check_run
+    from experiments.schema import ExperimentError, load_file
+    with pytest.raises(ExperimentError) as e:
+        check_run(load_file(p), "sim", jobs=0)
+    assert (e.value.source, e.value.path) == ("--jobs", "jobs")
+    check_run(load_file(p), "sim", jobs=2)     # a good value passes
+
+
+def _inventory(tmp_path: Path) -> Path:
+    (tmp_path / "id_test").write_text("not a real key\n")
+    inv = {"defaults": {"user": "pi", "key_file": "id_test", "iface": "wlan0", "install_dir": "/home/pi/aspan"},
+           "mesh": {"ssid": "aspan-mesh", "channel": 6},
+           "hosts": [{"name": f"pi-{n.lower()}", "node": n, "host": f"192.0.2.{10 + i}",
+                      "mesh_address": f"10.2.1.{i + 1}"} for i, n in enumerate("ABCD")]}
+    return write(tmp_path, inv, "inv.yaml")
+
+
+def _errors(capsys) -> list[str]:
+    return [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("aspan: error:")]
+
+
+def test_validate_refuses_a_link_on_pi_as_run_does(tmp_path, capsys):
+    pytest.importorskip("fabric")
+    p = write(tmp_path, {**DIAMOND, "backend": "local", "link": {"rate_mbps": 5}})
+    inv = _inventory(tmp_path)
+    out = tmp_path / "runs"
+    assert main(["validate", str(p)]) == 0                          # the file's backend, local, emulates links
+    assert main(["validate", str(p), "--backend", "sim"]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(p), "--backend", "pi"]) == 2
+    validate = _errors(capsys)
+    assert main(["run", str(p), "--backend", "pi", "--inventory", str(inv), "--out", str(out), "--no-plot"]) == 2
+    assert _errors(capsys) == validate
+    assert validate == [f"aspan: error: {p}: variants[reno].link.rate_mbps: cannot run on backend pi: on the Pis "
+                        "the links are the real radios; remove link.* (an emulated link would come on top of them)"]
+    assert not out.exists()
+
+
+def test_validate_and_the_deploy_dry_run_refuse_a_medium_on_pi_as_run_does(tmp_path, capsys):
+    pytest.importorskip("fabric")
+    p = write(tmp_path, {**DIAMOND, "medium": {"model": "dcf"}})
+    inv = _inventory(tmp_path)
+    out = tmp_path / "runs"
+    assert main(["validate", str(p), "--backend", "pi"]) == 2
+    validate = _errors(capsys)
+    assert validate and "variants[reno].medium.model: 'dcf' cannot run on backend pi" in validate[0]
+    assert main(["run", str(p), "--backend", "pi", "--inventory", str(inv), "--out", str(out)]) == 2
+    assert _errors(capsys) == validate
+    assert main(["deploy", "run", "-i", str(inv), "--dry-run", str(p), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert [ln for ln in captured.err.splitlines() if ln.startswith("aspan: error:")] == validate
+    assert "== " not in captured.out           # no repetition's commands printed
+    assert not out.exists()
+
+
+def test_the_deploy_dry_run_checks_repetitions_as_run_does(tmp_path, capsys):
+    pytest.importorskip("fabric")
+    p = write(tmp_path, DIAMOND)
+    inv = _inventory(tmp_path)
+    assert main(["deploy", "run", "-i", str(inv), "--dry-run", str(p), "--repetitions", "0"]) == 2
+    assert "--repetitions: repetitions: expected a value >= 1, got 0" in capsys.readouterr().err
+    assert main(["deploy", "run", "-i", str(inv), "--dry-run", str(p), "--repetitions", "1"]) == 0
+    assert capsys.readouterr().out.count("== ") == 2      # 2 variants x 1 repetition
