@@ -567,9 +567,9 @@ class TcpConnection:
                 self._abort(now)
                 return
             self._rto_consecutive += 1
-            self._count_loss(now, "rto")
-            self._rtt_seq = None
             self.rto = min(self.rto * 2, cfg.max_rto)          # RFC 6298 sec. 5.5
+            self._count_loss(now, "rto", rto=self.rto)
+            self._rtt_seq = None
             self._snd_nxt = 0                                   # resend SYN (or SYN+ACK)
             self._rto_deadline = now + self.rto                 # sec. 5.6
             return
@@ -579,9 +579,10 @@ class TcpConnection:
             self._abort(now)
             return
         self._rto_consecutive += 1
-        self._count_loss(now, "rto")
+        backed_off = min(self.rto * 2, cfg.max_rto)             # RFC 6298 sec. 5.5
+        self._count_loss(now, "rto", rto=backed_off)
         self._cc.on_rto(now)                                    # ssthresh, loss window, recovery
-        self.rto = min(self.rto * 2, cfg.max_rto)               # RFC 6298 sec. 5.5
+        self.rto = backed_off
         self._rtt_seq = None                                    # Karn
         self._snd_nxt = self._snd_una                           # go-back-N from SND.UNA
         self._force_one = True
@@ -821,9 +822,10 @@ class TcpConnection:
             self.ssthresh = ssthresh
             self._emit(now, "cwnd", cwnd=cwnd, ssthresh=ssthresh)
 
-    def _count_loss(self, now: float, kind: str) -> None:
+    def _count_loss(self, now: float, kind: str, **extra: float) -> None:
+        """A loss the sender saw; a timeout's event carries ``rto``, the backed-off timer it restarts."""
         self.stats["losses_dupack" if kind == "dupack" else "losses_rto"] += 1
-        self._emit(now, "loss", kind=kind, seq=(self._iss + self._snd_una) & MASK)
+        self._emit(now, "loss", kind=kind, seq=(self._iss + self._snd_una) & MASK, **extra)
 
     def _established(self, now: float) -> None:
         if self._syn_retransmitted:
