@@ -35,7 +35,7 @@ class TcpConfig:
     init_ssthresh: int = 1 << 30   # RFC 5681 sec. 3.1: "arbitrarily high"
     time_wait: float = 1.0         # TIME_WAIT duration (stands in for 2*MSL); 0 leaves it at once
     max_retries: int = 15          # consecutive RTOs without progress before aborting; 0 = never
-    limited_transmit: bool = False  # RFC 3042 / RFC 5681 sec. 3.2 step 1 (off: plain Reno)
+    limited_transmit: bool = True   # RFC 3042 / RFC 5681 sec. 3.2 step 1, as Linux; off: plain Reno / RFC 6675
     # Reno only: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4 style
     # guard against a false fast retransmit).  Off = plain RFC 5681 / 4.4BSD Reno.  The SACK
     # variant always applies RFC 6675 sec. 5.1's equivalent rule.

@@ -53,7 +53,7 @@ def test_loss_and_window_events_are_logged_when_they_happen(variant: str) -> Non
         assert rec.timed("cwnd")[-1] == (2.0, {"cwnd": 3000, "ssthresh": 3000})
     b, brec = six_out(variant)
     t = timeout(b)
-    assert brec.timed("loss") == [(t, {"kind": "rto", "seq": seq_of(ISS, 0)})]
+    assert brec.timed("loss") == [(t, {"kind": "rto", "seq": seq_of(ISS, 0), "rto": b.rto})]   # the timer it armed
     assert brec.timed("cwnd")[-1] == (t, {"cwnd": 1000, "ssthresh": 3000})
 
 

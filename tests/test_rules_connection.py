@@ -827,7 +827,7 @@ def test_a_simultaneous_open_takes_the_window_of_the_syn_ack_that_completes_it()
 def test_state_and_loss_events_carry_the_time() -> None:
     a, rec = syn_sent()
     a.on_timer(1.0)                                      # the SYN times out
-    assert rec.timed("loss") == [(1.0, {"kind": "rto", "seq": ISS})]
+    assert rec.timed("loss") == [(1.0, {"kind": "rto", "seq": ISS, "rto": 2.0})]   # the SYN's backed-off timer
     assert a.next_timer() == 1.0 + 2.0                   # RFC 6298 5.6: restarted at once, backed off
     a.on_segment(Segment(seq=P, ack=wire(1), flags=RST | ACK), 1.5)
     assert rec.timed("state")[-1] == (1.5, {"state": "CLOSED"})

@@ -33,7 +33,7 @@ def test_rto_from_known_samples_and_karn() -> None:
     assert a.rto == 2.9375 and a.next_timer() == 2.71875 + 2.9375
     out = a.segments_to_send(2.71875)
     assert [s.seq for s in out] == [seq_of(ISS, 1)]
-    assert rec.of("loss") == [{"kind": "rto", "seq": seq_of(ISS, 1)}]
+    assert rec.of("loss") == [{"kind": "rto", "seq": seq_of(ISS, 1), "rto": 2.9375}]
     assert rec.of("rtx") == [{"seq": seq_of(ISS, 1), "len": 1000}]
 
     # Karn: the ACK covering the retransmission (and the timed segment 2) is no sample;
