@@ -202,6 +202,18 @@ def table(results: list[tuple[Case, dict[str, Side]]]) -> str:
     return "\n".join(out)
 
 
+def set_field(doc: dict[str, Any], item: str) -> None:
+    """``PATH=VALUE`` (``tcp.delayed_ack=true``): the field at the dotted path set to the YAML value."""
+    path, sep, value = item.partition("=")
+    if not sep or not path:
+        raise SystemExit(f"--set {item!r}: expected PATH=VALUE, e.g. tcp.delayed_ack=true")
+    *parents, last = path.split(".")
+    node = doc
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[last] = yaml.safe_load(value)
+
+
 def cases(topologies: list[str], places: list[str], losses: list[str]) -> list[Case]:
     out = []
     for t in topologies:
@@ -225,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", choices=["sack", "reno"], default="sack")
     ap.add_argument("--sides", default="sim,netns")
     ap.add_argument("--jobs", type=int, default=2, help="the sim's parallel repetitions")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="set a field of every case's file, e.g. tcp.delayed_ack=true (a YAML value; repeatable)")
     ap.add_argument("--keep", type=Path, help="keep the run directories here (default: a temporary directory)")
     args = ap.parse_args(argv)
     bad = [t for t in args.topologies.split(",") if t not in TOPOLOGIES]
@@ -240,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         for case in todo:
             doc = experiment(case, reps=args.reps, segments=args.segments, max_duration=args.max_duration,
                              carrier=args.carrier, variant=args.variant)
+            for item in args.set:
+                set_field(doc, item)
             got: dict[str, Side] = {}
             for backend in sides:     # interleaved: both sides of a case before the next case
                 got[backend] = run_side(doc, backend, base / doc["name"], args.jobs)

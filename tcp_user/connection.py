@@ -204,7 +204,8 @@ class TcpConnection:
 
     def next_timer(self) -> float | None:
         best: float | None = None
-        for t in (self._rto_deadline, self._persist_deadline, self._tw_deadline, self._delack_deadline):
+        for t in (self._rto_deadline, self._persist_deadline, self._tw_deadline, self._delack_deadline,
+                  self._cc.timer_at):
             if t is not None and (best is None or t < best):
                 best = t
         return best
@@ -424,6 +425,7 @@ class TcpConnection:
             return True
         if sacked_at is not None:           # a duplicate ACK's new SACK block times a segment too (Linux)
             self._rtt_sample(now - sacked_at)
+        self._take_delivered(now)
         if snack is not None and seg.snack:
             # Paper 002, Sec. III-B: SNACK-TCP handles the reported losses itself, "without
             # starting up TCP congestion control": such an ACK is not a duplicate ACK.
@@ -438,6 +440,13 @@ class TcpConnection:
         self.stats["dupacks_received"] += 1
         cc.on_dupack(now)
         return True
+
+    def _take_delivered(self, now: float) -> None:
+        """Hand the segments this ACK delivered to the congestion control (RACK reads their times)."""
+        delivered = self._sent.delivered
+        if delivered:
+            self._cc.on_delivered(now, delivered)
+            delivered.clear()
 
     def _newly_sacked_sent_at(self, blocks: tuple[tuple[int, int], ...], ack: int) -> float | None:
         """The earliest transmission time of a segment sent once that these SACK blocks newly cover
@@ -472,6 +481,7 @@ class TcpConnection:
             sent_at = sacked_at
         if sent_at is not None:
             self._rtt_sample(now - sent_at)
+        self._take_delivered(now)
         data_end = self._data_end
         acked = ack if ack < data_end else data_end     # data acknowledged up to here (no FIN)
         newly = acked - (una if una > 1 else 1)
@@ -491,12 +501,12 @@ class TcpConnection:
         if self._snack is not None:         # paper 002, Figure 5: forget acknowledged losses
             self._snack.forget_below(ack)
         self._rto_consecutive = 0
-        self._cc.on_new_ack(now, ack, newly, flight)    # recovery exit or cwnd growth
-        # RFC 6298 sec. 5.2 / 5.3
+        # RFC 6298 sec. 5.2 / 5.3 (before the congestion control, whose probe timer must not outlast it)
         if ack >= self._snd_max:
             self._rto_deadline = None
         else:
             self._rto_deadline = now + self.rto
+        self._cc.on_new_ack(now, ack, newly, flight)    # recovery exit or cwnd growth
         # our FIN acknowledged?
         if (self._fin_queued and ack >= self._data_end + 1
                 and self.state in TRANSITIONS[Event.FIN_ACKED]):
@@ -577,6 +587,11 @@ class TcpConnection:
             return
         if self._delack_deadline is not None and now >= self._delack_deadline:
             self._queue_ack()                # the delayed ACK's timer ran out (clears it)
+        cc_at = self._cc.timer_at
+        if cc_at is not None and now >= cc_at and self.state in SEND_STATES:
+            # RACK's reordering timer, the tail loss probe (tcp_user.rack): before the RTO, which a probe
+            # due at the same time replaces (RFC 8985 sec. 7.3)
+            self._cc.on_timer(now)
         if self._rto_deadline is not None and now >= self._rto_deadline:
             self._rto_deadline = None
             self._on_rto(now)

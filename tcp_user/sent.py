@@ -22,15 +22,22 @@ MAX_RECORDS = 1 << 14
 class SentLog:
     """In-flight segments in sequence order: ``starts[i]`` .. ``ends[i]`` sent last at ``times[i]``."""
 
-    __slots__ = ("starts", "ends", "times", "retransmitted", "sacked", "forgotten")
+    __slots__ = ("starts", "ends", "times", "order", "retransmitted", "sacked", "lost", "forgotten", "delivered",
+                 "sends")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.times: list[float] = []
+        self.order: list[int] = []          # the transmission's place in the order of all transmissions
+        self.sends = 0                      # transmissions so far (ties of ``times`` in virtual time)
         self.retransmitted: list[bool] = []
         self.sacked: list[bool] = []
+        self.lost: list[bool] = []          # marked lost by RACK (tcp_user.rack), not resent since
         self.forgotten = 0                  # records dropped by the MAX_RECORDS bound
+        # (last transmission time, its order, end, retransmitted) of each record newly delivered,
+        # cumulatively or by SACK, since the reader (RACK) last took them; cleared by it
+        self.delivered: list[tuple[float, int, int, bool]] = []
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -42,8 +49,10 @@ class SentLog:
             self.starts.insert(i + 1, at)
             self.ends.insert(i + 1, self.ends[i])
             self.times.insert(i + 1, self.times[i])
+            self.order.insert(i + 1, self.order[i])
             self.retransmitted.insert(i + 1, self.retransmitted[i])
             self.sacked.insert(i + 1, self.sacked[i])
+            self.lost.insert(i + 1, self.lost[i])
             self.ends[i] = at
 
     def on_transmit(self, start: int, end: int, now: float) -> None:
@@ -55,20 +64,25 @@ class SentLog:
         self._split(end)
         lo = bisect_left(self.starts, start)
         hi = bisect_left(self.starts, end)
+        self.sends += 1
         for i in range(lo, hi):
             self.times[i] = now
+            self.order[i] = self.sends
             self.retransmitted[i] = True
+            self.lost[i] = False
         top = self.ends[-1] if self.ends else start
         if end > top:
             s = top if top > start else start
             self.starts.append(s)
             self.ends.append(end)
             self.times.append(now)
+            self.order.append(self.sends)
             self.retransmitted.append(False)
             self.sacked.append(False)
+            self.lost.append(False)
         if len(self.starts) > MAX_RECORDS:
             drop = len(self.starts) - MAX_RECORDS
-            for seq in (self.starts, self.ends, self.times, self.retransmitted, self.sacked):
+            for seq in (self.starts, self.ends, self.times, self.order, self.retransmitted, self.sacked, self.lost):
                 del seq[:drop]
             self.forgotten += drop
 
@@ -83,11 +97,13 @@ class SentLog:
         first: float | None = None
         retrans = False
         for i in range(n):
+            if not self.sacked[i]:
+                self.delivered.append((self.times[i], self.order[i], self.ends[i], self.retransmitted[i]))
             if self.retransmitted[i]:
                 retrans = True
             elif not self.sacked[i] and first is None:
                 first = self.times[i]
-        for seq in (self.starts, self.ends, self.times, self.retransmitted, self.sacked):
+        for seq in (self.starts, self.ends, self.times, self.order, self.retransmitted, self.sacked, self.lost):
             del seq[:n]
         return first, retrans
 
@@ -100,6 +116,7 @@ class SentLog:
         for i in range(bisect_left(self.starts, start), bisect_left(self.starts, end)):
             if not self.sacked[i]:
                 self.sacked[i] = True
+                self.delivered.append((self.times[i], self.order[i], self.ends[i], self.retransmitted[i]))
                 if not self.retransmitted[i] and (first is None or self.times[i] < first):
                     first = self.times[i]
         return first
