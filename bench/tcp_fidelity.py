@@ -16,6 +16,8 @@ repetitions (the same seeds on both sides):
 * loss events the sender saw, medians of the summary's ``losses_dupack`` / ``losses_rto``;
 * the largest RTO (s) a timeout armed, over the repetitions (``loss`` events' ``rto``: tcp_user's
   backed-off timer; the kernel's TCP_INFO ``rto`` at the sampler's next look);
+* cwnd, the median of the repetitions' ``cwnd_median`` in segments: where the cwnds agree and the
+  goodputs do not, the difference is the path's RTT (on netns, the daemons' time per packet), not TCP;
 * the ratio sim / netns of the goodput medians.
 
 The sim needs no root; netns does (``--sides sim`` runs the sim's half alone). Real-time netns runs
@@ -106,6 +108,7 @@ class Side:
     finished: int = 0
     dupack: list[int] = field(default_factory=list)
     rto: list[int] = field(default_factory=list)
+    cwnd: list[float] = field(default_factory=list)       # the summary's cwnd_median, segments
     max_rto_s: float = 0.0
     error: str = ""
 
@@ -138,6 +141,9 @@ def read_run(run_dir: Path, segments: int, segment_size: int, max_duration: floa
         side.goodput.append(good)
         side.dupack.append(int(_num(row["losses_dupack"]) or 0))
         side.rto.append(int(_num(row["losses_rto"]) or 0))
+        cwnd = _num(row["cwnd_median"])
+        if cwnd is not None:
+            side.cwnd.append(cwnd)
         side.max_rto_s = max(side.max_rto_s, max_rto)
     return side
 
@@ -180,19 +186,20 @@ def run_side(doc: dict[str, Any], backend: str, work: Path, jobs: int) -> Side:
 
 def _cell(side: Side | None) -> str:
     if side is None:
-        return "| | | | "
+        return "| | | | | "
     if side.error:
-        return f"| error: {side.error[:60]} | | | "
+        return f"| error: {side.error[:60]} | | | | "
     m = side.median()
     fin = "" if side.finished == side.reps else f" ({side.finished}/{side.reps} finished)"
+    cwnd = f"{statistics.median(side.cwnd):.1f}" if side.cwnd else ""
     return (f"| {m:.2f}{fin} | {statistics.median(side.dupack):g} / {statistics.median(side.rto):g} "
-            f"| {side.max_rto_s:.1f} | ")
+            f"| {side.max_rto_s:.1f} | {cwnd} | ")
 
 
 def table(results: list[tuple[Case, dict[str, Side]]]) -> str:
-    out = ["| case | sim Mbit/s | sim dupack / RTO | sim max RTO s | netns Mbit/s | netns dupack / RTO "
-           "| netns max RTO s | sim / netns |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    out = ["| case | sim Mbit/s | sim dupack / RTO | sim max RTO s | sim cwnd | netns Mbit/s | netns dupack / RTO "
+           "| netns max RTO s | netns cwnd | sim / netns |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for case, sides in results:
         s, k = sides.get("sim"), sides.get("netns")
         ratio = ""
@@ -240,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="set a field of every case's file, e.g. tcp.delayed_ack=true (a YAML value; repeatable)")
     ap.add_argument("--keep", type=Path, help="keep the run directories here (default: a temporary directory)")
+    ap.add_argument("--report", type=Path, metavar="DIR",
+                    help="run nothing: print the table of the runs a --keep DIR holds, for these cases")
     args = ap.parse_args(argv)
     bad = [t for t in args.topologies.split(",") if t not in TOPOLOGIES]
     sides = args.sides.split(",")
@@ -249,6 +258,19 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("the netns side needs root (or --sides sim)")
     todo = cases(args.topologies.split(","), args.places.split(","), args.losses.split(","))
     results: list[tuple[Case, dict[str, Side]]] = []
+    if args.report:
+        for case in todo:
+            doc = experiment(case, reps=args.reps, segments=args.segments, max_duration=args.max_duration,
+                             carrier=args.carrier, variant=args.variant)
+            got = {}
+            for backend in sides:
+                runs = sorted((args.report / doc["name"] / backend / doc["name"]).glob("*/summary.csv"))
+                if runs:
+                    got[backend] = read_run(runs[-1].parent, args.segments, 1000, args.max_duration)
+            if got:
+                results.append((case, got))
+        print(table(results))
+        return 0
     with tempfile.TemporaryDirectory(prefix="tcp-fidelity-") as tmp:
         base = args.keep or Path(tmp)
         for case in todo:
