@@ -242,8 +242,8 @@ def tcp_config(cfg: dict[str, Any], mss: int, variant: str | None = None) -> Tcp
                      rcv_buffer=t["rcv_buffer_segments"] * mss, min_rto=t["min_rto_s"],
                      max_rto=t["max_rto_s"], initial_rto=t["initial_rto_s"],
                      snack=t.get("snack", False), delayed_ack=t.get("delayed_ack", False),
-                     delack_s=t.get("delack_s", 0.2), limited_transmit=t.get("limited_transmit", True),
-                     rack=t.get("rack", True))
+                     delack_s=t.get("delack_s", 0.2), limited_transmit=t.get("limited_transmit", False),
+                     rack=t.get("rack", False))
 
 
 def scheme_config(cfg: dict[str, Any]) -> SchemeConfig:

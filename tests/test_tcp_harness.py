@@ -152,11 +152,7 @@ class Sim:
 
 def pair(variant: str = "reno", *, iss_a: int = 1000, iss_b: int = 50_000,
          **cfg: Any) -> tuple[TcpConnection, TcpConnection, Recorder, Recorder]:
-    """A connected-to-be client ``a`` (recorded) and listening server ``b``.  Like :func:`client`, they run the
-    rules of RFC 5681 / RFC 6675 alone unless a test turns Limited Transmit (RFC 3042) or RACK (RFC 8985),
-    TcpConfig's defaults, on."""
-    cfg.setdefault("limited_transmit", False)
-    cfg.setdefault("rack", False)
+    """A connected-to-be client ``a`` (recorded) and listening server ``b``."""
     config = TcpConfig(variant=variant, **cfg)
     ra, rb = Recorder(), Recorder()
     a = TcpConnection(config, iss=iss_a, emit=ra)
@@ -226,11 +222,7 @@ def server(variant: str = "sack", *, iss: int = 7000, peer_iss: int = 90_000,
 
 def client(variant: str = "reno", *, iss: int = 7000, peer_iss: int = 90_000, rtt: float = 0.5,
            window: int = PEER_WINDOW, **cfg: Any) -> tuple[TcpConnection, Recorder]:
-    """An active endpoint whose SYN (sent at t=0) is answered by a SYN+ACK at t=``rtt``.  The rule tests'
-    traces count segments under RFC 5681 / RFC 6675 alone: Limited Transmit (RFC 3042) and RACK (RFC 8985),
-    TcpConfig's defaults (tests/test_tcp_config.py, tests/test_tcp_rack.py), are off unless a test asks."""
-    cfg.setdefault("limited_transmit", False)
-    cfg.setdefault("rack", False)
+    """An active endpoint whose SYN (sent at t=0) is answered by a SYN+ACK at t=``rtt``."""
     rec = Recorder()
     conn = TcpConnection(TcpConfig(variant=variant, **cfg), iss=iss, emit=rec)
     conn.connect(0.0)
