@@ -245,7 +245,8 @@ def tcp_config(cfg: ExperimentConfig, mss: int, variant: str | None = None) -> T
     return TcpConfig(variant=variant or t.variant, mss=mss, init_cwnd=t.init_cwnd,
                      rcv_buffer=t.rcv_buffer_segments * mss, min_rto=t.min_rto_s,
                      max_rto=t.max_rto_s, initial_rto=t.initial_rto_s,
-                     snack=t.snack, delayed_ack=t.delayed_ack, delack_s=t.delack_s)
+                     snack=t.snack, delayed_ack=t.delayed_ack, delack_s=t.delack_s,
+                     limited_transmit=t.limited_transmit, rack=t.rack)
 
 
 def scheme_config(cfg: ExperimentConfig) -> SchemeConfig:

@@ -288,6 +288,8 @@ class TcpSection(_Section):
     snack: bool
     delayed_ack: bool
     delack_s: float
+    limited_transmit: bool
+    rack: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,6 +158,10 @@ SCHEMA: dict[str, Any] = {
                          "after delack_s (RFC 5681 sec. 4.2); off: every segment (ns-2's sink). Kernel TCP "
                          "(netns, the Pis' kernel plane) always delays its ACKs by Linux's own rules"),
         "delack_s": F(NUM, 0.2, in_range(0, 0.5, lo_open=True), "the delayed ACK's timer (RFC 1122: at most 0.5 s)"),
+        "limited_transmit": F(BOOL, False, None, "RFC 3042: each of the first two duplicate ACKs lets one new segment "
+                              "out, as Linux does; false: plain RFC 5681 Reno / RFC 6675 (ns-2's TCP of the papers)"),
+        "rack": F(BOOL, False, None, "sack only: RACK time-based loss detection (RFC 8985) beside the dupack rule, as "
+                  "Linux (tcp_recovery 1): a lost retransmission is found without waiting for the timeout"),
     },
     "snoop": {
         "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),

@@ -35,7 +35,14 @@ class TcpConfig:
     init_ssthresh: int = 1 << 30   # RFC 5681 sec. 3.1: "arbitrarily high"
     time_wait: float = 1.0         # TIME_WAIT duration (stands in for 2*MSL); 0 leaves it at once
     max_retries: int = 15          # consecutive RTOs without progress before aborting; 0 = never
-    limited_transmit: bool = False  # RFC 3042 / RFC 5681 sec. 3.2 step 1 (off: plain Reno)
+    # RFC 3042 / RFC 5681 sec. 3.2 step 1, as Linux has it; off: plain Reno / RFC 6675 (ns-2's TCP).
+    # sack only, rack: RACK-TLP (RFC 8985, tcp_user.rack) beside the dupack rule, as Linux's default
+    # tcp_recovery = 1: a lost retransmission or a tail loss found without waiting for the timer.
+    # Both off by default until the sender has timestamps (RFC 7323): without them, turned on, a Reno flow
+    # at 30 % loss lives on backed-off timeouts Karn's rule cannot clear (docs/REPRODUCTION.md, "The
+    # user-space TCP against kernel TCP").
+    limited_transmit: bool = False
+    rack: bool = False
     # Reno only: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4 style
     # guard against a false fast retransmit).  Off = plain RFC 5681 / 4.4BSD Reno.  The SACK
     # variant always applies RFC 6675 sec. 5.1's equivalent rule.
@@ -75,7 +82,7 @@ class TcpConfig:
         if isinstance(self.delack_s, bool) or not isinstance(self.delack_s, (int, float)) \
                 or not 0 < self.delack_s <= 0.5:
             raise ValueError(f"delack_s: must be in (0, 0.5] (RFC 1122 sec. 4.2.3.2), got {self.delack_s!r}")
-        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack"):
+        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack", "rack"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

@@ -12,6 +12,8 @@ five points:
 ``on_dupack``          a duplicate ACK arrived
 ``on_rto``             the retransmission timer expired (after the loss is counted)
 ``send``               transmit what the windows allow (``segments_to_send``)
+``on_delivered``       segments newly delivered, with their transmission times (RACK)
+``on_timer``           the variant's own timer (``timer_at``: RACK's reordering timer) ran out
 =====================  ==========================================================
 
 ``cwnd`` and ``ssthresh`` stay public attributes of the connection; a variant changes them
@@ -26,8 +28,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Protocol
 
+from tcp_user.rack import Rack, Tlp, probe_timeout
 from tcp_user.sack import Scoreboard
 from tcp_user.segment import Segment, unwrap
+from tcp_user.sent import SentLog
 
 
 class Sender(Protocol):
@@ -41,6 +45,8 @@ class Sender(Protocol):
     cwnd: int
     ssthresh: int
     rto: float
+    srtt: float | None
+    _sent: SentLog
     flight_size: int
     _iss: int
     _snd_una: int
@@ -52,7 +58,7 @@ class Sender(Protocol):
     _rto_deadline: float | None
 
     def _set_cwnd(self, now: float, cwnd: int, ssthresh: int) -> None: ...
-    def _count_loss(self, now: float, kind: str) -> None: ...
+    def _count_loss(self, now: float, kind: str, **extra: float) -> None: ...
     def _seg_len(self, start: int) -> int: ...
     def _build(self, start: int, n: int, now: float) -> Segment: ...
     def _output_window(self, now: float, out: list[Segment]) -> None: ...
@@ -102,6 +108,18 @@ class CongestionControl(ABC):
     def on_sack_blocks(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
         """Merge the SACK blocks of an ACK; returns the bytes newly SACKed (no SACK: 0)."""
         return 0
+
+    def on_delivered(self, now: float, delivered: list[tuple[float, int, int, bool]]) -> None:
+        """Segments this ACK newly delivered: (last transmission time, its order, end, retransmitted) each.
+        Default: nothing (only time-based loss detection reads them)."""
+
+    @property
+    def timer_at(self) -> float | None:
+        """When :meth:`on_timer` is due (None: no timer of the variant's own)."""
+        return None
+
+    def on_timer(self, now: float) -> None:
+        """The variant's own timer ran out."""
 
     @abstractmethod
     def is_dupack(self, seg: Segment, prev_wnd: int, new_sacked: int) -> bool:
@@ -224,6 +242,10 @@ class SackRecovery(CongestionControl):
         super().__init__(conn)
         self.scoreboard = Scoreboard()
         self.high_rxt = 0                  # RFC 6675 HighRxt (one past)
+        # RFC 8985 RACK beside the dupack rule (config.rack, as Linux's tcp_recovery = 1)
+        self.rack: Rack | None = Rack() if conn.config.rack else None
+        self.tlp: Tlp | None = Tlp() if conn.config.rack else None    # RFC 8985 sec. 7, with RACK
+        self._fack = 0                     # highest sequence delivered (RACK's reordering test)
 
     def on_sack_blocks(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
         """RFC 6675 sec. 5 Update(): merge the reported SACK blocks."""
@@ -246,9 +268,85 @@ class SackRecovery(CongestionControl):
         # blocks, the RFC 5681 definition)
         return new_sacked > 0 or (not seg.sack and seg.window == prev_wnd)
 
+    def on_delivered(self, now: float, delivered: list[tuple[float, int, int, bool]]) -> None:
+        """RFC 8985 sec. 6.2 steps 2-3 for each newly delivered segment."""
+        rack = self.rack
+        if rack is None:
+            return
+        fack = self._fack
+        for xmit_ts, order, end, retransmitted in delivered:
+            rack.on_delivered(xmit_ts, order, end, retransmitted, now, fack)
+            if end > self._fack:
+                self._fack = end
+
+    def rack_detect(self, now: float) -> None:
+        """RFC 8985 sec. 6.2 steps 4-5, and its sec. 7.1 response: a loss RACK finds starts fast recovery
+        (not before RecoveryPoint after a timeout, RFC 6675 sec. 5.1); in recovery the lost segments are
+        resent first (:meth:`_send_in_recovery`)."""
+        rack = self.rack
+        if rack is None:
+            return
+        conn = self.conn
+        cfg = self.config
+        reo = rack.reo_wnd(self.in_recovery, self.scoreboard.sacked // self.mss, cfg.dupack_threshold, conn.srtt)
+        if rack.detect_loss(conn._sent, conn._snd_una, now, reo) and not self.in_recovery \
+                and conn._snd_una >= self.recovery_point:
+            self.enter_recovery(now)
+
+    @property
+    def timer_at(self) -> float | None:
+        rack, tlp = self.rack, self.tlp
+        if rack is None or tlp is None:
+            return None
+        a, b = rack.timeout_at, tlp.pto_at
+        return a if b is None else b if a is None else min(a, b)
+
+    def on_timer(self, now: float) -> None:
+        """RACK's reordering timer (RFC 8985 sec. 6.3): look for losses again; the PTO (sec. 7.3):
+        send a probe with the next output."""
+        rack, tlp = self.rack, self.tlp
+        if rack is None or tlp is None:
+            return
+        if rack.timeout_at is not None and now >= rack.timeout_at:
+            self.rack_detect(now)
+        if tlp.pto_at is not None and now >= tlp.pto_at:
+            tlp.pto_at = None
+            conn = self.conn
+            if not self.in_recovery and not self.rto_recovery and conn._snd_una < conn._snd_max:
+                tlp.pending = True
+                conn._rto_deadline = now + conn.rto     # sec. 7.3: the probe, then the RTO timer
+
+    def schedule_probe(self, now: float) -> None:
+        """RFC 8985 sec. 7.2: (re)start the PTO after new data went out or an ACK advanced, when no probe
+        is out, outside recovery, with an RTT measured.  When the retransmission timer would fire first,
+        the probe goes at its time instead (as Linux's tcp_schedule_loss_probe: min(PTO, RTO))."""
+        tlp, conn = self.tlp, self.conn
+        if tlp is None:
+            return
+        tlp.pto_at = None
+        srtt = conn.srtt
+        flight = conn._snd_max - conn._snd_una
+        if srtt is None or flight <= 0 or tlp.end is not None or self.in_recovery or self.rto_recovery:
+            return
+        at = now + probe_timeout(srtt, flight, self.mss)
+        rto_at = conn._rto_deadline
+        tlp.pto_at = at if rto_at is None or at < rto_at else rto_at
+
     def on_new_ack(self, now: float, ack: int, newly: int, flight: int) -> None:
         self.scoreboard.advance(ack)
         super().on_new_ack(now, ack, newly, flight)
+        tlp = self.tlp
+        if tlp is not None and tlp.on_ack(ack, True, True):
+            self.reduce_after_probe(now)
+        self.rack_detect(now)
+        self.schedule_probe(now)
+
+    def reduce_after_probe(self, now: float) -> None:
+        """RFC 8985 sec. 7.4.2: the probe repaired a loss; the congestion response is a cwnd reduction (as
+        Linux enters and leaves CWR at once: ssthresh and cwnd to the variant's reduced window)."""
+        conn = self.conn
+        ssthresh = max(conn.cwnd // 2, 2 * self.mss)
+        conn._set_cwnd(now, min(conn.cwnd, ssthresh), ssthresh)
 
     def on_recovery_ack(self, now: float, ack: int) -> None:
         # RFC 6675 sec. 5 (A): recovery ends once RecoveryPoint is acknowledged; a partial
@@ -257,6 +355,10 @@ class SackRecovery(CongestionControl):
             self.exit_recovery(now)
 
     def on_dupack(self, now: float) -> None:
+        tlp = self.tlp
+        if tlp is not None and tlp.on_ack(self.conn._snd_una, False, True):
+            self.reduce_after_probe(now)
+        self.rack_detect(now)               # RACK first: it may start recovery itself
         if self.in_recovery:
             return                          # RFC 6675: pipe accounting does the rest
         self.dupacks += 1
@@ -282,19 +384,61 @@ class SackRecovery(CongestionControl):
         self.fast_rtx_pending = True
         conn._count_loss(now, "dupack")
         conn._set_cwnd(now, ssthresh, ssthresh)
+        if self.tlp is not None:            # a recovery ends what a probe was for
+            self.tlp.end = None
+            self.tlp.pto_at = None
 
     def on_rto(self, now: float) -> None:
         super().on_rto(now)
+        if self.tlp is not None:
+            self.tlp.end = None
+            self.tlp.pto_at = None
+            self.tlp.pending = False
         # RFC 6675 sec. 5.1: keep the scoreboard (our receiver never reneges), do not start
         # a new recovery before RecoveryPoint, skip SACKed data when resending.  (HighRxt is read
         # only in recovery, and enter_recovery sets it first.)
         self.rto_recovery = True
 
     def send(self, now: float, out: list[Segment]) -> None:
+        conn = self.conn
+        high = conn._snd_max
+        tlp = self.tlp
+        if tlp is not None and tlp.pending:
+            tlp.pending = False
+            self._send_probe(now, out, tlp)
         if self.in_recovery:
             self._send_in_recovery(now, out)
         else:
-            self.conn._output_window(now, out)
+            conn._output_window(now, out)
+        if conn._snd_max > high and tlp is not None and tlp.end is None:
+            self.schedule_probe(now)        # new data went out: the PTO starts again
+
+    def _send_probe(self, now: float, out: list[Segment], tlp: Tlp) -> None:
+        """RFC 8985 sec. 7.3: one new segment if the peer's window allows, else the last segment sent
+        again; then the retransmission timer starts again."""
+        conn = self.conn
+        nxt = conn._snd_nxt
+        n = conn._seg_len(nxt) if nxt == conn._snd_max else 0
+        if n > 0 and nxt + n <= conn._snd_una + conn._snd_wnd:
+            out.append(conn._build(nxt, n, now))
+            tlp.retrans = False
+        else:
+            log = conn._sent
+            i = len(log.starts) - 1
+            while i >= 0 and log.sacked[i]:
+                i -= 1
+            if i < 0 or log.ends[i] <= conn._snd_una:
+                return
+            end = log.ends[i]
+            start = max(log.starts[i], end - self.mss, conn._snd_una)
+            n = conn._seg_len(start)
+            if n <= 0:
+                return
+            out.append(conn._build(start, n, now))
+            tlp.retrans = True
+        tlp.end = conn._snd_max
+        tlp.probes += 1
+        conn._rto_deadline = now + conn.rto
 
     def _send_in_recovery(self, now: float, out: list[Segment]) -> None:
         """RFC 6675 sec. 5 step (C): transmit while cwnd - pipe >= 1 SMSS, per NextSeg()."""
@@ -313,6 +457,8 @@ class SackRecovery(CongestionControl):
                     self.high_rxt = end
         holes = sb.holes(una, self.config.dupack_threshold, mss)
         pipe = sb.pipe(una, conn._snd_max, self.high_rxt, holes)   # SetPipe()
+        if self.rack is not None:
+            pipe = self._send_rack_lost(now, out, pipe)
         data_end = conn._data_end
         end_seq = conn._end_seq()
         while conn.cwnd - pipe >= mss:
@@ -347,6 +493,34 @@ class SackRecovery(CongestionControl):
             if start + n > self.high_rxt:
                 self.high_rxt = start + n
             pipe += n
+
+
+    def _send_rack_lost(self, now: float, out: list[Segment], pipe: int) -> int:
+        """RFC 8985 sec. 7.1 with RFC 6675's NextSeg: the segments RACK marked lost go first, lowest first,
+        while cwnd - pipe allows; one resent before (below HighRxt) is no longer in flight, so SetPipe's
+        count of it comes off first.  Returns the pipe."""
+        conn = self.conn
+        mss = self.mss
+        log = conn._sent
+        una = conn._snd_una
+        high_rxt = self.high_rxt
+        lost = [(s, e) for s, e, gone, acked in zip(log.starts, log.ends, log.lost, log.sacked)
+                if gone and not acked and e > una]
+        for s, e in lost:
+            if s < high_rxt:
+                pipe -= min(e, high_rxt) - s
+        for s, e in lost:
+            if conn.cwnd - pipe < mss:
+                break
+            s = s if s > una else una
+            n = min(e - s, conn._seg_len(s))
+            if n <= 0:
+                continue
+            out.append(conn._build(s, n, now))
+            if s + n > self.high_rxt:
+                self.high_rxt = s + n
+            pipe += n
+        return pipe
 
 
 # The registry: ``tcp.variant`` name -> class.  One line per variant.

@@ -35,8 +35,10 @@ Choices where the RFCs leave room (or where this code deliberately departs):
 * Sender SWS avoidance (RFC 1122 4.2.3.4, no Nagle): a segment is sent if it is full
   sized, ends the queued data, or fills at least half the largest window the peer
   offered; the persist timer overrides this.  Zero-window probes carry one byte.
-* RTT: one segment timed at a time; Karn's rule also drops the sample when any data at
-  or below the timed segment is retransmitted.  Clock granularity G = 0.
+* RTT: as Linux takes it (:mod:`tcp_user.sent`): a sample from every ACK that newly
+  acknowledges a segment sent only once, cumulatively, else by a new SACK block; none from an
+  ACK that cumulatively acknowledges a retransmitted segment (Karn's rule, per segment).  Each
+  sample sets the RTO again and so clears its backoff.  Clock granularity G = 0.
 
 Events reported through ``emit(now, ev, **fields)``:
 ``cwnd`` (cwnd, ssthresh) on every change of either and once at ESTABLISHED;
@@ -52,6 +54,7 @@ from tcp_user.config import TcpConfig
 from tcp_user.congestion import CONGESTION_CONTROLS, CongestionControl
 from tcp_user.sack import Reassembly
 from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, RST, SEQ_MASK, SYN, Segment, unwrap
+from tcp_user.sent import SentLog
 from tcp_user.snack import SnackSender, snack_entries
 from tcp_user.state import (RECV_STATES, SEND_STATES, SYNCHRONIZED, TRANSITIONS, Event, State,
                             next_state)
@@ -112,8 +115,7 @@ class TcpConnection:
         self.srtt: float | None = None
         self.rttvar: float | None = None
         self.rto: float = config.initial_rto
-        self._rtt_seq: int | None = None   # a sample is taken when this is ACKed
-        self._rtt_time = 0.0
+        self._sent = SentLog()             # each in-flight segment's last transmission (RTT samples)
         self._syn_retransmitted = False
         self._rto_consecutive = 0
 
@@ -202,7 +204,8 @@ class TcpConnection:
 
     def next_timer(self) -> float | None:
         best: float | None = None
-        for t in (self._rto_deadline, self._persist_deadline, self._tw_deadline, self._delack_deadline):
+        for t in (self._rto_deadline, self._persist_deadline, self._tw_deadline, self._delack_deadline,
+                  self._cc.timer_at):
             if t is not None and (best is None or t < best):
                 best = t
         return best
@@ -413,12 +416,16 @@ class TcpConnection:
                 self._persist_backoff = 0
         cc = self._cc
         new_sacked = cc.on_sack_blocks(seg.sack, ack) if seg.sack else 0
+        sacked_at = self._newly_sacked_sent_at(seg.sack, ack) if new_sacked else None
         snack = self._snack
         if ack > una:
-            self._on_new_ack(ack, now)
+            self._on_new_ack(ack, now, sacked_at)
             if snack is not None and seg.snack:
                 self._on_snack(snack, seg.snack)
             return True
+        if sacked_at is not None:           # a duplicate ACK's new SACK block times a segment too (Linux)
+            self._rtt_sample(now - sacked_at)
+        self._take_delivered(now)
         if snack is not None and seg.snack:
             # Paper 002, Sec. III-B: SNACK-TCP handles the reported losses itself, "without
             # starting up TCP congestion control": such an ACK is not a duplicate ACK.
@@ -434,18 +441,47 @@ class TcpConnection:
         cc.on_dupack(now)
         return True
 
+    def _take_delivered(self, now: float) -> None:
+        """Hand the segments this ACK delivered to the congestion control (RACK reads their times)."""
+        delivered = self._sent.delivered
+        if delivered:
+            self._cc.on_delivered(now, delivered)
+            delivered.clear()
+
+    def _newly_sacked_sent_at(self, blocks: tuple[tuple[int, int], ...], ack: int) -> float | None:
+        """The earliest transmission time of a segment sent once that these SACK blocks newly cover
+        (Linux's ``first_sackt``), None if there is none; the blocks are marked SACKed in the log."""
+        iss = self._iss
+        first: float | None = None
+        for left, right in blocks:
+            s = unwrap(left, iss, ack)
+            e = unwrap(right, iss, ack)
+            if s < ack:
+                s = ack
+            if e <= s or e > self._snd_max:
+                continue
+            t = self._sent.on_sacked(s, e)
+            if t is not None and (first is None or t < first):
+                first = t
+        return first
+
     def _on_snack(self, snack: SnackSender, entries: tuple[int, ...]) -> None:
         """SNACK-TCP (paper 002): count the reports; see :class:`tcp_user.snack.SnackSender`."""
         self.stats["snack_acks"] += 1
         snack.on_entries(entries, self._iss, self._snd_una, self._snd_max)
 
-    def _on_new_ack(self, ack: int, now: float) -> None:
+    def _on_new_ack(self, ack: int, now: float, sacked_at: float | None = None) -> None:
         una = self._snd_una
         flight = self._snd_max - una        # FlightSize before this ACK (RFC 7661 sec. 4.3)
-        # RFC 6298 sec. 2 + Karn: sample only an ACK covering a segment sent once.
-        if self._rtt_seq is not None and ack >= self._rtt_seq:
-            self._rtt_sample(now - self._rtt_time)
-            self._rtt_seq = None
+        # RFC 6298 sec. 2 + Karn, per segment as Linux's tcp_clean_rtx_queue: the earliest newly
+        # acknowledged segment sent once, unless a retransmitted one is acknowledged too; else what a
+        # new SACK block of this ACK timed
+        sent_at, retransmitted = self._sent.on_cumulative_ack(ack)
+        if retransmitted or sent_at is None:
+            sent_at = sacked_at
+        if sent_at is not None:
+            self._rtt_sample(now - sent_at)
+        self._take_delivered(now)
         data_end = self._data_end
         acked = ack if ack < data_end else data_end     # data acknowledged up to here (no FIN)
         newly = acked - (una if una > 1 else 1)
@@ -465,12 +501,12 @@ class TcpConnection:
         if self._snack is not None:         # paper 002, Figure 5: forget acknowledged losses
             self._snack.forget_below(ack)
         self._rto_consecutive = 0
-        self._cc.on_new_ack(now, ack, newly, flight)    # recovery exit or cwnd growth
-        # RFC 6298 sec. 5.2 / 5.3
+        # RFC 6298 sec. 5.2 / 5.3 (before the congestion control, whose probe timer must not outlast it)
         if ack >= self._snd_max:
             self._rto_deadline = None
         else:
             self._rto_deadline = now + self.rto
+        self._cc.on_new_ack(now, ack, newly, flight)    # recovery exit or cwnd growth
         # our FIN acknowledged?
         if (self._fin_queued and ack >= self._data_end + 1
                 and self.state in TRANSITIONS[Event.FIN_ACKED]):
@@ -551,6 +587,11 @@ class TcpConnection:
             return
         if self._delack_deadline is not None and now >= self._delack_deadline:
             self._queue_ack()                # the delayed ACK's timer ran out (clears it)
+        cc_at = self._cc.timer_at
+        if cc_at is not None and now >= cc_at and self.state in SEND_STATES:
+            # RACK's reordering timer, the tail loss probe (tcp_user.rack): before the RTO, which a probe
+            # due at the same time replaces (RFC 8985 sec. 7.3)
+            self._cc.on_timer(now)
         if self._rto_deadline is not None and now >= self._rto_deadline:
             self._rto_deadline = None
             self._on_rto(now)
@@ -567,9 +608,8 @@ class TcpConnection:
                 self._abort(now)
                 return
             self._rto_consecutive += 1
-            self._count_loss(now, "rto")
-            self._rtt_seq = None
             self.rto = min(self.rto * 2, cfg.max_rto)          # RFC 6298 sec. 5.5
+            self._count_loss(now, "rto", rto=self.rto)
             self._snd_nxt = 0                                   # resend SYN (or SYN+ACK)
             self._rto_deadline = now + self.rto                 # sec. 5.6
             return
@@ -579,10 +619,10 @@ class TcpConnection:
             self._abort(now)
             return
         self._rto_consecutive += 1
-        self._count_loss(now, "rto")
+        backed_off = min(self.rto * 2, cfg.max_rto)             # RFC 6298 sec. 5.5
+        self._count_loss(now, "rto", rto=backed_off)
         self._cc.on_rto(now)                                    # ssthresh, loss window, recovery
-        self.rto = min(self.rto * 2, cfg.max_rto)               # RFC 6298 sec. 5.5
-        self._rtt_seq = None                                    # Karn
+        self.rto = backed_off
         self._snd_nxt = self._snd_una                           # go-back-N from SND.UNA
         self._force_one = True
         self._rto_deadline = now + self.rto                     # RFC 6298 sec. 5.6
@@ -737,11 +777,7 @@ class TcpConnection:
                 stats["ctl_retransmissions"] += 1
             if start == 0:
                 self._syn_retransmitted = True
-            if self._rtt_seq is not None and start < self._rtt_seq:
-                self._rtt_seq = None        # Karn: the timed segment's ACK is now ambiguous
-        elif self._rtt_seq is None:         # time one new segment at a time
-            self._rtt_seq = end
-            self._rtt_time = now
+        self._sent.on_transmit(start, end, now)     # Karn: a resent segment gives no sample
         if end > self._snd_max:
             self._snd_max = end
         if start <= self._snd_nxt < end:    # (out-of-band retransmissions leave SND.NXT alone)
@@ -821,9 +857,10 @@ class TcpConnection:
             self.ssthresh = ssthresh
             self._emit(now, "cwnd", cwnd=cwnd, ssthresh=ssthresh)
 
-    def _count_loss(self, now: float, kind: str) -> None:
+    def _count_loss(self, now: float, kind: str, **extra: float) -> None:
+        """A loss the sender saw; a timeout's event carries ``rto``, the backed-off timer it restarts."""
         self.stats["losses_dupack" if kind == "dupack" else "losses_rto"] += 1
-        self._emit(now, "loss", kind=kind, seq=(self._iss + self._snd_una) & MASK)
+        self._emit(now, "loss", kind=kind, seq=(self._iss + self._snd_una) & MASK, **extra)
 
     def _established(self, now: float) -> None:
         if self._syn_retransmitted:

@@ -55,7 +55,9 @@ def test_chain_runs_on_the_sim_are_byte_identical_to_before_graphs(tmp_path):
     (commit 91db6f4) from this document: a chain, two flows, A-SPAN, the dcf medium.  Rewritten
     twice on purpose by issue 28: cwnd grows only while cwnd-limited (item 7: cwnd_median and
     cwnd_mean changed, nothing else) and the columns that identify a row come first (item 6:
-    `flow` moved to the second column, every cell the same text)."""
+    `flow` moved to the second column, every cell the same text); and by issue 39, when the sender took an RTT
+    sample from every ACK of a segment sent once (tcp_user/sent.py) instead of one timed segment at a time:
+    the lossy rows' timing columns changed (durations, losses, cwnd, what the caches held)."""
     doc = {
         "name": "golden-chain", "backend": "sim", "seed": 3, "repetitions": 2,
         "loss": {"default": {"model": "bernoulli", "rate": 0.005}}, "etx": {"settle_s": 2.0},

@@ -72,7 +72,7 @@ def test_defaults() -> None:
     assert (c.variant, c.mss, c.init_cwnd, c.rcv_buffer) == ("reno", 1000, 2, 64_000)
     assert (c.min_rto, c.max_rto, c.initial_rto, c.dupack_threshold) == (0.2, 60.0, 1.0, 3)
     assert c.init_ssthresh == 1 << 30 and c.time_wait == 1.0
-    assert not c.limited_transmit and not c.reno_rto_guard
+    assert not c.limited_transmit and not c.rack and not c.reno_rto_guard   # opt-in (docs/REPRODUCTION.md)
     assert TcpConfig(variant="sack").variant == "sack"
 
 

@@ -60,7 +60,7 @@ def test_loss_and_window_events_are_logged_when_they_happen(variant: str) -> Non
         assert rec.timed("cwnd")[-1] == (2.0, {"cwnd": 3000, "ssthresh": 3000})
     b, brec = six_out(variant)
     t = timeout(b)
-    assert brec.timed("loss") == [(t, {"kind": "rto", "seq": seq_of(ISS, 0)})]
+    assert brec.timed("loss") == [(t, {"kind": "rto", "seq": seq_of(ISS, 0), "rto": b.rto})]   # the timer it armed
     assert brec.timed("cwnd")[-1] == (t, {"cwnd": 1000, "ssthresh": 3000})
 
 
@@ -663,8 +663,8 @@ def test_rto_backoff_and_slow_start_restart(scenario) -> None:  # type: ignore[n
     losses = [(t, f, rto) for t, e, f, rto in log if e == "loss"]
     assert [f for _, f, _ in losses] == [
         {"kind": "dupack", "seq": seq_of(ISS, 19)},
-        {"kind": "rto", "seq": seq_of(ISS, 70)},
-        {"kind": "rto", "seq": seq_of(ISS, 70)},
+        {"kind": "rto", "seq": seq_of(ISS, 70), "rto": pytest.approx(0.4)},     # the backed-off timer armed
+        {"kind": "rto", "seq": seq_of(ISS, 70), "rto": pytest.approx(0.8)},
     ]
     (t1, _, rto1), (t2, _, rto2) = losses[1], losses[2]
     assert rto1 == pytest.approx(0.2)                  # RTT 125 ms, RTTVAR ~ 0: min_rto

@@ -838,7 +838,7 @@ def test_a_simultaneous_open_takes_the_window_of_the_syn_ack_that_completes_it()
 def test_state_and_loss_events_carry_the_time() -> None:
     a, rec = syn_sent()
     a.on_timer(1.0)                                      # the SYN times out
-    assert rec.timed("loss") == [(1.0, {"kind": "rto", "seq": ISS})]
+    assert rec.timed("loss") == [(1.0, {"kind": "rto", "seq": ISS, "rto": 2.0})]   # the SYN's backed-off timer
     assert a.next_timer() == 1.0 + 2.0                   # RFC 6298 5.6: restarted at once, backed off
     a.on_segment(Segment(seq=P, ack=wire(1), flags=RST | ACK), 1.5)
     assert rec.timed("state")[-1] == (1.5, {"state": "CLOSED"})
@@ -1519,7 +1519,7 @@ def test_rto_from_known_samples_and_karn() -> None:
     assert a.rto == 2.9375 and a.next_timer() == 2.71875 + 2.9375
     out = a.segments_to_send(2.71875)
     assert [s.seq for s in out] == [seq_of(ISS, 1)]
-    assert rec.of("loss") == [{"kind": "rto", "seq": seq_of(ISS, 1)}]
+    assert rec.of("loss") == [{"kind": "rto", "seq": seq_of(ISS, 1), "rto": 2.9375}]
     assert rec.of("rtx") == [{"seq": seq_of(ISS, 1), "len": 1000}]
 
     # Karn: the ACK covering the retransmission (and the timed segment 2) is no sample;
@@ -1658,7 +1658,7 @@ def test_lost_syn_is_retransmitted_on_rto(variant: str) -> None:
     assert bytes(sim.received["b"]) == data
     syn_times = [t for t, n, s in sim.sent if n == "a" and s.flags & SYN]
     assert syn_times == [0.0, 1.0, 3.0]                # RFC 6298 5.5 backoff: 1 s, then 2 s
-    assert [f for f in ra.of("loss")] == [{"kind": "rto", "seq": 1000}] * 2
+    assert [f for f in ra.of("loss")] == [{"kind": "rto", "seq": 1000, "rto": r} for r in (2.0, 4.0)]
     # RFC 5681 3.1: IW = 1 segment after a lost SYN; RFC 6298 5.7: RTO 3 s without a sample
     assert ra.of("cwnd")[0] == {"cwnd": 1000, "ssthresh": 1 << 30}
 

@@ -58,7 +58,7 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
     raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
     v = _TCP_INFO.unpack_from(raw)
     u32 = v[8:]
-    return {"state": v[0], "ca_state": v[1], "retransmits": v[2], "rto_us": u32[0], "snd_mss": u32[2],
+    return {"state": v[0], "ca_state": v[1], "retransmits": v[2], "backoff": v[4], "rto_us": u32[0], "snd_mss": u32[2],
             "unacked": u32[4], "lost": u32[6], "retrans": u32[7], "rtt_us": u32[15],
             "snd_ssthresh": u32[17], "snd_cwnd": u32[18], "total_retrans": u32[23]}
 
@@ -128,9 +128,12 @@ class Sampler(threading.Thread):
                                ca_state=CA_STATES[info["ca_state"]] if info["ca_state"] < 5 else info["ca_state"])
         rec, rto = self.losses.new_events()
         for kind, n in (("dupack", rec), ("rto", rto)):
+            # a timeout's event carries the timer TCP_INFO showed at this sample (the backed-off RTO), as
+            # tcp_user's does, when the socket gave one
+            extra = {"rto": self.info["rto_us"] / 1e6} if kind == "rto" and self.info else {}
             for _ in range(n):
                 self.loss_events[kind] += 1
-                self._emit(now, "loss", flow=self.flow, kind=kind, seq=None, source="TcpExt")
+                self._emit(now, "loss", flow=self.flow, kind=kind, seq=None, source="TcpExt", **extra)
 
 
 # ---- the bulk transfer ---------------------------------------------------------------
