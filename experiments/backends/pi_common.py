@@ -41,7 +41,7 @@ def on_all_hosts(remotes: list[Remote], task: Callable[[Remote], Any]) -> dict[s
 def experiment_graph(cfg: ExperimentConfig) -> MeshGraph:
     """The graph the MAC filter enforces: the experiment's nodes and links."""
     topo = cfg.topology
-    if topo.get("links") is None:
+    if topo.links is None:
         raise ExperimentError("<experiment>", "topology.links", "the pi backend enforces the links with a MAC "
                               "filter: give topology.links or topology.chain (not positions alone)")
     return MeshGraph.build(topo.nodes, topo.links)

@@ -160,8 +160,9 @@ def test_arm_hosts_refuses_hosts_sharing_a_mac_before_changing_anything(tmp_path
 
 def test_a_topology_without_links_is_refused_by_the_pi_backend():
     with pytest.raises(ExperimentError, match="topology.links"):
-        pi_common.experiment_graph({"topology": {"nodes": ["A", "B"], "links": None}})
-    assert pi_common.experiment_graph({"topology": {"nodes": list("ABCD"), "links": [list(p) for p in DIAMOND.links]}}) \
+        pi_common.experiment_graph(SimpleNamespace(topology=SimpleNamespace(nodes=("A", "B"), links=None)))
+    links = tuple(tuple(p) for p in DIAMOND.links)     # the config's sections read by attribute (experiments/config.py)
+    assert pi_common.experiment_graph(SimpleNamespace(topology=SimpleNamespace(nodes=tuple("ABCD"), links=links))) \
         == DIAMOND
 
 
