@@ -263,7 +263,7 @@ def write_routes(run_dir: Path, exp: Experiment) -> None:
             if v.config.routing.daemon != "builtin":
                 when += f", computed by {v.config.routing.daemon}"
             out[v.name] = {"metric": v.config.routing.metric, "dynamic": v.config.routing.dynamic,
-                           "measured": True, "links": v.config.topology.links,
+                           "measured": True, "links": [list(p) for p in v.config.topology.links],
                            "note": f"link-state routes, {when}: <variant>/rep<k>/meta.json and the route events"}
     write_whole(run_dir / "routes.json", json.dumps(out, indent=1) + "\n")
 

@@ -137,7 +137,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                      "handlers": plan.handlers, "congestion": cfg.netns.congestion,
                      "loss_in_handler": sorted(plan.handler_loss), "loss_statistic": plan.loss_rates,
                      "sack": plan.sack, "advmss": plan.advmss, "traffic": cfg.netns.traffic,
-                     "link": cfg.link if plan.link is not None else None}   # what the shapers emulate
+                     "link": cfg.link.to_dict() if plan.link is not None else None}   # what the shapers emulate
     write_meta(rep_dir, meta)   # status running: the run id is on disk before its namespaces exist
     procs = Procs(rep_dir)
     old_term = signal.signal(signal.SIGTERM, _raise_terminated)
