@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Protocol
 
 from tcp_user.rack import Rack, Tlp, probe_timeout
 from tcp_user.sack import Scoreboard
-from tcp_user.segment import Segment, unwrap
+from tcp_user.segment import Segment, sack_ranges
 from tcp_user.sent import SentLog
 
 
@@ -249,19 +249,8 @@ class SackRecovery(CongestionControl):
 
     def on_sack_blocks(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
         """RFC 6675 sec. 5 Update(): merge the reported SACK blocks."""
-        iss = self.conn._iss
-        high = self.conn._snd_max
         sb = self.scoreboard
-        added = 0
-        for left, right in blocks:
-            s = unwrap(left, iss, ack)
-            e = unwrap(right, iss, ack)
-            if s < ack:
-                s = ack
-            if e <= s or e > high:          # stale (below ACK) or bogus (beyond HighData)
-                continue
-            added += sb.add(s, e)
-        return added
+        return sum(sb.add(s, e) for s, e in sack_ranges(blocks, self.conn._iss, ack, self.conn._snd_max))
 
     def is_dupack(self, seg: Segment, prev_wnd: int, new_sacked: int) -> bool:
         # RFC 6675 sec. 2: a duplicate ACK is one that SACKs new data (or, without SACK

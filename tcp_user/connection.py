@@ -53,7 +53,7 @@ from typing import Any, Callable
 from tcp_user.config import TcpConfig
 from tcp_user.congestion import CONGESTION_CONTROLS, CongestionControl
 from tcp_user.sack import Reassembly
-from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, RST, SEQ_MASK, SYN, Segment, unwrap
+from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, RST, SEQ_MASK, SYN, Segment, sack_ranges, unwrap
 from tcp_user.sent import SentLog
 from tcp_user.snack import SnackSender, snack_entries
 from tcp_user.state import (RECV_STATES, SEND_STATES, SYNCHRONIZED, TRANSITIONS, Event, State,
@@ -451,15 +451,8 @@ class TcpConnection:
     def _newly_sacked_sent_at(self, blocks: tuple[tuple[int, int], ...], ack: int) -> float | None:
         """The earliest transmission time of a segment sent once that these SACK blocks newly cover
         (Linux's ``first_sackt``), None if there is none; the blocks are marked SACKed in the log."""
-        iss = self._iss
         first: float | None = None
-        for left, right in blocks:
-            s = unwrap(left, iss, ack)
-            e = unwrap(right, iss, ack)
-            if s < ack:
-                s = ack
-            if e <= s or e > self._snd_max:
-                continue
+        for s, e in sack_ranges(blocks, self._iss, ack, self._snd_max):
             t = self._sent.on_sacked(s, e)
             if t is not None and (first is None or t < first):
                 first = t

@@ -26,6 +26,22 @@ def unwrap(x32: int, base32: int, ref: int) -> int:
     return ref + d
 
 
+def sack_ranges(blocks: tuple[tuple[int, int], ...], iss: int, ack: int,
+                high: int) -> list[tuple[int, int]]:
+    """The SACK blocks of an ACK as unwrapped ``[start, end)`` ranges above ``ack``: cut at the cumulative
+    ACK, and left out when stale (nothing above it) or bogus (beyond ``high``, the sender's HighData)."""
+    out = []
+    for left, right in blocks:
+        s = unwrap(left, iss, ack)
+        e = unwrap(right, iss, ack)
+        if s < ack:
+            s = ack
+        if e <= s or e > high:
+            continue
+        out.append((s, e))
+    return out
+
+
 @dataclass(slots=True)
 class Segment:
     """One TCP segment.

@@ -25,7 +25,7 @@ def test_local_replays_each_link_its_own_recording_on_the_diamond(tmp_path: Path
     # What is checked is the links' own probes (check_replayed), not the flow.  A flow A -> D crosses B>D at
     # 30 % loss, where the user-space TCP can live on backed-off RTOs in real time (CI runs: 70 RTOs and still
     # going at 90 s; 41 RTOs and 200 segments unfinished at 300 s), so the flow here is A -> C, over a link
-    # the trace leaves lossless; the sim's test above sends it over the lossy link.
+    # the trace leaves lossless; the sim's test (tests/system/test_trace_replay.py) sends it over the lossy link.
     exp = load_experiment(doc("local", per_link(), flows=[{"sender": "A", "receiver": "C", "segments": 200}]),
                           str(tmp_path / "t.yaml"))
     run_dir = run_experiment(exp, out=tmp_path / "runs", plot=False, progress=lambda s: None)
