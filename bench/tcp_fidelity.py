@@ -31,6 +31,7 @@ Run: sudo .venv/bin/python -m bench tcp_fidelity [--topologies chain3,diamond] [
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import json
 import os
@@ -43,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from experiments.build import KERNEL_TCP_OWN
 
 TOPOLOGIES: dict[str, dict[str, Any]] = {
     "chain1": {"chain": ["A", "B"]},
@@ -209,11 +212,15 @@ def table(results: list[tuple[Case, dict[str, Side]]]) -> str:
     return "\n".join(out)
 
 
-def set_field(doc: dict[str, Any], item: str) -> None:
-    """``PATH=VALUE`` (``tcp.delayed_ack=true``): the field at the dotted path set to the YAML value."""
+def set_field(doc: dict[str, Any], item: str, backend: str = "sim") -> None:
+    """``PATH=VALUE`` (``tcp.delayed_ack=true``): the field at the dotted path set to the YAML value; on the
+    netns side not the user-space TCP's own fields (experiments.build.KERNEL_TCP_OWN), which Linux sets by
+    its own rules and the netns backend refuses."""
     path, sep, value = item.partition("=")
     if not sep or not path:
         raise SystemExit(f"--set {item!r}: expected PATH=VALUE, e.g. tcp.delayed_ack=true")
+    if backend == "netns" and path.startswith("tcp.") and path[4:] in KERNEL_TCP_OWN:
+        return
     *parents, last = path.split(".")
     node = doc
     for p in parents:
@@ -245,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sides", default="sim,netns")
     ap.add_argument("--jobs", type=int, default=2, help="the sim's parallel repetitions")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
-                    help="set a field of every case's file, e.g. tcp.delayed_ack=true (a YAML value; repeatable)")
+                    help="set a field of every case's file, e.g. tcp.delayed_ack=true (a YAML value; repeatable; "
+                         "the user-space TCP's own fields on the sim side only)")
     ap.add_argument("--keep", type=Path, help="keep the run directories here (default: a temporary directory)")
     ap.add_argument("--report", type=Path, metavar="DIR",
                     help="run nothing: print the table of the runs a --keep DIR holds, for these cases")
@@ -276,11 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         for case in todo:
             doc = experiment(case, reps=args.reps, segments=args.segments, max_duration=args.max_duration,
                              carrier=args.carrier, variant=args.variant)
-            for item in args.set:
-                set_field(doc, item)
             got: dict[str, Side] = {}
             for backend in sides:     # interleaved: both sides of a case before the next case
-                got[backend] = run_side(doc, backend, base / doc["name"], args.jobs)
+                side_doc = copy.deepcopy(doc)
+                for item in args.set:
+                    set_field(side_doc, item, backend)
+                got[backend] = run_side(side_doc, backend, base / doc["name"], args.jobs)
                 s = got[backend]
                 state = s.error or f"{s.median():.2f} Mbit/s, {s.finished}/{s.reps} finished"
                 print(f"{case.label}: {backend}: {state} (load {os.getloadavg()[0]:.1f})", flush=True)

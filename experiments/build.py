@@ -103,6 +103,38 @@ def refuse_route_hops(source: str, variants: Sequence[tuple[str, Mapping[str, An
                 raise error(source, f"variants[{name}].{path}", f"cannot run on backend {backend}: {why}")
 
 
+#: The user-space TCP's fields that kernel TCP (netns; pi with ``pi.data_plane: kernel``) sets by its own
+#: rules, and what Linux does instead.  A variant that sets one away from its default asks for something the
+#: kernel will not do, so it is refused (:func:`refuse_user_tcp`); at the defaults Linux's own rules apply
+#: (docs/NETNS.md).  ``tcp.variant`` is not here: the kernel plans ``sack`` as net.ipv4.tcp_sack.
+KERNEL_TCP_OWN: dict[str, str] = {
+    "init_cwnd": "Linux starts with 10 segments (RFC 6928)",
+    "rcv_buffer_segments": "Linux sizes its receive buffer itself (net.ipv4.tcp_rmem, autotuning)",
+    "min_rto_s": "Linux's minimum RTO is 200 ms",
+    "initial_rto_s": "Linux's initial RTO is 1 s (RFC 6298)",
+    "max_rto_s": "Linux caps the RTO at 120 s",
+    "snack": "kernel TCP has no SNACK option; run SNACK with --backend sim or local",
+    "delayed_ack": "Linux delays its ACKs by its own rules (quick ACKs at the start, at most 200 ms)",
+    "delack_s": "Linux's delayed-ACK timer is its own (40 to 200 ms)",
+    "limited_transmit": "Linux always sends on the first two duplicate ACKs (RFC 3042)",
+    "rack": "Linux runs RACK-TLP by its own net.ipv4.tcp_recovery (on by default)",
+}
+
+
+def refuse_user_tcp(source: str, variants: Sequence[tuple[str, ExperimentConfig]], backend: str,
+                    error: type[ConfigError], defaults: Mapping[str, Any]) -> None:
+    """Raise ``error`` naming the first variant that sets a :data:`KERNEL_TCP_OWN` field away from its
+    default (``defaults``: the schema's tcp defaults) where the kernel's TCP carries the flows."""
+    for name, cfg in variants:
+        if not kernel_data_plane(cfg, backend):
+            continue
+        for key, why in KERNEL_TCP_OWN.items():
+            value = getattr(cfg.tcp, key)
+            if value != defaults[key]:
+                raise error(source, f"variants[{name}].tcp.{key}", f"{value!r} is a setting of the user-space "
+                            f"TCP; on backend {backend} kernel TCP carries the flows: {why}")
+
+
 def link_state(cfg: ExperimentConfig) -> bool:
     """Do the nodes route by flooded link state (routing.topology.linkstate)?  With the etx metric (static: the
     routes fixed when settling ends) and with ``routing.dynamic``; hop-count static routes need none.

@@ -15,8 +15,8 @@ import yaml
 
 from experiments.backend_registry import BACKENDS, RepRunner
 from experiments.backends.loopback import refuse_local
-from experiments.build import (measured_routes, refuse_link_loss, refuse_route_hops, refuse_routing_daemon, route_record,
-                               route_tables)
+from experiments.build import (measured_routes, refuse_link_loss, refuse_route_hops, refuse_routing_daemon,
+                               refuse_user_tcp, route_record, route_tables)
 from experiments.cluster import CLUSTER_REFUSED
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
@@ -52,7 +52,8 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     backends (experiments.medium_spec.MEDIUM_REFUSED says why not on the others); an explicit ``link``
     field on sim, local and netns only (experiments.link_spec.LINK_REFUSED); on the kernel data plane (netns, pi
     kernel) no flow's route longer than the IPv4 option's 4-bit hop count
-    (experiments.build.refuse_route_hops) and no loss per link (experiments.build.refuse_link_loss); on
+    (experiments.build.refuse_route_hops), no loss per link (experiments.build.refuse_link_loss) and no
+    user-space TCP field set away from its default (experiments.build.refuse_user_tcp); on
     local, a mesh
     too large for its loopback addresses or for the medium process's open-file limit
     (experiments.backends.loopback.refuse_local).
@@ -64,6 +65,8 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     refuse_local(exp.source, variants, backend, ExperimentError)
     refuse_link_loss(exp.source, variants, backend, ExperimentError)
     refuse_routing_daemon(exp.source, variants, backend, ExperimentError)
+    refuse_user_tcp(exp.source, variants, backend, ExperimentError,
+                    {k: f.default for k, f in SCHEMA["tcp"].items()})
     if backend != "netns":
         return
     for v in exp.variants:
@@ -71,9 +74,6 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
             raise ExperimentError(exp.source, f"variants[{v.name}].snoop.scheme",
                                   "kernel TCP has no SNACK option, so SNACK-Snoop would see no SNACK and "
                                   "SNACK-TCP cannot run; run it with --backend sim or local")
-        if v.config.tcp.snack:
-            raise ExperimentError(exp.source, f"variants[{v.name}].tcp.snack",
-                                  "kernel TCP has no SNACK option; run SNACK with --backend sim or local")
         if v.config.snoop.sender_qos == "adaptive" and v.config.netns.handlers != "snoop":
             raise ExperimentError(exp.source, f"variants[{v.name}].snoop.sender_qos",
                                   "the adaptive sender runs in the sender's NFQUEUE snoop handler (it stamps "

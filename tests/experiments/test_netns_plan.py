@@ -2,6 +2,7 @@
 import socket
 import threading
 import pytest
+import yaml
 from experiments.backends.netns import mesh, state
 from experiments.backends.netns.sh import NetnsError
 from experiments.backends.netns.tcpapp import (LossCounter, Sampler, payload_chunks, payload_sha256, read_tcpext,
@@ -268,3 +269,42 @@ def test_the_runner_refuses_a_too_long_route_before_the_run():
     refuse_route_hops("t.yaml", variants, "pi", ExperimentError)      # the UDP overlay carries no IPv4 option
     for backend in ("sim", "local"):
         check_backend_support(exp, backend)
+
+
+@pytest.mark.parametrize("key,value", [("init_cwnd", 10), ("rcv_buffer_segments", 20), ("min_rto_s", 1.0),
+                                       ("initial_rto_s", 3.0), ("max_rto_s", 120.0), ("snack", True),
+                                       ("delayed_ack", True), ("delack_s", 0.04), ("limited_transmit", True),
+                                       ("rack", True)])
+def test_kernel_tcp_refuses_the_user_space_tcps_fields_it_would_ignore(key, value, tmp_path):
+    """netns and the Pis' kernel plane run Linux's TCP: a user-space TCP field set away from its default is
+    refused before the run (on a diamond, in the variant that sets it), by ``run`` and ``validate`` alike; the
+    overlay backends take it."""
+    from experiments.build import KERNEL_TCP_OWN
+    from experiments.runner import check_backend_support, run_experiment
+    assert key in KERNEL_TCP_OWN
+    doc = {"name": "t", "topology": {"nodes": ["A", "B", "C", "D"],
+                                     "links": [["A", "B"], ["A", "C"], ["B", "D"], ["C", "D"]]},
+           "flows": [{"sender": "A", "receiver": "D"}, {"sender": "D", "receiver": "A"}],
+           "variants": [{"name": "plain"}, {"name": "set", "tcp": {"variant": "sack", key: value}}]}
+    exp = load_experiment(doc, "t.yaml")
+    want = rf"t.yaml: variants\[set\]\.tcp\.{key}: {value!r} is a setting of the user-space TCP; on backend netns"
+    with pytest.raises(ExperimentError, match=want):
+        check_backend_support(exp, "netns")
+    with pytest.raises(ExperimentError, match=want):
+        run_experiment(exp, backend="netns", out=tmp_path, plot=False, progress=lambda s: None)
+    assert not any(tmp_path.iterdir())
+    kernel_pi = load_experiment({**doc, "pi": {"data_plane": "kernel"}}, "t.yaml")
+    with pytest.raises(ExperimentError, match=rf"variants\[set\]\.tcp\.{key}: .* on backend pi"):
+        check_backend_support(kernel_pi, "pi")
+    for backend in ("sim", "local", "pi"):          # the user-space TCP runs there (pi: the UDP overlay)
+        check_backend_support(exp, backend)
+    plain = load_experiment({**doc, "variants": [{"name": "plain", "tcp": {"variant": "sack"}}]}, "t.yaml")
+    check_backend_support(plain, "netns")           # tcp.variant sack is the kernel's net.ipv4.tcp_sack
+
+
+def test_validate_refuses_what_run_refuses_for_kernel_tcp(tmp_path):
+    from experiments.cli import main
+    f = tmp_path / "x.yaml"
+    f.write_text(yaml.safe_dump({"backend": "netns", "tcp": {"rack": True}}))
+    assert main(["validate", str(f)]) == 2
+    assert main(["validate", "--backend", "sim", str(f)]) == 0
