@@ -25,29 +25,39 @@ def stop_reason(e: BaseException) -> str:
     return "stopped by SIGTERM" if isinstance(e, Terminated) else "stopped by Ctrl-C"
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _first_stop(signum: int, frame: Any) -> None:
+    """The first SIGINT or SIGTERM: every later one is ignored, so that a second Ctrl-C or ``kill`` cannot
+    cut short the stop of the nodes and the writing of meta.json and summary.csv (a second signal 0.1 s
+    after the first used to leave meta.json at ``running``); then the stop is raised."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises :class:`Terminated` in the main thread (as SIGINT raises KeyboardInterrupt)."""
+    """While inside, SIGTERM raises :class:`Terminated` in the main thread and SIGINT KeyboardInterrupt,
+    once: after the first, both are ignored until the context ends (:func:`_first_stop`)."""
     try:
-        old = signal.signal(signal.SIGTERM, _raise_terminated)
+        old = {sig: signal.signal(sig, _first_stop) for sig in STOP_SIGNALS}
     except ValueError:          # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
 def stops_deferred() -> Iterator[None]:
     """While inside, SIGINT and SIGTERM are ignored: the records of an ending get written whole."""
     try:
-        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
     except ValueError:          # not the main thread
         yield
         return

@@ -114,6 +114,35 @@ def test_sigterm_to_the_runner_is_handled_like_ctrl_c(tmp_path, no_leftover_node
     assert main(["plot", str(rep.parent.parent), "--resummarize"]) == 0   # any run directory plots
 
 
+def test_a_second_sigterm_cannot_leave_the_record_at_running(tmp_path, no_leftover_nodes):
+    """``kill`` twice, 0.1 s apart, 20 times, at moments spread over the run's start and its transfer: every
+    time the runner exits 130 with meta.json ``interrupted`` and the summary's row so (issue 40, item 6: the
+    second signal used to cut the stop short and leave ``running`` in 7 of 8 tries), and no node is left."""
+    import time
+    exp = write_exp(tmp_path, segments=200000, loss=0.0, variants=[{"name": "reno"}])
+    for i in range(20):
+        out = tmp_path / f"runs{i}"
+        p = start_run(exp, out, "--no-plot")
+        try:
+            rep = wait_for(lambda: next(out.glob("t/*/reno/rep0"), None), 30, "rep dir")
+            wait_for(lambda: len(node_pids(rep)) == 4, 60, "the nodes")
+            time.sleep(0.25 * (i % 8))          # from the nodes' start to well into the transfer
+            pids = node_pids(rep)
+            os.kill(p.pid, signal.SIGTERM)
+            time.sleep(0.1)
+            os.kill(p.pid, signal.SIGTERM)
+            log, _ = p.communicate(timeout=60)
+        finally:
+            kill_group(p)
+        assert p.returncode == 130, (i, log)
+        meta = json.loads((rep / "meta.json").read_text())
+        assert meta["status"] == "interrupted" and meta["error"] == "stopped by SIGTERM", (i, meta)
+        df = pd.read_csv(rep.parent.parent / "summary.csv")
+        assert list(df["status"]) == ["interrupted"], (i, df.to_string())
+        for pid in pids.values():
+            wait_for(lambda: not alive(pid), 15, f"node {pid} to stop")
+
+
 def test_a_node_that_dies_is_named_and_the_others_are_stopped(tmp_path, no_leftover_nodes):
     p, rep = start_long_run(tmp_path)
     try:
