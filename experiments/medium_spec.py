@@ -249,6 +249,24 @@ def check_medium(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: 
                 break
 
 
+def radio_links_origin(cfg: Mapping[str, Any]) -> tuple[str, str]:
+    """Where the links of a topology listed without links came from (check_medium derives them from the
+    radio): the field the user wrote that placed the nodes, and the rule that made a pair a link; the
+    graph's errors name these, not ``topology.links``, a field the user never wrote."""
+    m = cfg["medium"]
+    if m["hears"]:
+        return "medium.hears", "every pair that hears each other (medium.hears)"
+    if m["positions"]:
+        where = "medium.positions"
+    elif m["placement"] == "random":
+        where = "medium.area_m"
+    else:
+        where = "medium.spacing_m"
+    if m["reception"] == "sinr":
+        return where, "every pair whose signal reaches the receiver's sensitivity (medium.rx_sensitivity_dbm) both ways"
+    return where, f"every pair within medium.range_m ({m['range_m']:g} m) of each other"
+
+
 CAPTURE_EXPONENT = 4.0   # ns-2's TwoRayGround beyond its crossover distance: power falls as d^-4
 
 

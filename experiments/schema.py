@@ -21,7 +21,7 @@ from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backend_registry import BACKENDS
 from experiments.config import ExperimentConfig
 from experiments.link_spec import LINK_SCHEMA, check_mahimahi
-from experiments.medium_spec import MEDIUM_SCHEMA, check_medium
+from experiments.medium_spec import MEDIUM_SCHEMA, check_medium, radio_links_origin
 from experiments.radio_loss import LAYER_FIELD, radio_problems
 from fieldspec import (BOOL, INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of,
                                one_of, one_of_int, raise_all, unknown_field)
@@ -338,13 +338,16 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     _check_routing(src, cfg, errs)
     check_mahimahi(src, cfg, ExperimentError, errs)
     _check_scheme(src, cfg["snoop"], errs)
+    radio = None
     if nodes_ok:
         n_errs = len(errs)
+        if cfg["topology"]["links"] is None:
+            radio = radio_links_origin(cfg)
         check_medium(src, cfg, ExperimentError, errs)   # fills topology.links from positions when not listed
         topology_ok = topology_ok and len(errs) == n_errs
     errs.extend(ExperimentError(src, path, why) for path, why in radio_problems(cfg))
     if topology_ok and all(isinstance(f.get(r), str) and f[r] in nodes for f in flows for r in ("sender", "receiver")):
-        check_graph(src, cfg, ExperimentError, errs)   # connected, flows joined, routes sound (issue 13)
+        check_graph(src, cfg, ExperimentError, errs, radio)   # connected, flows joined, routes sound
 
 
 def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:

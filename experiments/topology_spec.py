@@ -145,15 +145,23 @@ def _check_addresses(src: str, topo: dict[str, Any], error: type[ConfigError], e
     topo["addresses"] = full
 
 
-def check_graph(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: Errors) -> None:
-    """Once ``topology.links`` is known: the graph connected, every flow's ends joined, the routes sound."""
+def check_graph(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: Errors,
+                radio: tuple[str, str] | None = None) -> None:
+    """Once ``topology.links`` is known: the graph connected, every flow's ends joined, the routes sound.
+    ``radio``: the links came from the medium (experiments.medium_spec.radio_links_origin: the field that
+    placed the nodes, and the rule that linked them), and the errors name that field."""
     topo = cfg["topology"]
     graph = MeshGraph.build(topo["nodes"], topo["links"])
     comps = graph.components()
     if len(comps) > 1:
-        where = "topology.links" if topo["chain"] is None else "topology.chain"
-        errs.append(error(src, where, "the graph is not connected: " + "; ".join("[" + ", ".join(c) + "]"
-                                                                                  for c in comps)))
+        parts = "; ".join("[" + ", ".join(c) + "]" for c in comps)
+        if radio is not None:
+            where, rule = radio
+            errs.append(error(src, where, f"the links the radio gives ({rule}) leave the graph not connected: "
+                              f"{parts} (out of communication range)"))
+        else:
+            where = "topology.links" if topo["chain"] is None else "topology.chain"
+            errs.append(error(src, where, "the graph is not connected: " + parts))
         comp_of = {n: i for i, c in enumerate(comps) for n in c}
         for i, f in enumerate(cfg["flows"]):
             s, r = f.get("sender"), f.get("receiver")

@@ -99,6 +99,22 @@ def test_a_graph_that_is_not_connected_is_refused_and_so_is_a_flow_across_it():
     assert "A and D are not joined" in found["flows[0]"]
 
 
+@pytest.mark.parametrize("medium,field", [({"spacing_m": 300}, "medium.spacing_m"),
+                                          ({"positions": {"A": [0, 0], "B": [200, 0], "C": [200, 200],
+                                                          "D": [900, 0]}}, "medium.positions"),
+                                          ({"placement": "random", "area_m": [9000, 9000]}, "medium.area_m"),
+                                          ({"reception": "sinr", "spacing_m": 3000}, "medium.spacing_m")])
+def test_links_the_radio_gives_that_leave_the_mesh_apart_name_the_field_that_placed_the_nodes(medium, field):
+    """Nodes without links on a dcf medium: every pair in range is a link; a mesh the radio leaves apart is
+    refused at the field the user wrote (issue 40, item 6: it was reported at topology.links)."""
+    found = errors({"topology": {"nodes": ["A", "B", "C", "D"]}, "medium": {"model": "dcf", **medium},
+                    "flows": [{"sender": "A", "receiver": "D"}, {"sender": "C", "receiver": "A"}]})
+    assert "topology.links" not in found
+    assert "leave the graph not connected" in found[field] and "out of communication range" in found[field]
+    assert ("range_m" in found[field]) == (medium.get("reception") != "sinr")
+    assert "A and D are not joined" in found["flows[0]"]
+
+
 def test_nodes_without_links_need_a_medium_to_give_them():
     found = errors({"topology": {"nodes": ["A", "B"]}})
     assert "expected links" in found["topology.links"]
