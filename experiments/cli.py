@@ -1,4 +1,4 @@
-"""The ``aspan`` command line: run, validate, plot, clean, node and deploy.
+"""The ``aspan`` command line: run, validate, list, plot, clean, node, trace and deploy.
 
 It lives in the application layer (``experiments``): it wires the runner, the plots and the
 Pi tasks together, which the protocol packages must not know (tests/test_layers.py).
@@ -56,6 +56,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
 
 
+def _cmd_list(args: argparse.Namespace) -> int:
+    """The shipped experiments (or the files given): backend, variants, size, how long they take."""
+    from experiments.listing import listed, table
+    root = Path(__file__).resolve().parent
+    files = [Path(f) for f in args.files] or sorted(root.glob("*.yaml"))
+    rows = [listed(f if args.files else f.relative_to(root.parent), Path.cwd()) for f in files]
+    print(table(rows))
+    print("\nat most: real-time backends, every repetition until limits.max_duration_s; last run here: the newest "
+          "finished run under the file's out directory (from this directory). The sim's time is its CPU's.")
+    return 2 if any(r.error for r in rows) else 0
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from plots.cli import run_args
     return run_args(args)
@@ -84,7 +96,8 @@ EXIT_CODES = """exit codes:
   2    a bad experiment or inventory file, or a bad option: nothing ran
   130  interrupted by Ctrl-C (SIGINT) or SIGTERM: the run's record is on disk
 
-Start with: aspan run experiments/paper-lossy.yaml (README.md, "Running experiments")."""
+Start with: make demo (a first run in virtual time, about 4 minutes, ending in figures and a report);
+aspan list shows the shipped experiments; the guide is docs/GUIDE.md, every YAML field docs/YAML.md."""
 
 
 def _version() -> str:
@@ -120,10 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the variants matching these comma-separated shell patterns, e.g. 'disc-*,lossy-reno'")
     r.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
                    help="run the repetitions on this Dask scheduler's workers (sim and local backends; needs "
-                        "pip install -e '.[cluster]'; README, 'Running on a Dask cluster')")
+                        "pip install -e '.[cluster]'; docs/GUIDE.md, 'Running on a Dask cluster')")
     r.add_argument("--inventory", default=None, metavar="INV.yaml",
                    help="pi backend: the hosts (implies --backend pi); see aspan deploy")
     r.set_defaults(func=_cmd_run)
+
+    ls = sub.add_parser("list", help="the shipped experiments: backend, variants, size and how long they take")
+    ls.add_argument("files", nargs="*", metavar="EXP.yaml", help="these files instead of experiments/*.yaml")
+    ls.set_defaults(func=_cmd_list)
 
     pl = sub.add_parser("plot", help="figures and report.md from one or more run directories")
     from plots.cli import add_arguments as add_plot_arguments
@@ -137,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--config", required=True, help="node configuration written by the runner")
     n.set_defaults(func=_cmd_node)
 
-    t = sub.add_parser("trace", help="link traces: what each directed link delivered, per interval (issue 25)")
+    t = sub.add_parser("trace", help="link traces: what each directed link delivered, per interval")
     tsub = t.add_subparsers(dest="trace_command", required=True, metavar="TRACE_COMMAND")
     te = tsub.add_parser("extract", help="one table per run: per directed link and interval, the probes sent "
                          "and heard, delivery and ETX (docs/LOGS.md, \"Link traces\")")
@@ -182,7 +199,7 @@ def _cmd_trace_extract(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {out}: expected a .parquet or .csv file name")
     df = extract(run_dir, args.variant, args.repetition)
     if df.empty:
-        print(f"aspan: error: {run_dir}: no etx events with probe counters (runs before issue 25 have none)",
+        print(f"aspan: error: {run_dir}: no etx events with probe counters (older runs have none)",
               file=sys.stderr)
         return 1
     write(df, out)
@@ -238,7 +255,7 @@ def _cmd_trace_compare(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Exit codes (README, "Command line"): 0 ok, 1 a repetition failed or is incomplete (or the disk
+    """Exit codes (docs/GUIDE.md, "Command line"): 0 ok, 1 a repetition failed or is incomplete (or the disk
     filled up or failed), 2 a bad file or usage, 130 interrupted (SIGINT or SIGTERM)."""
     from experiments.stopping import EXIT_INTERRUPTED, EXIT_NOT_OK, EXIT_USAGE, stop_reason
     from fieldspec import ConfigError

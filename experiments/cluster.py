@@ -7,7 +7,7 @@ summary is the one a local run of the same seeds writes.  A worker that dies whi
 the scheduler gives the task to a live worker (Dask reschedules the tasks of a lost worker); a repetition
 whose worker died twice is not run a third time but recorded ``failed`` (:data:`ATTEMPTS`), and the run
 goes on.  Dask is an extra (``pip install -e '.[cluster]'``); this module imports it only when a run asks
-for a scheduler.  README, "Running on a Dask cluster".
+for a scheduler.  docs/GUIDE.md, "Running on a Dask cluster".
 """
 from __future__ import annotations
 

@@ -28,8 +28,7 @@ version; run checks it first and refuses a run on a failed check).
 Needs the pi extra: pip install -e '.[pi]'.  Every command takes -i INV.yaml (the hosts),
 --hosts (a subset) and --dry-run (print every command per host, connect nowhere).  Each host's
 outcome is one line; a failed host is named with what went wrong, the others carry on, and the
-exit code is 1 when any host failed (2: a bad inventory or option).  README.md, "Running on
-Raspberry Pis", walks through it."""
+exit code is 1 when any host failed (2: a bad inventory or option).  docs/PI.md walks through it."""
 
 
 def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -> dict[str, Any]:
@@ -41,7 +40,7 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     from experiments.schema import ExperimentError
     if not inventory:
         raise ExperimentError("--inventory", "inventory", "the pi backend needs --inventory INV.yaml "
-                              "(see README, 'Running on Raspberry Pis')")
+                              "(see docs/PI.md)")
     inv = load_inventory_file(inventory, check_files=not dry_run)
     from experiments.backends.pi_common import experiment_graph
     for v in exp.variants:
@@ -85,7 +84,7 @@ def doctor_report(inv: Any, hosts: list[Any], inventory: str, kernel: bool | Non
 def pre_run_doctor(inv: Any, hosts: list[Any], inventory: str, kernel: bool, dry_run: bool) -> None:
     """The doctor's checks before a run (aspan run --backend pi, aspan deploy run): a failed check refuses the
     run with the report (deploy.doctor.DoctorRefused), nothing started.  A host the doctor cannot reach is
-    named and left to the run, whose check of each repetition fails that repetition naming it (README)."""
+    named and left to the run, whose check of each repetition fails that repetition naming it (docs/PI.md)."""
     from deploy import doctor
     if dry_run:
         print("[local] first the doctor's checks on every host (aspan deploy doctor): a failed check refuses the run")
@@ -140,7 +139,7 @@ def report_failures(run_dir: Path) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-i", "--inventory", required=True, metavar="INV.yaml", help="the hosts (see README)")
+    p.add_argument("-i", "--inventory", required=True, metavar="INV.yaml", help="the hosts (see docs/PI.md)")
     p.add_argument("--hosts", default=None, help="comma-separated host or node names (default: every host)")
     p.add_argument("--dry-run", action="store_true", help="print every command per host; connect nowhere")
     p.add_argument("-v", "--verbose", action="store_true", help="print every command as it runs")

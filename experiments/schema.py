@@ -85,7 +85,7 @@ def _auth_mode(v: Any) -> str | None:
 
 SCHEMA: dict[str, Any] = {
     "name": F(STR, None, None, "experiment name (default: file name)"),
-    "description": F(STR, "", None, "free text"),
+    "description": F(STR, "", None, "what the experiment is for, in free text; aspan list shows its first line"),
     "backend": F(STR, "local", member_of(BACKENDS), "where it runs (experiments.backend_registry.BACKENDS)"),
     "seed": F(INT, 1, in_range(0), "base seed; repetition k uses seed + k"),
     "repetitions": F(INT, 1, in_range(1), "runs per variant"),
@@ -207,7 +207,7 @@ SCHEMA: dict[str, Any] = {
                  "auto: on for pi (an open WiFi cell), off for local (loopback) and netns (where only the probes and "
                  "LSAs carry it: kernel TCP has no MAC); sim has no wire"),
     },
-    "pi": {   # backend pi only (README, "Running on Raspberry Pis"); the other backends ignore this section
+    "pi": {   # backend pi only (docs/PI.md); the other backends ignore this section
         "data_plane": F(STR, "udp", one_of("udp", "kernel"),
                         "udp: the user-space overlay (aspan node); kernel: kernel TCP through the NFQUEUE "
                         "node daemons of the netns backend (the netns section's handlers, traffic, congestion, "

@@ -1,4 +1,4 @@
-"""The ``topology:`` section of an experiment: nodes, links, addresses, routes (docs: README, Meshes).
+"""The ``topology:`` section of an experiment: nodes, links, addresses, routes (docs/GUIDE.md, "Meshes").
 
 A topology is a graph.  It is written as ``links`` (undirected pairs), as the ``chain`` shorthand of a
 line, or, on the dcf medium, as ``nodes`` alone: then the positions give the links (every pair within

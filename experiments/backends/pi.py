@@ -76,7 +76,7 @@ def node_configs(cfg: ExperimentConfig, inv: Inventory, seed: int, t0: float, of
 def run_rep(variant: Variant, repetition: int, rep_dir: Path, inventory: Inventory, dry_run: bool = False,
             echo: TextIO | None = None) -> dict[str, Any]:
     if variant.config.pi.data_plane == "kernel":
-        from experiments.backends import pi_kernel    # kernel TCP through NFQUEUE (docs: README, pi section)
+        from experiments.backends import pi_kernel    # kernel TCP through NFQUEUE (docs/PI.md)
         return pi_kernel.run_rep(variant, repetition, rep_dir, inventory, dry_run, echo)
     cfg = variant.config
     names = list(cfg.topology.nodes)
