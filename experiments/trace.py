@@ -55,7 +55,8 @@ def rep_trace(rep_dir: Path, variant: str, repetition: int, fates: bool = False)
     if not fates:
         return df
     t0 = flows_start(rep)
-    data = pd.DataFrame(trace_fates.rep_fates(rep, variant, repetition, t0), columns=FATE_COLUMNS)
+    fate_rows = [] if t0 is None else trace_fates.rep_fates(rep, variant, repetition, t0)   # no flow: no data
+    data = pd.DataFrame(fate_rows, columns=FATE_COLUMNS)
     df = df.assign(source="probes", delay_s=math.nan)
     return pd.concat([d for d in (df, data) if not d.empty], ignore_index=True) if not (df.empty and data.empty) \
         else pd.DataFrame(columns=FATE_COLUMNS)

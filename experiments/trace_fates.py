@@ -16,7 +16,8 @@ Two things make a fate unknown, and such a transmission gets no row (the replay 
 there): a ``drop`` line of reason ``queue`` at A (A's own queue dropped it: not the link's doing; matched to
 the latest copy A sent before it), and a second where a node's drop lines ran out (a ``count`` line: its
 drops beyond the 20 a second that get a line are not named), which hides which of A's copies its queue
-dropped (reason ``queue`` at A) or which the receiver lost (reason ``loss`` at a receiver B).
+dropped (reason ``queue`` at A) or which the receiver lost (reason ``loss`` at a receiver B), from the last
+drop that got its line in that second to the second's end.
 
 The rows have the trace's columns (experiments/trace.py) with ``source`` ``data``, ``t_s`` the send time
 after the flows' start, ``dt_s`` 0, ``sent`` 1, ``heard`` 0 or 1, ``delivery`` = ``heard``, and ``delay_s``.
@@ -70,14 +71,20 @@ class _Routes:
 
 
 def _blind_windows(ev: pd.DataFrame, reason: str) -> dict[str, list[tuple[float, float]]]:
-    """Per node, the seconds in which its ``drop`` lines of ``reason`` ran out (a ``count`` line)."""
+    """Per node, the stretches in which its ``drop`` lines of ``reason`` ran out: a ``count`` line covers the
+    second from its ``since``, whose first 20 drops got a line each, so only what came after the last of
+    those lines is unnamed."""
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     if "count" not in ev or "since" not in ev:
         return out
-    lines = ev[(ev["ev"] == "drop") & (ev["reason"] == reason) & ev["count"].notna()]
-    for r in lines.itertuples():
-        since = float(r.since) - (float(r.t) - float(r.ta))        # to the aligned clock, as the line's t
-        out[str(r.node)].append((since, since + 1.0))
+    lines = ev[(ev["ev"] == "drop") & (ev["reason"] == reason)]
+    for node, g in lines.groupby("node"):
+        named = sorted(g.loc[g["count"].isna(), "ta"].astype(float))
+        for r in g[g["count"].notna()].itertuples():
+            since = float(r.since) - (float(r.t) - float(r.ta))        # to the aligned clock, as the line's t
+            i = bisect.bisect_left(named, since + 1.0) - 1
+            start = named[i] if i >= 0 and named[i] >= since else since
+            out[str(node)].append((start, since + 1.0))
     return out
 
 
@@ -159,12 +166,11 @@ def rep_fates(rep: RepLogs, variant: str, repetition: int, t0: float) -> list[di
         if dest is None:
             continue
         for i, t in enumerate(times):
-            if fate[k][i] is None:
-                continue
+            known = fate[k][i]
             nxt = routes.next_hop(node, dest, t)
-            if nxt is None:
+            if known is None or nxt is None:
                 continue
-            got = fate[k][i]
+            got: int = known
             if nxt == dest and not used[k][i]:
                 lost_times = lost_at.get((nxt, flow, seq), [])
                 j = bisect.bisect_left(lost_times, t)

@@ -18,7 +18,8 @@
   the bursts' length in time.  The fit (:func:`fit_window`) follows the burst definition of RFC 3611
   (section 4.7.2, ``Gmin`` = 16): losses fewer than ``GMIN`` received packets apart form one burst; a
   burst (at least two losses) is time in the bad state, from its first loss to its last plus one packet
-  spacing; the rest is the good state, whose isolated losses give its loss rate.  A window with fewer than
+  spacing; the rest of the time the transmissions watched the channel is the good state, whose isolated
+  losses give its loss rate.  A window with fewer than
   :data:`MIN_FIT` transmissions replays the probes' delivery, as ``probability``.
 
 **Past the recording's end** (item 4): trace time beyond the link's last row (the probes' last interval's
@@ -203,7 +204,10 @@ def fit_window(times: Sequence[float], heard: Sequence[bool], length_s: float) -
     loss_good = (len(lost) - lost_bad) / (n - in_bad) if n > in_bad else 0.0
     if not bursts:
         return Fit(math.inf, 0.0, loss_good, 0.0)
-    good_s = max(length_s - bad_s, spacing)
+    # the time the window's transmissions watched the channel: a silence longer than GMIN spacings counts as
+    # that much (the recorded sender waited for a timeout; nobody saw the channel then)
+    watched_s = spacing + sum(min(b - a, GMIN * spacing) for a, b in zip(times, times[1:]))
+    good_s = max(min(watched_s, length_s) - bad_s, spacing)
     return Fit(good_s / len(bursts), bad_s / len(bursts), loss_good, lost_bad / in_bad)
 
 
