@@ -16,6 +16,9 @@ of the link's ETX at the interval's end, 1 / (forward x reverse); empty when inf
 what the drivers said (routing/drivers/station.py): ``signal_dbm`` (B hearing A), ``tx_bitrate_mbps``,
 ``tx_retries``, ``tx_failed`` and ``expected_mbps`` (A sending to B).
 
+With ``fates`` (what ``aspan trace extract`` writes unless ``--probes-only``), also a row per data
+transmission and link, what the data met (experiments/trace_fates.py: columns ``source`` and ``delay_s``).
+
 Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
 RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/links/trace_loss.py) replays
 a link of it; ``aspan trace export-mahimahi`` writes a link of it as a Mahimahi mm-link trace

@@ -9,7 +9,8 @@ heard with probability 1 - delivery of link A>B in the interval that contains th
 * no interpolation: an interval's delivery holds from its start to the next one's;
 * gaps: an interval where the sender sent no probe (no delivery measured) takes the last measured one;
   before the first measured interval, the first; after the last, the last, unless ``loop``: then the trace
-  starts again from its first interval;
+  starts again from its first interval, or ``past_end: stop``: then the run ends (routing/links/trace_replay.py,
+  which also holds the replays of what the data met, ``replay: fates`` and ``markov``);
 * one draw of the node's RNG per packet, like Bernoulli;
 * ``smooth_s``: each interval's delivery taken over the intervals within ``smooth_s`` / 2 of it.  A trace
   measured by 10 probes a second carries their sampling noise: a steady 8 % loss is recorded as seconds of
