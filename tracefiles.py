@@ -22,6 +22,17 @@ class TraceError(ValueError):
         self.key = key
 
 
+def is_data_row(row: dict[str, Any]) -> bool:
+    """Does a trace row hold one data transmission (``source`` ``data``: experiments/trace_fates.py) rather
+    than an interval of the probes (``probes``, or no ``source``: traces written before it)?"""
+    return row.get("source") == "data"
+
+
+def probe_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the probes' intervals (:func:`is_data_row`)."""
+    return [r for r in rows if not is_data_row(r)]
+
+
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """The rows of a trace file (.csv with the standard library, .parquet with pandas)."""
     p = Path(path)

@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="trace.parquet or trace.csv (default: RUN_DIR/trace.parquet)")
     te.add_argument("--variant", default=None, help="only this variant")
     te.add_argument("--repetition", type=int, default=None, help="only this repetition")
+    te.add_argument("--probes-only", action="store_true",
+                    help="leave out what the data met (a row per data transmission and link, source data)")
     te.set_defaults(func=_cmd_trace_extract)
     tm = tsub.add_parser("export-mahimahi", help="one directed link as a Mahimahi mm-link trace: a line per "
                          "delivery opportunity (ms), nominal rate x recorded delivery (routing/links/mahimahi.py)")
@@ -191,19 +193,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_trace_extract(args: argparse.Namespace) -> int:
     """``aspan trace extract``: exit 1 when the run recorded no link (nothing to write), 2 on a bad argument."""
+    import pandas as pd
     from experiments.trace import extract, write
     from plots.logs import check_run_dir
     run_dir = check_run_dir(Path(args.run_dir))
     out = Path(args.out) if args.out else run_dir / "trace.parquet"
     if out.suffix not in (".parquet", ".csv"):
         raise ValueError(f"--out {out}: expected a .parquet or .csv file name")
-    df = extract(run_dir, args.variant, args.repetition)
+    df = extract(run_dir, args.variant, args.repetition, fates=not args.probes_only)
     if df.empty:
         print(f"aspan: error: {run_dir}: no etx events with probe counters (older runs have none)",
               file=sys.stderr)
         return 1
     write(df, out)
-    print(f"{out}: {len(df)} intervals of {df['link'].nunique()} directed links, "
+    data = df["source"] == "data" if "source" in df else pd.Series(False, index=df.index)
+    print(f"{out}: {int((~data).sum())} intervals of {df['link'].nunique()} directed links, "
+          f"{int(data.sum())} data transmissions on {df.loc[data, 'link'].nunique()} of them, "
           f"{df.groupby(['variant', 'repetition']).ngroups} repetition(s)")
     return 0
 

@@ -16,6 +16,9 @@ of the link's ETX at the interval's end, 1 / (forward x reverse); empty when inf
 what the drivers said (routing/drivers/station.py): ``signal_dbm`` (B hearing A), ``tx_bitrate_mbps``,
 ``tx_retries``, ``tx_failed`` and ``expected_mbps`` (A sending to B).
 
+With ``fates`` (what ``aspan trace extract`` writes unless ``--probes-only``), also a row per data
+transmission and link, what the data met (experiments/trace_fates.py: columns ``source`` and ``delay_s``).
+
 Intervals where the counters went back (the neighbour restarted) are left out.  ``aspan trace extract
 RUN -o trace.parquet`` (or ``.csv``) writes it; the loss model ``trace`` (routing/links/trace_loss.py) replays
 a link of it; ``aspan trace export-mahimahi`` writes a link of it as a Mahimahi mm-link trace
@@ -32,19 +35,38 @@ import numpy as np
 import pandas as pd
 
 from routing.links import mahimahi, trace_loss
-from tracefiles import TraceError
+from tracefiles import TraceError, probe_rows
 
-from plots.logs import aligned_times, iter_reps, load_rep
+from experiments import trace_fates
+from plots.logs import RepLogs, aligned_times, iter_reps, load_rep
 from plots.routing import flows_start
 
 COLUMNS = ["variant", "repetition", "link", "t_s", "dt_s", "sent", "heard", "delivery", "etx",
            "signal_dbm", "tx_bitrate_mbps", "tx_retries", "tx_failed", "expected_mbps"]
-STATION_COLUMNS = COLUMNS[9:]
+STATION_COLUMNS = COLUMNS[9:14]
+#: the columns of a trace that holds what the data met (experiments/trace_fates.py): ``source`` says what
+#: measured a row (``probes``: an interval of the probes' counters; ``data``: one data transmission), and
+#: ``delay_s`` a transmission's one-way delay when known
+FATE_COLUMNS = COLUMNS + ["source", "delay_s"]
 
 
-def rep_trace(rep_dir: Path, variant: str, repetition: int) -> pd.DataFrame:
-    """The trace rows of one repetition (module docstring)."""
+def rep_trace(rep_dir: Path, variant: str, repetition: int, fates: bool = False) -> pd.DataFrame:
+    """The trace rows of one repetition (module docstring); with ``fates`` also a row per data
+    transmission and link (experiments/trace_fates.py), the probe rows then marked ``source`` ``probes``."""
     rep = load_rep(rep_dir)
+    df = _probe_rows(rep, variant, repetition)
+    if not fates:
+        return df
+    t0 = flows_start(rep)
+    fate_rows = [] if t0 is None else trace_fates.rep_fates(rep, variant, repetition, t0)   # no flow: no data
+    data = pd.DataFrame(fate_rows, columns=FATE_COLUMNS)
+    df = df.assign(source="probes", delay_s=math.nan)
+    return pd.concat([d for d in (df, data) if not d.empty], ignore_index=True) if not (df.empty and data.empty) \
+        else pd.DataFrame(columns=FATE_COLUMNS)
+
+
+def _probe_rows(rep: RepLogs, variant: str, repetition: int) -> pd.DataFrame:
+    """The probes' rows of one repetition (module docstring)."""
     ev = rep.events
     if ev.empty or "ev" not in ev or "heard" not in ev:
         return pd.DataFrame(columns=COLUMNS)
@@ -117,13 +139,15 @@ def _add_station_columns(df: pd.DataFrame, ev: pd.DataFrame, meta: dict[str, Any
                 df.loc[idx[inside & (k >= 0)], col] = during[inside & (k >= 0)]
 
 
-def extract(run_dir: Path, variant: str | None = None, repetition: int | None = None) -> pd.DataFrame:
-    """The trace of every repetition of ``run_dir`` (or of one variant / repetition)."""
-    parts = [rep_trace(d, v, k) for v, k, d in iter_reps(run_dir)
+def extract(run_dir: Path, variant: str | None = None, repetition: int | None = None,
+            fates: bool = False) -> pd.DataFrame:
+    """The trace of every repetition of ``run_dir`` (or of one variant / repetition); ``fates``: with what
+    the data met (:func:`rep_trace`)."""
+    parts = [rep_trace(d, v, k, fates) for v, k, d in iter_reps(run_dir)
              if (variant is None or v == variant) and (repetition is None or k == repetition)]
     parts = [p for p in parts if not p.empty]
     if not parts:
-        return pd.DataFrame(columns=COLUMNS)
+        return pd.DataFrame(columns=FATE_COLUMNS if fates else COLUMNS)
     return pd.concat(parts, ignore_index=True)
 
 
@@ -157,7 +181,9 @@ def write(df: pd.DataFrame, path: Path) -> None:
 
 
 def table(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """A trace file's rows (tracefiles.read_rows: a csv's are strings) as a table, numbers as numbers."""
+    """A trace file's rows (tracefiles.read_rows: a csv's are strings) as a table, numbers as numbers: the
+    probes' intervals (tracefiles.probe_rows: what the data met is left out)."""
+    rows = probe_rows(rows)
     df = pd.DataFrame(rows, columns=COLUMNS if not rows else None)
     for col in COLUMNS[3:]:
         if col in df:

@@ -19,6 +19,7 @@ from routing.drivers.eventlog import EventLog, WriteError, close_logs
 from routing.forwarding.flowlog import exact_totals
 from routing.links.linkem import LinkQueue
 from routing.links.mahimahi import OpportunityQueue
+from routing.links.trace_replay import TraceEnded
 from routing.overlay.node import NodeCore
 from routing.overlay.wire import Packet, wire_size
 
@@ -145,11 +146,15 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
             node.reschedule()
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
         until = cfg.etx.flow_start_s + cfg.limits.max_duration_s
-        loop.run(until, stop=_all_done(apps))
-        finished = _all_done(apps)()
-        meta["status"] = "ok" if finished else "incomplete"
+        ended = None
+        try:
+            loop.run(until, stop=_all_done(apps))
+        except TraceEnded as e:      # a replay past its recording's end (past_end: stop): the repetition ends here
+            ended = f"TraceEnded: {e}"
+        finished = _all_done(apps)() and ended is None
+        meta["status"] = "ok" if finished else "failed" if ended else "incomplete"
         if not finished:
-            meta["error"] = f"flows not finished after {cfg.limits.max_duration_s} s of virtual time"
+            meta["error"] = ended or f"flows not finished after {cfg.limits.max_duration_s} s of virtual time"
         meta["virtual_end_s"] = round(loop.now, 6)
         routers = {n: node.core.routing.router for n, node in nodes.items() if node.core.routing is not None}
         if routers:   # the routes the nodes ended with (routing.topology.linkstate), as the mesh figure draws them

@@ -36,8 +36,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from routing.links import trace_loss
-from fieldspec import BOOL, NUM, STR, Field, in_range
+from routing.links import trace_loss, trace_replay
+from fieldspec import BOOL, NUM, STR, Field, in_range, one_of
 
 __all__ = ["LossModel", "NoLoss", "Bernoulli", "GilbertElliott", "PacketGilbertElliott", "LinkDown", "BitError",
            "Composite", "build_loss_model", "drop_packet", "packet_dropper", "node_rng", "MODELS", "ModelKind"]
@@ -482,9 +482,17 @@ MODELS: dict[str, ModelKind] = {
         "run": Field(STR, None, None, "<variant>/rep<k> of the trace, when it holds more than one"),
         "at_s": Field(NUM, 0.0, None, "when the trace's offset_s is played (relative to the flow start)"),
         "offset_s": Field(NUM, 0.0, None, "the trace time played at at_s (its t_s counts from the recorded flow start)"),
-        "loop": Field(BOOL, False, None, "start the trace again after its last interval (else hold the last)"),
+        "loop": Field(BOOL, False, None, "start the trace again after its end (else past_end says what happens)"),
         "smooth_s": Field(NUM, 0.0, in_range(0), "take each interval's delivery over this window around it (the "
-                                                 "probes' sampling noise out; 0: as recorded)")},
+                                                 "probes' sampling noise out; 0: as recorded; replay probability)"),
+        "replay": Field(STR, "probability", one_of(*trace_replay.REPLAYS),
+                        "probability: the probes' delivery per interval; fates: what the data met, time-indexed; "
+                        "markov: a two-state process fitted to it per fit_s (routing/links/trace_replay.py)"),
+        "past_end": Field(STR, None, None, "past the recording's end without loop: stop (end the run) or hold "
+                                           "(the last value); default stop, hold for replay probability"),
+        "gap_s": Field(NUM, 0.1, in_range(0, lo_open=True), "replay fates: a recorded fate holds this long; "
+                                                            "beyond, the probes' delivery"),
+        "fit_s": Field(NUM, 5.0, in_range(0, lo_open=True), "replay markov: the window of each fit, seconds")},
         "a recorded link's delivery per interval, replayed (routing/links/trace_loss.py; issue 25)",
         times=("at_s",), check=trace_loss.check),
 }

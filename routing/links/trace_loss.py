@@ -9,7 +9,8 @@ heard with probability 1 - delivery of link A>B in the interval that contains th
 * no interpolation: an interval's delivery holds from its start to the next one's;
 * gaps: an interval where the sender sent no probe (no delivery measured) takes the last measured one;
   before the first measured interval, the first; after the last, the last, unless ``loop``: then the trace
-  starts again from its first interval;
+  starts again from its first interval, or ``past_end: stop``: then the run ends (routing/links/trace_replay.py,
+  which also holds the replays of what the data met, ``replay: fates`` and ``markov``);
 * one draw of the node's RNG per packet, like Bernoulli;
 * ``smooth_s``: each interval's delivery taken over the intervals within ``smooth_s`` / 2 of it.  A trace
   measured by 10 probes a second carries their sampling noise: a steady 8 % loss is recorded as seconds of
@@ -28,7 +29,8 @@ import math
 import random
 from typing import Any, Mapping
 
-from tracefiles import TraceError, read_rows
+from routing.links import trace_replay
+from tracefiles import TraceError, probe_rows, read_rows
 
 def _num(v: Any) -> float:
     try:
@@ -43,6 +45,7 @@ def link_series(rows: list[dict[str, Any]], link: str, run: str | None,
     """(t_s, value, dt_s) of ``link`` in time order, measured intervals only (TraceError naming what is
     missing); the value is ``column``'s: the delivery (a share, 0 to 1) or another column of the trace
     (``signal_dbm``: routing/medium/signal_trace.py)."""
+    rows = probe_rows(rows)        # what the data met: routing/links/trace_replay.py
     runs = sorted({f"{r.get('variant')}/rep{int(_num(r.get('repetition')))}" for r in rows})
     if run is None:
         if len(runs) > 1:
@@ -90,7 +93,7 @@ def link_counts(rows: list[dict[str, Any]], link: str, run: str | None,
                 series: list[tuple[float, float, float]]) -> list[tuple[float, float]] | None:
     """(sent, heard) of each interval of ``series`` when the trace has the counts (else None)."""
     by_t: dict[float, tuple[float, float]] = {}
-    for r in rows:
+    for r in probe_rows(rows):
         if str(r.get("link")) == link and (run is None or f"{r.get('variant')}/rep{int(_num(r.get('repetition')))}" == run):
             by_t[_num(r["t_s"])] = (_num(r.get("sent")), _num(r.get("heard")))
     counts = [by_t.get(t, (math.nan, math.nan)) for t, _d, _dt in series]
@@ -98,7 +101,15 @@ def link_counts(rows: list[dict[str, Any]], link: str, run: str | None,
 
 
 def check(settings: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(setting, problem) for a trace spec whose file, run or link cannot be replayed."""
+    """(setting, problem) for a trace spec whose file, run or link cannot be replayed, or whose settings
+    do not go together."""
+    replay = settings.get("replay", "probability")
+    past_end = settings.get("past_end")
+    if past_end is not None and past_end not in trace_replay.PAST_END:
+        return [("past_end", f"expected one of {', '.join(trace_replay.PAST_END)}, got {past_end!r}")]
+    if replay != "probability" and settings.get("smooth_s", 0.0):
+        return [("smooth_s", f"smooths the probes' delivery (replay probability); replay {replay} plays what "
+                             "the data met")]
     try:
         link_series(read_rows(settings["file"]), str(settings.get("link")), settings.get("run"), str(settings["file"]))
     except TraceError as e:
@@ -155,16 +166,42 @@ class TraceLoss(HeldSeries):
         return f"TraceLoss({len(self.times)} intervals, at={self.at}, offset_s={self.offset_s}, loop={self.loop})"
 
 
-def build(params: Mapping[str, Any], rng: random.Random) -> TraceLoss:
+def build(params: Mapping[str, Any], rng: random.Random) -> Any:
+    """The replay ``params["replay"]`` names (routing/links/trace_replay.py): ``probability`` (the default:
+    :class:`TraceLoss`), ``fates`` or ``markov``; ValueError naming the key at fault."""
     if "file" not in params or "link" not in params:
         raise ValueError("loss spec of model 'trace' needs 'file' and 'link'")
+    replay = params.get("replay", "probability")
+    if replay not in trace_replay.REPLAYS:
+        raise ValueError(f"loss spec key 'replay' must be one of {list(trace_replay.REPLAYS)}, got {replay!r}")
+    past_end = params.get("past_end") or ("hold" if replay == "probability" else "stop")
+    if past_end not in trace_replay.PAST_END:
+        raise ValueError(f"loss spec key 'past_end' must be one of {list(trace_replay.PAST_END)}, got {past_end!r}")
+    link, run = str(params["link"]), params.get("run")
     try:
         rows = read_rows(params["file"])
-        series = link_series(rows, str(params["link"]), params.get("run"), str(params["file"]))
+        series = link_series(rows, link, run, str(params["file"]))
     except TraceError as e:
         raise ValueError(f"loss spec key '{e.key}': {e}") from None
+    at, offset_s, loop = float(params.get("at_s", 0.0)), float(params.get("offset_s", 0.0)), bool(params.get("loop", False))
+    what = f"trace {params['file']} link {link}"
+    if replay != "probability":
+        times, heard = trace_replay.fates_of(rows, link, run if run is not None else _only_run(rows))
+        if replay == "fates":
+            return trace_replay.FateReplay(series, times, heard, at, offset_s, loop, past_end,
+                                           float(params.get("gap_s", 0.1)), rng, what)
+        return trace_replay.MarkovReplay(series, times, heard, at, offset_s, loop, past_end,
+                                         float(params.get("fit_s", 5.0)), rng, what)
     smooth_s = float(params.get("smooth_s", 0.0))
     if smooth_s > 0:
-        series = smoothed(series, link_counts(rows, str(params["link"]), params.get("run"), series), smooth_s)
-    return TraceLoss(series, float(params.get("at_s", 0.0)), float(params.get("offset_s", 0.0)),
-                     bool(params.get("loop", False)), rng)
+        series = smoothed(series, link_counts(rows, link, run, series), smooth_s)
+    model = TraceLoss(series, at, offset_s, loop, rng)
+    if past_end == "stop" and not loop:
+        return trace_replay.ending(model, series, at, offset_s, what)
+    return model
+
+
+def _only_run(rows: list[dict[str, Any]]) -> str | None:
+    """The one ``<variant>/rep<k>`` of a trace (link_series refused a file of several without ``run``)."""
+    runs = {f"{r.get('variant')}/rep{int(_num(r.get('repetition')))}" for r in rows}
+    return next(iter(runs)) if len(runs) == 1 else None

@@ -158,7 +158,9 @@ def test_trace_extract_command(recorded, tmp_path, capsys):
     run_dir, tr = recorded
     out = tmp_path / "t.parquet"
     assert main(["trace", "extract", str(run_dir), "-o", str(out)]) == 0
-    assert len(pd.read_parquet(out)) == len(tr) and "4 directed links" in capsys.readouterr().out
+    written = pd.read_parquet(out)      # the probes' intervals, and what the data met (experiments/trace_fates.py)
+    assert (written["source"] == "probes").sum() == len(tr) and "4 directed links" in capsys.readouterr().out
+    assert (written["source"] == "data").sum() > 0
     assert main(["trace", "extract", str(run_dir), "-o", str(tmp_path / "t.txt")]) == 2
     assert main(["trace", "extract", str(run_dir), "--variant", "nope", "-o", str(out)]) == 1
 
