@@ -16,7 +16,8 @@ import argparse
 import random
 import statistics
 
-from routing.medium.dcf import Delivered, Frame, Medium, Phy, Topology
+from routing.medium.dcf import Delivered, Frame, Medium, Topology
+from routing.medium.phy import Phy
 
 PACKET_BYTES = 1028   # 1000 bytes of payload in UDP/IPv4
 

@@ -17,9 +17,10 @@ from routing.medium import signal_trace
 from fieldspec import INT, NUM, STR, ConfigError, Field, beside_source, fill, in_range, member_of, one_of
 from routing.topology.graph import MeshGraph
 from routing.medium.error_model import ErrorModelError, mode_for_rate
-from routing.medium.dcf import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Medium, Phy, RangeCapture, Topology,
-                            default_airtime, error_mode, timing_problems)
-from routing.medium.dcf import rate_problems as medium_rate_problems
+from routing.medium.dcf import Medium, RangeCapture, Topology
+from routing.medium.phy import (AIRTIMES, NAV_MODELS, PRESETS, RATE_CONTROLS, Phy, default_airtime, error_mode,
+                                timing_problems)
+from routing.medium.phy import rate_problems as medium_rate_problems
 from routing.medium.propagation import CHANNEL1_HZ, KTB_20MHZ_DBM, friis_loss_db, thermal_noise_dbm
 from routing.medium.reception import SinrReception, hears_and_senses, signals_dbm
 
@@ -340,7 +341,7 @@ def _check_sinr(src: str, cfg: dict[str, Any], error: type[ConfigError], errs: l
             errs.append(error(src, f"medium.{key}", f"set to {m[key]!r} but medium.reception is 'sinr': the signal "
                               "decides who decodes and who senses whom (rx_sensitivity_dbm, cs_threshold_dbm); "
                               "remove it"))
-    # airtime txtime: each frame's rate picks its error model mode (routing.medium.dcf.error_mode: every rate
+    # airtime txtime: each frame's rate picks its error model mode (routing.medium.phy.error_mode: every rate
     # of every standard has one); the simple airtime's one rate must be one of the error model's
     for key in ("rate_mbps", "basic_rate_mbps") if airtime(m) == "simple" else ():
         try:
@@ -424,7 +425,7 @@ def _refuse_shared_positions(src: str, cfg: Mapping[str, Any], error: type[Confi
 
 
 def airtime(m: dict[str, Any]) -> str:
-    """The airtime model the medium will have: the setting, or :func:`routing.medium.dcf.default_airtime`."""
+    """The airtime model the medium will have: the setting, or :func:`routing.medium.phy.default_airtime`."""
     return m["airtime"] or default_airtime(m["standard"], m["rate_control"])
 
 

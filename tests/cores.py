@@ -16,7 +16,8 @@ from scapy.all import IP, TCP, Raw
 from aspan.fields import FIXED_ONE, AspanFields
 from aspan.policy import SnoopConfig
 from aspan.scheme_config import SchemeConfig
-from routing.medium.dcf import Delivered, Medium, Phy, Topology
+from routing.medium.dcf import Delivered, Medium, Topology
+from routing.medium.phy import Phy
 from routing.overlay.wire import DATA, LSA, PROBE, Packet, Probe
 from routing.topology.linkstate import Lsa
 from tcp_user.config import TcpConfig

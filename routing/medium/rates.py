@@ -69,7 +69,7 @@ OFDM = "ofdm"          # clause 17 (802.11a, 5 GHz)
 ERP_OFDM = "erp-ofdm"  # clause 18 (802.11g, 2.4 GHz): OFDM timing plus the signal extension
 HT = "ht"              # clause 19 (802.11n)
 
-MAC_OVERHEAD_BYTES = 24 + 4 + 8  # data MAC header (9.3.2.1), FCS, LLC/SNAP: as routing.medium.dcf.MAC_OVERHEAD_BYTES
+MAC_OVERHEAD_BYTES = 24 + 4 + 8  # data MAC header (9.3.2.1), FCS, LLC/SNAP: as routing.medium.phy.MAC_OVERHEAD_BYTES
 ACK_BYTES = 14                   # Ack frame (9.3.1.3)
 BLOCK_ACK_BYTES = 32             # compressed BlockAck: 16 octets of header, BA Control 2, SSC 2, bitmap 8, FCS 4 (9.3.1.9)
 MPDU_DELIMITER_BYTES = 4         # A-MPDU subframe's MPDU delimiter (9.7)

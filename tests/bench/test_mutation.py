@@ -13,7 +13,7 @@ from tests import ROOT
 
 GOOD = '''["routing/medium/rates.py"]
 tests = ["tests/routing/medium/test_rates.py"]
-only = ["tests/routing/medium/test_dcf.py::test_airtime_arithmetic_80211b"]
+only = ["tests/routing/medium/test_phy.py::test_airtime_arithmetic_80211b"]
 deselect = ["tests/routing/medium/test_rates.py::test_dsss_hand_computed"]
 '''
 
@@ -47,7 +47,7 @@ def test_the_shipped_tables_load_and_name_only_what_exists() -> None:
 def test_a_good_entry_gives_its_files_its_single_tests_and_what_is_left_out(tmp_path: Path) -> None:
     (entry,) = load_modules(modules_file(tmp_path, GOOD), ROOT).values()
     assert entry.selection == ["tests/routing/medium/test_rates.py",
-                               "tests/routing/medium/test_dcf.py::test_airtime_arithmetic_80211b"]
+                               "tests/routing/medium/test_phy.py::test_airtime_arithmetic_80211b"]
     assert entry.deselect == ["tests/routing/medium/test_rates.py::test_dsss_hand_computed"]
 
 
@@ -57,12 +57,12 @@ def test_a_good_entry_gives_its_files_its_single_tests_and_what_is_left_out(tmp_
     (GOOD.replace("routing/medium/rates.py", "experiments/schema.py"), "['experiments/schema.py']: not a module of a core"),
     (GOOD.replace('tests = ["tests/routing/medium/test_rates.py"]', 'tests = ["tests/test_rates.py"]'),
      "['routing/medium/rates.py'].tests[0]: tests/test_rates.py does not exist"),
-    (GOOD.replace("test_dcf.py::test_airtime_arithmetic_80211b", "test_dcf.py::test_no_such_test"),
+    (GOOD.replace("test_phy.py::test_airtime_arithmetic_80211b", "test_dcf.py::test_no_such_test"),
      "['routing/medium/rates.py'].only[0]: tests/routing/medium/test_dcf.py has no test test_no_such_test"),
-    (GOOD.replace("test_dcf.py::test_airtime_arithmetic_80211b", "test_dcf.py"),
+    (GOOD.replace("test_phy.py::test_airtime_arithmetic_80211b", "test_dcf.py"),
      "['routing/medium/rates.py'].only[0]: 'tests/routing/medium/test_dcf.py' names no test"),
-    (GOOD.replace("test_rates.py::test_dsss_hand_computed", "test_dcf.py::test_airtime_arithmetic_80211b"),
-     "['routing/medium/rates.py'].deselect[0]: tests/routing/medium/test_dcf.py::test_airtime_arithmetic_80211b is "
+    (GOOD.replace("test_rates.py::test_dsss_hand_computed", "test_phy.py::test_airtime_arithmetic_80211b"),
+     "['routing/medium/rates.py'].deselect[0]: tests/routing/medium/test_phy.py::test_airtime_arithmetic_80211b is "
      "not in one of the module's test files"),
     (GOOD.replace("tests/routing/medium/test_rates.py\"]", "bench/mutation.py\"]", 1),
      "['routing/medium/rates.py'].tests[0]: 'bench/mutation.py' is not a file under tests/"),

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from experiments.schema import ExperimentError, load_experiment
-from routing.medium.dcf import MediumError, Phy
+from routing.medium.phy import MediumError, Phy
 
 
 
@@ -37,7 +37,7 @@ def test_a_slot_or_sifs_below_the_physical_floor_is_refused() -> None:
     assert "at least 1 us" in found["medium.sifs_us"]
     load_experiment(dict(dcf(slot_us=1, sifs_us=1), flows=FLOWS), "m.yaml")   # the floor itself is a radio
     with pytest.raises(MediumError, match="slot_us"):
-        Phy.preset("b", slot_us=0.0001)    # the core refuses it too (one rule: routing.medium.dcf.timing_problems)
+        Phy.preset("b", slot_us=0.0001)    # the core refuses it too (one rule: routing.medium.phy.timing_problems)
 
 
 def test_cw_min_above_cw_max_is_refused_against_the_preset_too() -> None:

@@ -14,7 +14,8 @@ from experiments.radio_loss import RadioErrors, radio_errors
 from experiments.runner import check_backend_support, run_experiment
 from experiments.schema import ExperimentError, load_experiment
 from routing.links.loss import Bernoulli, packet_dropper
-from routing.medium.dcf import Delivered, Dropped, Frame, Medium, Phy, Topology
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, Topology
+from routing.medium.phy import Phy
 
 
 DIAMOND = [["A", "B"], ["B", "D"], ["A", "C"], ["C", "D"]]

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from experiments.medium_spec import build_medium
 from experiments.schema import ExperimentError, load_experiment
-from routing.medium.dcf import Delivered, Dropped, Frame, Medium, MediumError, Phy, Topology
+from routing.medium.dcf import Delivered, Dropped, Frame, Medium, Topology
+from routing.medium.phy import MediumError, Phy
 from routing.medium.rate_control.minstrel import FixedRate, Minstrel
 from routing.medium.rates import (MAC_OVERHEAD_BYTES, TIMINGS, Rate, access_ns, control_response_rate, dsss_rate,
                                   ht20_rate, ofdm_rate, rate_set, txtime_ns)
@@ -208,7 +209,7 @@ def sinr_link(distance_m: float, **medium_: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("distance_m,best_mcs", [(40, 5), (60, 4), (75, 3)])
 def test_under_sinr_minstrel_settles_on_the_rate_a_fixed_rate_sweep_finds_best(distance_m: float,
                                                                              best_mcs: int) -> None:
-    """Reception by signal: each frame judged at its own rate's mode (routing.medium.dcf.error_mode), so the
+    """Reception by signal: each frame judged at its own rate's mode (routing.medium.phy.error_mode), so the
     faster MCSs fail first as the link gets longer.  The fixed-rate sweep's best MCS (frames per second
     over 1 s) is where Minstrel sends most of its frames after 200 ms, with 90 % of its goodput or more
     (measured: 92-94 %)."""
