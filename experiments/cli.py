@@ -27,10 +27,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             for err in e.errors:
                 print(f"aspan: error: {err}", file=sys.stderr)
             continue
+        _warn(exp)
         reps = exp.base["repetitions"]
         print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
               + ", ".join(v.name for v in exp.variants))
     return EXIT_USAGE if failed else 0
+
+
+def _warn(exp: object) -> None:
+    """What runs but gives numbers a peer would not get (experiments.advice), on stderr; nothing refused."""
+    from experiments.advice import advice
+    for line in advice(exp):   # type: ignore[arg-type]
+        print(f"aspan: warning: {line}", file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -39,6 +47,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.stopping import exit_status
     exp = load_file(args.experiment)
     apply_overrides(exp, args.repetitions, args.variants)
+    _warn(exp)
     backend = args.backend or ("pi" if args.inventory else None)
     if args.inventory and backend != "pi":
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")

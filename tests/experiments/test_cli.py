@@ -202,3 +202,27 @@ def test_the_deploy_dry_run_checks_repetitions_as_run_does(tmp_path, capsys):
     assert "--repetitions: repetitions: expected a value >= 1, got 0" in capsys.readouterr().err
     assert main(["deploy", "run", "-i", str(inv), "--dry-run", str(p), "--repetitions", "1"]) == 0
     assert capsys.readouterr().out.count("== ") == 2      # 2 variants x 1 repetition
+
+
+def test_validate_and_run_warn_of_settings_a_peer_would_not_get(tmp_path, capsys):
+    """medium.airtime simple at 802.11g and reception range on a multi-hop mesh run, with a warning naming the
+    field and the variants (experiments.advice); the standard's airtime, sinr reception, one hop or no medium
+    draw none; nothing is refused."""
+    from experiments.advice import advice
+    from experiments.cli import main
+    from experiments.schema import load_experiment
+    chain = {"medium": {"model": "dcf", "standard": "g", "spacing_m": 200}, "flows": [{"sender": "A", "receiver": "D"}],
+             "variants": [{"name": "simple"}, {"name": "txtime", "medium": {"airtime": "txtime"}}]}
+    found = advice(load_experiment(chain, "c.yaml"))
+    assert len(found) == 2
+    assert found[0].startswith("c.yaml: variants[simple].medium.airtime: airtime simple gives a 1040-byte frame's "
+                               "exchange 6.9 % less airtime")
+    assert found[1].startswith("c.yaml: medium.reception: reception range loses") and \
+        found[1].endswith("(variants simple, txtime)")
+    assert advice(load_experiment({**chain, "flows": [{"sender": "A", "receiver": "B"}]}, "c.yaml"))[1:] == []
+    assert advice(load_experiment({"flows": [{"sender": "A", "receiver": "D"}]}, "n.yaml")) == []
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({**chain, "backend": "sim"}))
+    assert main(["validate", str(f)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("aspan: warning: ") == 2 and "medium.airtime" in err
