@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from experiments.backends import sim_medium
 from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
+from tcp_user.bulk import log_delivered
 from experiments.link_spec import link_queue, link_schedule, sim_link
 from experiments.schema import Variant
 from routing.drivers.eventlog import EventLog, WriteError, close_logs
@@ -158,6 +159,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if medium:
             medium.log_stats(lambda n, stats: logs[n].emit(loop.now, "mac", **stats))
         for n, node in nodes.items():
+            log_delivered(node.core.endpoints(), loop.now)
             node.core.engine.step.flush_drops(loop.now, final=True)
             extra: dict[str, Any] = {"capture": taps[n].writer.stats()} if n in taps else {}
             extra.update(node.core.routing_stats())
