@@ -87,10 +87,8 @@ def completion_note(sides: Sequence[tuple[str, RunData, str]], flow: str) -> str
     for name, data, variant in sides:
         k, n = incomplete(data, variant, flow)
         if k:
-            parts.append(f"{name}: {k} of {n} repetitions incomplete")
-    if not parts:
-        return ""
-    return "; ".join(parts) + ": compared by what was delivered (delivered_share, delivered_mbps over the time it ran)"
+            parts.append(f"{name}: {k} of {n} incomplete")
+    return ("; ".join(parts) + ", compared by what was delivered") if parts else ""
 
 
 def metrics_for(sides: Sequence[tuple[str, RunData, str]], flow: str, metrics: Sequence[str]) -> list[str]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Sequence
 
-__all__ = ["MIN_REPETITIONS", "Sample", "Interval", "Comparison", "t_quantile", "welch_difference",
+__all__ = ["MIN_REPETITIONS", "Sample", "Interval", "Comparison", "t_quantile", "mean_interval", "welch_difference",
            "paired_difference", "log_ratio", "paired_log_ratio", "compare", "paired_by_seed"]
 
 LEVEL = 0.95
@@ -75,8 +75,9 @@ class Interval:
 
     @property
     def significant(self) -> bool:
-        """True when there is an interval and it excludes the null value."""
-        return self.lo is not None and self.hi is not None and not self.lo <= self.null <= self.hi
+        """True when there is an interval and it excludes the null value (never for a mean alone: null NaN)."""
+        return (self.lo is not None and self.hi is not None and not math.isnan(self.null)
+                and not self.lo <= self.null <= self.hi)
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -163,6 +164,17 @@ NO_SPREAD = "no interval: no spread (every repetition gave the same value)"
 
 def _t(df: float, level: float) -> float:
     return t_quantile(0.5 + level / 2, df)
+
+
+def mean_interval(a: Sample, level: float = LEVEL) -> Interval:
+    """The mean of one sample with its t interval (n - 1 degrees of freedom); ``null`` is NaN (nothing to exclude)."""
+    why = _too_few(a.n)
+    if why:
+        return Interval(a.mean, None, None, why, math.nan, "t")
+    if a.var == 0:
+        return Interval(a.mean, None, None, NO_SPREAD, math.nan, "t")
+    half = _t(a.n - 1, level) * math.sqrt(a.se2)
+    return Interval(a.mean, a.mean - half, a.mean + half, "", math.nan, "t")
 
 
 def welch_difference(a: Sample, b: Sample, level: float = LEVEL) -> Interval:

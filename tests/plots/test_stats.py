@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from plots.stats import (MIN_REPETITIONS, Sample, compare, log_ratio, paired_by_seed, paired_difference,
+from plots.stats import (MIN_REPETITIONS, Sample, compare, log_ratio, mean_interval, paired_by_seed, paired_difference,
                          paired_log_ratio, t_quantile, welch_difference)
 
 A = [5.1, 4.8, 5.6, 5.0, 4.7]
@@ -94,3 +94,12 @@ def test_compare_pairs_by_seed_only_when_the_seeds_are_the_same() -> None:
     other = compare(a, {k + 10: v for k, v in b.items()})
     assert not other.paired and other.diff.method == "Welch" and not other.diff.significant
     assert paired_by_seed({1: 1.0}, {2: 1.0}) is None and paired_by_seed({}, {}) is None
+
+
+def test_the_mean_interval_matches_scipy_t_interval() -> None:
+    """scipy.stats.t.interval(0.95, 4, loc=mean(A), scale=sem(A)) = (4.60453160093349, 5.47546839906651)."""
+    iv = mean_interval(Sample.of(A))
+    assert (iv.estimate, iv.lo, iv.hi) == pytest.approx((5.04, 4.60453160093349, 5.47546839906651), rel=1e-9)
+    assert not iv.significant      # nothing to exclude: a mean is not a comparison
+    assert mean_interval(Sample.of([1, 2])).lo is None and mean_interval(Sample.of([3, 3, 3])).why.endswith(
+        "(every repetition gave the same value)")
