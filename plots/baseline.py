@@ -166,5 +166,6 @@ def means_lines(data: RunData, baseline: str | None = None) -> list[str]:
     lines = [fmt.format(*header).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
     notes = ["means over repetitions ± the half-width of their 95 % t interval; goodput of an incomplete "
              "repetition: what it delivered over the time it ran",
-             f"goodput / {base}: ratio of the means, paired by seed, 95 % interval (* excludes 1)"]
+             f"goodput / {base}: ratio of the means, 95 % interval paired by seed where the seeds match, "
+             "else Welch's (* excludes 1)"]
     return lines + [f"({n})" for n in notes]
