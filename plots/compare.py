@@ -24,7 +24,8 @@ from plots.numbers import decimals, mean_std, plain, plain_at
 from plots.stats import Interval, Sample, log_ratio, welch_difference
 
 __all__ = ["COMPARE_METRICS", "DELIVERED_METRICS", "MEDIUM_METRICS", "Difference", "differences",
-           "difference_section", "repetitions_text", "completion_note", "metrics_for", "interval_text"]
+           "difference_section", "repetitions_text", "completion_note", "metrics_for", "interval_text", "seed_values",
+           "incomplete"]
 
 # summary.csv columns compared per (variant, flow)
 COMPARE_METRICS = ["goodput_mbps", "duration_s", "losses_dupack", "losses_rto", "cwnd_median",

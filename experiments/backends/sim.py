@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from experiments.backends import sim_medium
 from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
@@ -195,7 +195,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
 
 
 def _progress(line: LiveLine, label: str, loop: EventLoop, apps: list[Any], until: float,
-              addrs: dict[str, str]) -> Callable[[], None] | None:
+              addrs: Mapping[str, str]) -> Callable[[], None] | None:
     """What draws the repetition's live ``line`` (experiments.progress), or None when none is drawn (a pipe, not
     asked for)."""
     if not line.enabled:
