@@ -362,6 +362,11 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
     lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "", AGGREGATE_NOTE, "",
               *_flows_note(runs), *_table(_aggregate_header(runs), rows), ""]
     lines += difference_section(runs, labels, media)
+    from plots.baseline import baseline_variant, versus_section
+    for d, label in zip(runs, labels):     # within each run: its variants against its baseline (plots/baseline.py)
+        section = versus_section(d, baseline_variant(d)) if d.variants() else []
+        if section:
+            lines += [section[0], "", f"Run **{label or d.run_dir.name}**.", *section[1:]]
     lines += _scheme_section(runs, labels)
     lines += _per_rep_section(runs, labels)
     problems = [(label, _problems_section(d)[2:]) for d, label in zip(runs, labels)]
