@@ -48,6 +48,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exp = load_file(args.experiment)
     apply_overrides(exp, args.repetitions, args.variants)
     _warn(exp)
+    if args.progress:   # the repetitions' live line on a pipe too (experiments.progress); a terminal has it anyway
+        import os
+        from experiments.progress import PROGRESS_ENV
+        os.environ[PROGRESS_ENV] = "1"
     backend = args.backend or ("pi" if args.inventory else None)
     if args.inventory and backend != "pi":
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
@@ -62,6 +66,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from experiments.deploy_cli import report_failures
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
+    _print_overview(run_dir)
     return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
 
 
@@ -75,6 +80,23 @@ def _cmd_list(args: argparse.Namespace) -> int:
     print("\nat most: real-time backends, every repetition until limits.max_duration_s; last run here: the newest "
           "finished run under the file's out directory (from this directory). The sim's time is its CPU's.")
     return 2 if any(r.error for r in rows) else 0
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    """``aspan summary RUN``: the table of means of any run (plots/overview.py); nothing is written into the run."""
+    from plots.data import load_run
+    from plots.logs import check_run_dir
+    from plots.overview import overview_lines
+    data = load_run(check_run_dir(Path(args.run_dir)), write=False)
+    print("\n".join(overview_lines(data, args.baseline)))
+    return 0
+
+
+def _print_overview(run_dir: Path) -> None:
+    """The end of ``aspan run``: the run's table of means and where its report is."""
+    from plots.data import load_run
+    from plots.overview import overview_lines
+    print()
+    print("\n".join(overview_lines(load_run(run_dir, write=False))))
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
@@ -138,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repetitions", type=int, default=None, help="override the YAML's repetitions")
     r.add_argument("--jobs", type=int, default=None, help="parallel repetitions (sim backend; default 2)")
     r.add_argument("--no-plot", action="store_true", help="write summary.csv but no figures")
+    r.add_argument("--progress", action="store_true",
+                   help="a live line per repetition (seconds, segments delivered per flow, ETA) even when stderr is "
+                        "not a terminal (on a terminal it is drawn anyway)")
     r.add_argument("--variants", default=None, metavar="PATTERNS",
                    help="run only the variants matching these comma-separated shell patterns, e.g. 'disc-*,lossy-reno'")
     r.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786",
@@ -150,6 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="the shipped experiments: backend, variants, size and how long they take")
     ls.add_argument("files", nargs="*", metavar="EXP.yaml", help="these files instead of experiments/*.yaml")
     ls.set_defaults(func=_cmd_list)
+
+    sm = sub.add_parser("summary", help="the table of means (95 %% intervals) per variant and flow of a run, "
+                        "each variant against the baseline, and where its report is")
+    sm.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<name>/<stamp>)")
+    sm.add_argument("--baseline", default=None, metavar="VARIANT",
+                    help="the variant the others are compared with (default: the experiment's baseline field, "
+                         "else the first variant)")
+    sm.set_defaults(func=_cmd_summary)
 
     pl = sub.add_parser("plot", help="figures and report.md from one or more run directories")
     from plots.cli import add_arguments as add_plot_arguments

@@ -379,6 +379,7 @@ class ExperimentConfig(_Section):
     seed: int
     repetitions: int
     out: str
+    baseline: str
     scenario: str
     topology: TopologySection
     routing: RoutingSection

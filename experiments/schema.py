@@ -90,6 +90,8 @@ SCHEMA: dict[str, Any] = {
     "seed": F(INT, 1, in_range(0), "base seed; repetition k uses seed + k"),
     "repetitions": F(INT, 1, in_range(1), "runs per variant"),
     "out": F(STR, "runs", None, "output directory"),
+    "baseline": F(STR, "", None, "the variant the report compares every other variant with, per flow, with 95 % "
+                                 "intervals (default: the first variant; aspan plot/summary --baseline overrides it)"),
     "scenario": F(STR, "", None, "label of a group of variants; the scheme-comparison figures draw each scenario's variants side by side"),
     "topology": {
         "chain": F((list,), None, None, "node names in path order: the shorthand of a line (default A, B, C, D "
@@ -543,6 +545,10 @@ def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml"
             prefixed = i < fill_errors or raw_variants or sweep
             errs.append(ExperimentError(source, f"{where}.{e.path}" if prefixed else e.path, e.message))
         resolved.append((vname, cfg, sval))
+    names = [vname for vname, _cfg, _sval in resolved]
+    if base["baseline"] and resolved and base["baseline"] not in names:
+        errs.append(ExperimentError(source, "baseline", f"names no variant: {base['baseline']!r} is not one of "
+                                    + ", ".join(names)))
     raise_all(errs)
     variants = [Variant(vname, ExperimentConfig.from_dict(cfg, "", source), sval) for vname, cfg, sval in resolved]
     return Experiment(source, name, base, variants, sweep or None)
@@ -556,7 +562,8 @@ def _variant_specs(source: str, raw_variants: list[Any], errs: Errors) -> list[t
             errs.append(ExperimentError(source, f"variants[{i}].name", "expected a name of letters, digits, '.', '_' or '-'"))
             continue
         over = {k: val for k, val in v.items() if k != "name"}
-        fixed = [k for k in over if k in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend")]
+        fixed = [k for k in over if k in ("variants", "sweep", "name", "repetitions", "seed", "out", "backend",
+                                          "baseline")]
         for key in fixed:
             errs.append(ExperimentError(source, f"variants[{i}].{key}", "cannot be set per variant"))
         if not fixed:

@@ -95,12 +95,14 @@ def clear_figures(fig_dir: Path) -> None:
 
 
 def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: bool = False,
-                 labels: Sequence[str] | None = None, force: bool = False, by: str | None = None) -> int:
+                 labels: Sequence[str] | None = None, force: bool = False, by: str | None = None,
+                 baseline: str | None = None) -> int:
     """Summary, figures and report.md of one run (into the run dir), or of one or more runs
     into ``out`` without writing into any of them. Raises ValueError naming a path that is not
     a run directory, a missing ``out`` for several runs, an ``out`` inside an input run, or an
-    existing non-empty ``out`` without ``force``.  Prints the medium's lateness warnings on stderr.
-    Returns 0."""
+    existing non-empty ``out`` without ``force``, or a ``baseline`` that is no variant of the run (one run:
+    the variant the report compares the others with, plots/baseline.py).  Prints the medium's lateness
+    warnings on stderr.  Returns 0."""
     from plots.data import load_run
     from plots.lateness import lateness_warnings, run_lateness
     from plots.logs import check_run_dir
@@ -116,16 +118,22 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
         prefix = labels[0] if labels else ""
         if labels and len(labels) != 1:
             raise ValueError(f"--label given {len(labels)} times for 1 run directory")
+        from plots.baseline import baseline_variant
+        if data.variants():
+            baseline = baseline_variant(data, baseline)    # a wrong name fails before anything is drawn
         clear_figures(dirs[0] / "figures")
         for note in data.notes:   # what was assumed (a rebuilt meta.json, ...), also in report.md
             print(f"{dirs[0]}: note: {note}", file=sys.stderr)
         figures = run_figures(data, label=prefix)
         late = run_lateness(dirs[0])
-        report = write_report(dirs[0], data, figures, late)
+        report = write_report(dirs[0], data, figures, late, baseline)
         print(f"{dirs[0]}: {len(data.reps)} repetition-flows, {len(figures)} figures in "
               f"{dirs[0] / 'figures'}, report {report}")
         _warn_lateness(lateness_warnings(late))
         return 0
+    if baseline is not None:
+        raise ValueError("--baseline applies to one run (its variants against one of them); a comparison of runs "
+                         "compares each run with the first")
     out = Path(out)
     for d in dirs:
         if _inside(out, d):
@@ -159,6 +167,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--by", default=None, metavar="FIELD",
                         help="a factorial sweep (sweep.factors): the factor on the sweep figures' x axis, one "
                              "line per combination of the others (default: the first factor)")
+    parser.add_argument("--baseline", default=None, metavar="VARIANT",
+                        help="one run: the variant every other is compared with, per flow, with 95 %% intervals "
+                             "(default: the experiment's baseline field, else the first variant)")
     parser.add_argument("--resummarize", action="store_true",
                         help="recompute the summary from the logs even if summary.csv exists "
                              "(rewritten in the run dir only without --out)")
@@ -167,7 +178,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def run_args(args: argparse.Namespace) -> int:
     """Run the plot command from arguments parsed with :func:`add_arguments`."""
-    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label, args.force, args.by)
+    return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label, args.force, args.by,
+                        args.baseline)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from plots.numbers import plain
+from plots.overview import report_holds
 from plots.reference import CLAIMS, METRIC_NAMES, claim_ratio, metric_values
 from plots.summary import read_summary
 
@@ -63,9 +64,11 @@ def demo_lines(run_dir: Path) -> list[str]:
             ref = f", docs/REPRODUCTION.md {plain(c.ours)}x" if c.ours is not None else ""
             lines.append(f"  {c.figure} {what}: paper {c.paper}{ref}, this run {plain(r)}x")
         lines.append(f"  (reference: {claims[0][0].source})")
+    holds = report_holds(run_dir, summary, name)     # only the sections this run's report has
     lines += ["", MEANING[0].format(note=MESH_NOTE.get(name, "")), *MEANING[1:], "",
-              f"Open {run_dir / 'report.html'} (or report.md): the figures titled with the paper's",
-              f"questions, the radio medium, and these numbers beside the references; figures in {run_dir / 'figures'}."]
+              f"Open {run_dir / 'report.html'} (or report.md): the figures titled with the paper's questions"
+              + "".join(f", {h}" for h in holds) + ";",
+              f"figures in {run_dir / 'figures'}."]
     return lines
 
 

@@ -22,7 +22,7 @@ from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 __all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "compare_medium", "run_media", "run_figures",
            "sweep_series", "applicable_figures", "snoops"]
 
-MAIN_COLUMNS = ["duration_s", "goodput_mbps", "losses_dupack", "losses_rto", "cwnd_median",
+MAIN_COLUMNS = ["duration_s", "goodput_mbps", "delivered_share", "delivered_mbps", "losses_dupack", "losses_rto", "cwnd_median",
                 "tx_per_pkt_p50", "tx_per_pkt_p99", "tx_per_pkt_max", "cache_max_segments",
                 "cache_insertions", "cache_mean_segments", "snoop_hits",
                 "local_retransmissions"]
@@ -149,14 +149,15 @@ def _aggregate_rows(data: RunData, label: str = "") -> list[list[Any]]:
     for g in data.groups(label):
         frame = pd.DataFrame([r.row for r in g.usable], columns=SUMMARY_COLUMNS)
         n_failed = len(g.reps) - len(g.usable)
-        rows.append([g.label, len(g.usable), n_failed]
+        n_incomplete = sum(1 for r in g.usable if r.status == "incomplete")
+        rows.append([g.label, len(g.usable) - n_incomplete, n_incomplete, n_failed]
                     + [_mean_std(frame[c]) for c in MAIN_COLUMNS])
     return rows
 
 
 def _aggregate_header(data: Sequence[RunData]) -> list[str]:
     multi = any(d.multi_flow for d in data)
-    return [("variant flow" if multi else "variant"), "reps", "failed"] + MAIN_COLUMNS
+    return [("variant flow" if multi else "variant"), "reps ok", "incomplete", "failed"] + MAIN_COLUMNS
 
 
 def _flows_note(data: Sequence[RunData]) -> list[str]:
@@ -168,8 +169,14 @@ def _flows_note(data: Sequence[RunData]) -> list[str]:
             "flow), so every flow of a repetition shows the same value (docs/LOGS.md).", ""]
 
 
+AGGREGATE_NOTE = ("Incomplete repetitions (the flow did not finish within limits.max_duration_s) are counted "
+                  "apart and kept: they have no duration_s or goodput_mbps (those of a finished transfer), and "
+                  "delivered_share (of the flow) and delivered_mbps (the bytes over the time it ran) say what they "
+                  "delivered; for a finished flow delivered_mbps is its goodput.")
+
+
 def _aggregate_section(data: RunData) -> list[str]:
-    return ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
+    return ["## Summary (mean ± std over repetitions, failed reps excluded)", "", AGGREGATE_NOTE, "",
             *_flows_note([data]),
             *_table(_aggregate_header([data]), _aggregate_rows(data)), ""]
 
@@ -271,13 +278,18 @@ def provenance_lines(run_dir: Path) -> list[str]:
 
 def write_report(run_dir: Path, data: RunData | None = None,
                  figures: dict[str, list[Path]] | None = None,
-                 lateness: list[Lateness] | None = None) -> Path:
+                 lateness: list[Lateness] | None = None, baseline: str | None = None) -> Path:
     """Write ``run_dir/report.md`` (figures embedded by relative path, summary tables, problems).
 
     ``data``/``figures``/``lateness`` reuse what a caller already loaded/drew/read; by default the
     run is loaded (summary.csv kept if present), the figures drawn and the medium's lateness read.
+    ``baseline``: the variant the others are compared with (plots/baseline.py; default the experiment's
+    ``baseline`` field, else the first variant); a name that is no variant is a ValueError, before anything
+    is written.
     """
+    from plots.baseline import baseline_variant, versus_section
     data = data if data is not None else load_run(Path(run_dir))
+    base = baseline_variant(data, baseline) if data.variants() else ""
     if figures is None:
         figures = run_figures(data)
     if lateness is None:
@@ -291,6 +303,7 @@ def write_report(run_dir: Path, data: RunData | None = None,
     lines += lateness_section([("", lateness)])
     lines += reference_section(str(data.experiment.get("name") or ""), data.summary, plain)
     lines += _aggregate_section(data)
+    lines += versus_section(data, base) if base else []
     lines += _scheme_section([data])
     lines += _per_rep_section([data])
     lines += _problems_section(data)
@@ -346,9 +359,14 @@ def write_compare_report(out: Path, runs: Sequence[RunData], labels: Sequence[st
     lines += medium_section(out, medium, combined) if combined is not None else []
     lines += lateness_section(list(zip(labels, lateness)))
     rows = [row for d, label in zip(runs, labels) for row in _aggregate_rows(d, label)]
-    lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "",
+    lines += ["## Summary (mean ± std over repetitions, failed reps excluded)", "", AGGREGATE_NOTE, "",
               *_flows_note(runs), *_table(_aggregate_header(runs), rows), ""]
     lines += difference_section(runs, labels, media)
+    from plots.baseline import baseline_variant, versus_section
+    for d, label in zip(runs, labels):     # within each run: its variants against its baseline (plots/baseline.py)
+        section = versus_section(d, baseline_variant(d)) if d.variants() else []
+        if section:
+            lines += [section[0], "", f"Run **{label or d.run_dir.name}**.", *section[1:]]
     lines += _scheme_section(runs, labels)
     lines += _per_rep_section(runs, labels)
     problems = [(label, _problems_section(d)[2:]) for d, label in zip(runs, labels)]

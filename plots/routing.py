@@ -80,7 +80,9 @@ def flow_recovery(rep: RepLogs, flow: FlowInfo, flow_ev: pd.DataFrame) -> dict[s
         if len(toward):
             out["reroute_s"] = float(toward["ta"].min()) - t_fail
     repaired = t_fail + out["reroute_s"] if out["reroute_s"] is not None else t_back
-    delivered = t[(flow_ev["ev"] == "deliver") & (t >= repaired)]
+    # not the last word of a stopped run (``at_stop``): it says what was received, not when
+    at_stop = flow_ev["at_stop"].eq(True) if "at_stop" in flow_ev else pd.Series(False, index=flow_ev.index)
+    delivered = t[(flow_ev["ev"] == "deliver") & ~at_stop & (t >= repaired)]
     if len(delivered):
         out["recovery_s"] = float(delivered.min()) - t_fail
     return out

@@ -1,18 +1,21 @@
-"""Confidence intervals for comparing two runs over their repetitions (no SciPy needed).
+"""Every confidence interval of the reports: B against a baseline A over repetitions (no SciPy needed).
 
-Two runs A (the baseline) and B give, per variant and flow, independent samples of a metric (one
-value per repetition).  The comparison report shows, at 95 %:
+A and B are two variants of one run (B against the run's baseline variant) or the same variant of
+two runs (B against the first run); each gives one value of a metric per repetition.  At 95 %:
 
-- the difference of the means, B - A, with **Welch's t interval** (unequal variances; the degrees
-  of freedom by the Welch-Satterthwaite equation): B. L. Welch, "The generalization of 'Student's'
-  problem when several different population variances are involved", Biometrika 34 (1947) 28-35;
-- the ratio of the means, B / A, with **Fieller's interval**: E. C. Fieller, "Some problems in
-  interval estimation", J. R. Statist. Soc. B 16 (1954) 175-185, for independent samples with
-  unequal variances and Welch-Satterthwaite degrees of freedom as in A. C. Tamhane and B. R. Logan,
-  "Finding the maximum safe dose level for heteroscedastic data", J. Biopharm. Stat. 14 (2004)
-  843-856.  Fieller's set is bounded only when A's mean is distinguishable from 0 at that level
-  (``m_a^2 > t^2 v_a``); otherwise there is no finite interval and :func:`fieller_ratio` says so,
-  where the delta method would print a misleadingly finite one.
+- the difference of the means, B - A: **paired t** on the per-seed differences when both sides ran
+  the same seeds (variants of one run do: every variant uses the same seed list, so the pairs share
+  their random losses), else **Welch's t** (unequal variances, Welch-Satterthwaite degrees of
+  freedom: B. L. Welch, Biometrika 34 (1947) 28-35);
+- the ratio of the means, B / A, by the **delta method on the log scale**: log(m_b / m_a) plus or
+  minus t times the standard error of log m_b - log m_a (squared: se_b^2/m_b^2 + se_a^2/m_a^2, less
+  2 cov/(n m_a m_b) when paired), then exponentiated, so that the interval of a ratio of counts
+  never goes below 0 (the replaced Fieller interval printed ``0.86 [-1.84, 184.16]`` on 2 repetitions).
+  Degrees of freedom: n - 1 paired, Welch-Satterthwaite on the log-scale terms otherwise.
+
+When an interval is not evidence it is not given, and ``why`` says so: fewer than MIN_REPETITIONS
+values on a side (with 2, a t interval has 1 degree of freedom and means little), no spread at all
+(every repetition gave the same value), or a ratio whose baseline mean is not positive.
 
 The t quantile comes from the regularized incomplete beta function (continued fraction, as in
 Numerical Recipes, 3rd ed., section 6.4), bisected; :func:`t_quantile` is checked against tables.
@@ -24,9 +27,11 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Sequence
 
-__all__ = ["Sample", "Interval", "t_quantile", "welch_difference", "fieller_ratio"]
+__all__ = ["MIN_REPETITIONS", "Sample", "Interval", "Comparison", "t_quantile", "mean_interval", "welch_difference",
+           "paired_difference", "log_ratio", "paired_log_ratio", "compare", "paired_by_seed"]
 
 LEVEL = 0.95
+MIN_REPETITIONS = 3   # fewer on a side: no interval is shown (the module docstring)
 
 
 @dataclass(frozen=True)
@@ -57,12 +62,22 @@ class Sample:
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate and its confidence interval; ``lo``/``hi`` None with a ``why`` when there is none."""
+    """A point estimate and its confidence interval; ``lo``/``hi`` None with a ``why`` when there is none.
+
+    ``null`` is the value of "no difference" (0 for B - A, 1 for B / A); ``method`` names the rule."""
 
     estimate: float
     lo: float | None
     hi: float | None
     why: str = ""
+    null: float = 0.0
+    method: str = ""
+
+    @property
+    def significant(self) -> bool:
+        """True when there is an interval and it excludes the null value (never for a mean alone: null NaN)."""
+        return (self.lo is not None and self.hi is not None and not math.isnan(self.null)
+                and not self.lo <= self.null <= self.hi)
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -137,42 +152,128 @@ def _welch_df(terms: Sequence[tuple[float, int]]) -> float:
     return total * total / sum(se2 * se2 / (n - 1) for se2, n in terms if se2 > 0)
 
 
-def _usable(a: Sample, b: Sample) -> str:
-    if a.n < 2 or b.n < 2:
-        return "needs 2 repetitions on each side"
+def _too_few(*sizes: int) -> str:
+    n = min(sizes)
+    if n < MIN_REPETITIONS:
+        return f"no interval: {n} repetition{'s' if n != 1 else ''} on a side, needs {MIN_REPETITIONS}"
     return ""
 
 
+NO_SPREAD = "no interval: no spread (every repetition gave the same value)"
+
+
+def _t(df: float, level: float) -> float:
+    return t_quantile(0.5 + level / 2, df)
+
+
+def mean_interval(a: Sample, level: float = LEVEL) -> Interval:
+    """The mean of one sample with its t interval (n - 1 degrees of freedom); ``null`` is NaN (nothing to exclude)."""
+    why = _too_few(a.n)
+    if why:
+        return Interval(a.mean, None, None, why, math.nan, "t")
+    if a.var == 0:
+        return Interval(a.mean, None, None, NO_SPREAD, math.nan, "t")
+    half = _t(a.n - 1, level) * math.sqrt(a.se2)
+    return Interval(a.mean, a.mean - half, a.mean + half, "", math.nan, "t")
+
+
 def welch_difference(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
-    """B - A with Welch's t interval."""
+    """B - A with Welch's t interval (independent samples)."""
     est = b.mean - a.mean
-    why = _usable(a, b)
+    why = _too_few(a.n, b.n)
     if why:
-        return Interval(est, None, None, why)
+        return Interval(est, None, None, why, 0.0, "Welch")
     se2 = a.se2 + b.se2
-    if se2 == 0:   # every repetition equal on both sides: the difference is exact
-        return Interval(est, est, est)
-    half = t_quantile(0.5 + level / 2, _welch_df([(a.se2, a.n), (b.se2, b.n)])) * math.sqrt(se2)
-    return Interval(est, est - half, est + half)
+    if se2 == 0:
+        return Interval(est, None, None, NO_SPREAD, 0.0, "Welch")
+    half = _t(_welch_df([(a.se2, a.n), (b.se2, b.n)]), level) * math.sqrt(se2)
+    return Interval(est, est - half, est + half, "", 0.0, "Welch")
 
 
-def fieller_ratio(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
-    """B / A with Fieller's interval (independent samples, Welch-Satterthwaite df at the estimate)."""
-    if a.mean == 0:
-        return Interval(math.nan, None, None, "the baseline's mean is 0")
-    est = b.mean / a.mean
-    why = _usable(a, b)
+def _pairs(pairs: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(float(x), float(y)) for x, y in pairs if math.isfinite(float(x)) and math.isfinite(float(y))]
+
+
+def paired_difference(pairs: Sequence[tuple[float, float]], level: float = LEVEL) -> Interval:
+    """B - A with the paired t interval: ``pairs`` are (a, b) of the same seed."""
+    pairs = _pairs(pairs)
+    d = Sample.of([y - x for x, y in pairs])
+    why = _too_few(d.n)
     if why:
-        return Interval(est, None, None, why)
-    if a.se2 == 0 and b.se2 == 0:
-        return Interval(est, est, est)
-    df = _welch_df([(b.se2, b.n), (est * est * a.se2, a.n)])
-    q = t_quantile(0.5 + level / 2, df) ** 2
-    # {rho : (m_b - rho m_a)^2 <= q (v_b + rho^2 v_a)}: a quadratic in rho
-    qa = a.mean * a.mean - q * a.se2
-    if qa <= 0:
-        return Interval(est, None, None, "unbounded: the baseline's mean is not distinguishable from 0")
-    qb = a.mean * b.mean
-    qc = b.mean * b.mean - q * b.se2
-    root = math.sqrt(max(qb * qb - qa * qc, 0.0))
-    return Interval(est, (qb - root) / qa, (qb + root) / qa)
+        return Interval(d.mean, None, None, why, 0.0, "paired t")
+    if d.var == 0:
+        return Interval(d.mean, None, None, NO_SPREAD, 0.0, "paired t")
+    half = _t(d.n - 1, level) * math.sqrt(d.se2)
+    return Interval(d.mean, d.mean - half, d.mean + half, "", 0.0, "paired t")
+
+
+def _log_interval(est: float, var_log: float, df: float, level: float, method: str) -> Interval:
+    half = _t(df, level) * math.sqrt(var_log)
+    return Interval(est, est * math.exp(-half), est * math.exp(half), "", 1.0, method)
+
+
+def _ratio_undefined(ma: float, mb: float) -> str:
+    if not ma > 0:
+        return "no ratio: the baseline's mean is not positive"
+    if not mb > 0:
+        return "no interval: B's mean is 0 (the log scale needs positive means)"
+    return ""
+
+
+def log_ratio(a: Sample, b: Sample, level: float = LEVEL) -> Interval:
+    """B / A (ratio of the means), delta method on the log scale, Welch-Satterthwaite df (independent samples)."""
+    method = "log-scale delta, Welch df"
+    est = b.mean / a.mean if a.n and a.mean > 0 else math.nan
+    why = _ratio_undefined(a.mean, b.mean) or _too_few(a.n, b.n)
+    if why:
+        return Interval(est, None, None, why, 1.0, method)
+    terms = [(a.se2 / (a.mean * a.mean), a.n), (b.se2 / (b.mean * b.mean), b.n)]
+    var_log = terms[0][0] + terms[1][0]
+    if var_log == 0:
+        return Interval(est, None, None, NO_SPREAD, 1.0, method)
+    return _log_interval(est, var_log, _welch_df(terms), level, method)
+
+
+def paired_log_ratio(pairs: Sequence[tuple[float, float]], level: float = LEVEL) -> Interval:
+    """B / A (ratio of the means) of (a, b) pairs of the same seed: delta method on the log scale with the
+    pairs' covariance, n - 1 degrees of freedom."""
+    method = "log-scale delta, paired"
+    pairs = _pairs(pairs)
+    a, b = Sample.of([x for x, _ in pairs]), Sample.of([y for _, y in pairs])
+    est = b.mean / a.mean if a.n and a.mean > 0 else math.nan
+    why = _ratio_undefined(a.mean, b.mean) or _too_few(a.n)
+    if why:
+        return Interval(est, None, None, why, 1.0, method)
+    n = len(pairs)
+    cov = math.fsum((x - a.mean) * (y - b.mean) for x, y in pairs) / (n - 1)
+    var_log = a.se2 / a.mean ** 2 + b.se2 / b.mean ** 2 - 2 * cov / (n * a.mean * b.mean)
+    if var_log <= 1e-24:   # B proportional to A seed by seed (or no spread): the ratio is exact
+        return Interval(est, None, None, NO_SPREAD, 1.0, method)
+    return _log_interval(est, var_log, n - 1, level, method)
+
+
+def paired_by_seed(a: dict[object, float], b: dict[object, float]) -> list[tuple[float, float]] | None:
+    """The (a, b) pairs of each seed when both sides ran the same seeds (each once), else None."""
+    if not a or set(a) != set(b):
+        return None
+    return [(a[k], b[k]) for k in a]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against A: both samples, B - A and B / A with their intervals, and whether they were paired."""
+
+    a: Sample
+    b: Sample
+    diff: Interval
+    ratio: Interval
+    paired: bool
+
+
+def compare(a: dict[object, float], b: dict[object, float], level: float = LEVEL) -> Comparison:
+    """B against A, values keyed by seed: paired by seed where the seeds are the same, Welch otherwise."""
+    sa, sb = Sample.of(list(a.values())), Sample.of(list(b.values()))
+    pairs = paired_by_seed(a, b)
+    if pairs is not None:
+        return Comparison(sa, sb, paired_difference(pairs, level), paired_log_ratio(pairs, level), True)
+    return Comparison(sa, sb, welch_difference(sa, sb, level), log_ratio(sa, sb, level), False)

@@ -22,6 +22,7 @@ __all__ = [
     "FlowInfo",
     "rep_flows",
     "flow_events",
+    "delivery",
     "summarize_flows",
     "cache_time_mean",
     "flow_roles",
@@ -48,6 +49,7 @@ SUMMARY_COLUMNS: list[str] = [
     "cache_insertions", "premature_retransmissions", "cwnd_mean",
     "n_flows", "cache_mean_segments",
     "route_changes", "reroute_s", "recovery_s",
+    *"delivered_bytes delivered_segments delivered_share ran_s delivered_mbps".split(),
 ]
 # Columns that describe the whole repetition (every node, every flow): the ``cache`` and
 # ``drop`` events carry no flow (docs/LOGS.md), so every flow row of a repetition repeats them.
@@ -66,6 +68,8 @@ SUMMARY_DTYPES: dict[str, str] = {
     "premature_retransmissions": _INT, "cwnd_mean": "float64",
     "flow": "object", "n_flows": _INT, "cache_mean_segments": "float64",
     "route_changes": _INT, "reroute_s": "float64", "recovery_s": "float64",
+    "delivered_bytes": _INT, "delivered_segments": _INT, "delivered_share": "float64", "ran_s": "float64",
+    "delivered_mbps": "float64",
 }
 FLOAT_FORMAT = "%.6g"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -206,6 +210,42 @@ def _flow_timing(rep: RepLogs, roles: FlowRoles) -> dict[str, Any]:
     return out
 
 
+def delivery(rep: RepLogs, view: RepLogs, roles: FlowRoles, segments: int | None,
+             segment_size: float | None, timing: dict[str, Any]) -> dict[str, Any]:
+    """What a flow delivered, finished or not: ``delivered_bytes`` (the receiver's last ``deliver`` or
+    ``flow_end``), ``delivered_segments`` (whole segments of them), ``delivered_share`` (of the flow's
+    ``segments`` x ``segment_size``), ``ran_s`` (from the flow's start to its end, or to the repetition's
+    stop, its last ``node_stop``, when it did not finish) and ``delivered_mbps`` (the bytes over ``ran_s``:
+    the goodput of a finished flow, what an unfinished one achieved while it ran).  Empty cells when the
+    flow never started."""
+    out: dict[str, Any] = dict.fromkeys(("delivered_bytes", "delivered_segments"))
+    out.update(delivered_share=NAN, ran_s=NAN, delivered_mbps=NAN)
+    ev = view.events
+    t = aligned_times(ev, rep.meta)
+    start = t[(ev["ev"] == "flow_start") & ev["node"].isin(list(roles.senders))]
+    if start.empty:
+        return out
+    got = ev[ev["ev"].isin(["deliver", "flow_end"]) & ev["node"].isin(list(roles.receivers))]
+    sizes = pd.to_numeric(_col(got, "bytes"), errors="coerce").dropna()
+    delivered = int(sizes.max()) if len(sizes) else 0   # cumulative: the last count is the largest
+    out["delivered_bytes"] = delivered
+    if segment_size and segment_size > 0:
+        out["delivered_segments"] = segments if timing["finished"] and segments is not None \
+            else int(delivered // segment_size)
+        if segments:
+            out["delivered_share"] = delivered / (segments * segment_size)
+    if timing["finished"]:
+        ran = timing["duration_s"]
+    else:
+        all_t = aligned_times(rep.events, rep.meta)
+        stops = all_t[rep.events["ev"] == "node_stop"]
+        ran = float((stops if len(stops) else all_t).max() - start.min())
+    out["ran_s"] = ran
+    if ran == ran and ran > 0:
+        out["delivered_mbps"] = delivered * 8.0 / ran / 1e6
+    return out
+
+
 def cwnd_time_mean(rep: RepLogs, roles: FlowRoles | None = None) -> float:
     """Time-weighted mean of the sender's cwnd in segments, from its first cwnd event to its
     ``flow_end`` (or its last cwnd event); several senders: the mean of their means."""
@@ -254,7 +294,9 @@ def _flow_row(rep: RepLogs, flow: FlowInfo, flows: list[FlowInfo]) -> dict[str, 
     loss_kind = _col(_sender_rows(ev, "loss", roles.senders), "kind")
     tx_kind = _col(ev[ev["ev"] == "tx"], "kind")
     timing = _flow_timing(view, roles)
+    size = flow.segment_size if len(flows) > 1 else _segment_size(rep)
     return {
+        **delivery(rep, view, roles, segments, None if size is None or size != size else float(size), timing),
         "segments": segments,
         "duration_s": timing["duration_s"],
         "goodput_mbps": timing["goodput_mbps"],

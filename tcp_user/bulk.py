@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from tcp_user.config import TcpConfig
 from tcp_user.connection import TcpConnection
@@ -135,6 +135,20 @@ class BulkReceiver:
     def segments_to_send(self, now: float) -> list[Segment]:
         return self.conn.segments_to_send(now)
 
+    def log_delivered(self, now: float) -> None:
+        """The run stops before the flow finished: one last ``deliver`` (``at_stop``) with what was received,
+        which the 100 KB steps would leave unsaid (what an incomplete repetition delivered, docs/LOGS.md)."""
+        if not self.done and self.received > self._logged:
+            self._logged = self.received
+            self._emit(now, "deliver", flow=self.flow, bytes=self.received, at_stop=True)
+
     def digest(self) -> str:
         """SHA-256 (hex) of the bytes received so far."""
         return self._hash.hexdigest()
+
+
+def log_delivered(endpoints: Iterable[object], now: float) -> None:
+    """At a node's stop: every unfinished receiver among ``endpoints`` logs what it received (BulkReceiver.log_delivered)."""
+    for ep in endpoints:
+        if isinstance(ep, BulkReceiver):
+            ep.log_delivered(now)

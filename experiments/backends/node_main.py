@@ -18,6 +18,7 @@ from typing import Any
 
 from experiments.config import ExperimentConfig
 from experiments.build import build_node, overlay_tap
+from tcp_user.bulk import log_delivered
 from experiments.link_spec import egress_links
 from experiments.records import write_whole
 from routing.overlay.auth import MeshAuth
@@ -94,6 +95,7 @@ def run_node(conf: dict[str, Any]) -> int:
         finally:
             if stations is not None:
                 stations.stop()
+        log_delivered(core.endpoints(), time.time())
         core.engine.step.flush_drops(time.time(), final=True)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         flow = node.flow_cpu()

@@ -9,10 +9,12 @@ from __future__ import annotations
 import heapq
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from experiments.backends import sim_medium
 from experiments.build import build_node, link_state_record, overlay_tap, route_tables, start_rep, write_meta
+from experiments.progress import LiveLine, rep_line
+from tcp_user.bulk import BulkReceiver, log_delivered
 from experiments.link_spec import link_queue, link_schedule, sim_link
 from experiments.schema import Variant
 from routing.drivers.eventlog import EventLog, WriteError, close_logs
@@ -41,9 +43,18 @@ class EventLoop:
         """Events run so far (scheduled and popped; a superseded wake-up counts): free of any cost in the loop."""
         return self._order - len(self._heap)
 
-    def run(self, until: float, stop: Callable[[], bool]) -> None:
+    def run(self, until: float, stop: Callable[[], bool], tick: Callable[[], None] | None = None,
+            tick_every: int = 4096) -> None:
+        """Run the events due by ``until`` until ``stop()``; ``tick()`` (a progress line: it only reads) after
+        every ``tick_every`` events."""
         heap = self._heap
+        count = 0
         while heap and not stop():
+            if tick is not None:
+                count += 1
+                if count >= tick_every:
+                    count = 0
+                    tick()
             t, order, fn, args = heapq.heappop(heap)
             if t > until:
                 heapq.heappush(heap, (t, order, fn, args))   # not run: it stays due
@@ -147,10 +158,14 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         apps = [ep for node in nodes.values() for ep in node.core.endpoints()]
         until = cfg.etx.flow_start_s + cfg.limits.max_duration_s
         ended = None
+        live = LiveLine()
         try:
-            loop.run(until, stop=_all_done(apps))
+            loop.run(until, stop=_all_done(apps), tick=_progress(live, f"{variant.name} rep {repetition}", loop, apps,
+                                                                 until, addrs))
         except TraceEnded as e:      # a replay past its recording's end (past_end: stop): the repetition ends here
             ended = f"TraceEnded: {e}"
+        finally:
+            live.done()
         finished = _all_done(apps)() and ended is None
         meta["status"] = "ok" if finished else "failed" if ended else "incomplete"
         if not finished:
@@ -163,6 +178,7 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
         if medium:
             medium.log_stats(lambda n, stats: logs[n].emit(loop.now, "mac", **stats))
         for n, node in nodes.items():
+            log_delivered(node.core.endpoints(), loop.now)
             node.core.engine.step.flush_drops(loop.now, final=True)
             extra: dict[str, Any] = {"capture": taps[n].writer.stats()} if n in taps else {}
             extra.update(node.core.routing_stats())
@@ -180,6 +196,27 @@ def run_rep(variant: Variant, repetition: int, rep_dir: Path) -> dict[str, Any]:
                 tap.close()
             write_meta(rep_dir, meta)
     return meta
+
+
+def _progress(line: LiveLine, label: str, loop: EventLoop, apps: list[Any], until: float,
+              addrs: Mapping[str, str]) -> Callable[[], None] | None:
+    """What draws the repetition's live ``line`` (experiments.progress), or None when none is drawn (a pipe, not
+    asked for)."""
+    if not line.enabled:
+        return None
+    receivers = [a for a in apps if isinstance(a, BulkReceiver)]
+    names = {a: n for n, a in addrs.items()}
+
+    def flow_name(flow: str) -> str:
+        src, _, dst = flow.partition(">")
+        return f"{names.get(src.split(':')[0], src)}->{names.get(dst.split(':')[0], dst)}"
+
+    def tick() -> None:
+        if line.due():
+            flows = [(flow_name(r.flow), r.received // r.conn.config.mss, r.size // r.conn.config.mss)
+                     for r in receivers]
+            line.show(rep_line(label, "virtual", loop.now, until, flows, line.wall() - line.started))
+    return tick
 
 
 def _all_done(apps: list[Any]) -> Callable[[], bool]:

@@ -226,3 +226,34 @@ def test_validate_and_run_warn_of_settings_a_peer_would_not_get(tmp_path, capsys
     assert main(["validate", str(f)]) == 0
     err = capsys.readouterr().err
     assert err.count("aspan: warning: ") == 2 and "medium.airtime" in err
+
+
+def test_summary_prints_the_table_of_a_run_and_run_ends_with_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40, item 3, on the diamond with crossing flows: aspan run ends with the table of means and
+    aspan summary RUN prints it again, against the baseline chosen; a wrong one is refused, naming --baseline."""
+    p = write(tmp_path, {**DIAMOND, "repetitions": 3})
+    assert main(["run", str(p), "--out", str(tmp_path / "out"), "--no-plot"]) == 0
+    out = capsys.readouterr().out
+    run = next((tmp_path / "out" / "opts").iterdir())
+    table = out[out.index("Run "):]
+    assert "goodput / reno" in table and "No report yet" in table
+    for variant in ("reno", "sack"):
+        for flow in ("A->D:6000", "C->B:6001"):
+            assert re.search(rf"^  {variant}\s+{re.escape(flow)}\s+3 ok\s+100 %", table, re.M), (variant, flow)
+    assert main(["summary", str(run), "--baseline", "sack"]) == 0
+    again = capsys.readouterr().out
+    assert "goodput / sack" in again and re.search(r"^  sack\s+A->D:6000.*\(baseline\)$", again, re.M)
+    assert main(["summary", str(run), "--baseline", "cubic"]) == 2
+    assert "--baseline: 'cubic' is not a variant of this run (variants: reno, sack)" in capsys.readouterr().err
+    assert main(["summary", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_baseline_field_names_a_variant_and_is_not_per_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = write(tmp_path, {**DIAMOND, "baseline": "cubic", "variants": [{"name": "reno", "baseline": "sack"},
+                                                                      {"name": "sack"}]})
+    assert main(["validate", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert f"{p}: variants[0].baseline: cannot be set per variant" in err
+    assert f"{p}: baseline: names no variant: 'cubic' is not one of sack" in err   # reno's own error aside
+    assert main(["validate", str(write(tmp_path, {**DIAMOND, "baseline": "sack"}, "ok.yaml"))]) == 0

@@ -56,4 +56,4 @@ def test_list_names_each_file_and_refuses_an_invalid_one(tmp_path, capsys):
 def test_list_shows_every_shipped_experiment(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "experiments/first-diamond.yaml | sim | 2 x 3 | 2,000 |" in out
+    assert "experiments/first-diamond.yaml | sim | 2 x 8 | 2,000 |" in out

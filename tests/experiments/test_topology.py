@@ -70,16 +70,24 @@ def test_chain_runs_on_the_sim_are_byte_identical_to_before_graphs(tmp_path):
     }
     d = run_experiment(load_experiment(doc, "golden.yaml"), out=tmp_path, jobs=1, plot=False, progress=lambda s: None)
     golden = DATA / "chain_golden_summary.csv"
-    # The columns added since (issue 23: route_changes, reroute_s, recovery_s) come after the golden's,
-    # whose every cell must be the same text; static routes on a chain change nothing and fail nothing.
+    # The columns added since (issue 23: route_changes, reroute_s, recovery_s; issue 40: what a flow delivered)
+    # come after the golden's, whose every cell must be the same text; static routes on a chain change nothing
+    # and fail nothing; every flow finished, so it delivered all its segments in duration_s, at goodput_mbps.
     with golden.open() as f:
         want = list(csv.reader(f))
     with (d / "summary.csv").open() as f:
         got = list(csv.reader(f))
     width = len(want[0])
-    assert got[0][:width] == want[0] and got[0][width:] == ["route_changes", "reroute_s", "recovery_s"]
+    assert got[0][:width] == want[0] and got[0][width:] == [
+        "route_changes", "reroute_s", "recovery_s", "delivered_bytes", "delivered_segments", "delivered_share",
+        "ran_s", "delivered_mbps"]
     assert [row[:width] for row in got] == want
-    assert all(row[width:] == ["0", "", ""] for row in got[1:])
+    col = {name: i for i, name in enumerate(got[0])}
+    for row in got[1:]:
+        assert row[width:width + 3] == ["0", "", ""]
+        assert row[col["delivered_bytes"]] == str(int(row[col["segments"]]) * 1000)
+        assert row[col["delivered_segments"]] == row[col["segments"]] and row[col["delivered_share"]] == "1"
+        assert row[col["ran_s"]] == row[col["duration_s"]] and row[col["delivered_mbps"]] == row[col["goodput_mbps"]]
 
 
 def test_wrong_graphs_are_refused_all_at_once_with_their_field_paths():

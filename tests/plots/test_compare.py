@@ -1,5 +1,5 @@
 """Issue 28, items 3 and 4: comparisons that compare (every section, differences and ratios with 95 %
-intervals), the medium's lateness in the report and on the terminal; plots/stats.py's intervals.
+intervals), the medium's lateness in the report and on the terminal (the intervals: tests/plots/test_stats.py).
 """
 from __future__ import annotations
 
@@ -10,52 +10,10 @@ from typing import Any
 import pytest
 from plots.cli import main, plot_command
 from plots.numbers import mean_std, plain
-from plots.stats import Sample, fieller_ratio, t_quantile, welch_difference
 from plots.testing import basic_flow_events, ev, write_experiment, write_rep
 
 
 # ----------------------------------------------------------------------------- stats
-
-
-@pytest.mark.parametrize("df, expected", [(1, 12.7062), (2, 4.3027), (4, 2.7764), (10, 2.2281),
-                                          (30, 2.0423), (1e9, 1.9600)])
-def test_t_quantile_matches_the_tables(df: float, expected: float) -> None:
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
-
-
-def test_welch_interval_by_hand() -> None:
-    """A = 1, 2, 3 and B = 4, 5, 6: se^2 = 1/3 + 1/3, Welch df = (2/3)^2 / (2 (1/3)^2 / 2) = 4."""
-    a, b = Sample.of([1, 2, 3]), Sample.of([4, 5, 6])
-    iv = welch_difference(a, b)
-    half = 2.776445105 * math.sqrt(2 / 3)
-    assert (iv.estimate, iv.lo, iv.hi) == pytest.approx((3.0, 3.0 - half, 3.0 + half))
-    # unequal variances: the df falls below n_a + n_b - 2 (a pooled t would be narrower)
-    wide = welch_difference(Sample.of([10, 10.1, 9.9]), Sample.of([0, 20, 40, 60]))
-    pooled_t = t_quantile(0.975, 5)
-    assert (wide.hi - wide.lo) / 2 > pooled_t * math.sqrt(0.01 / 3 + Sample.of([0, 20, 40, 60]).var / 4)
-
-
-def test_fieller_interval_solves_its_quadratic() -> None:
-    """The ends rho of Fieller's interval satisfy (m_b - rho m_a)^2 = t^2 (v_b + rho^2 v_a)."""
-    a, b = Sample.of([10, 11, 12]), Sample.of([20, 22, 21, 23])
-    iv = fieller_ratio(a, b)
-    assert iv.estimate == pytest.approx(21.5 / 11)
-    assert iv.lo < iv.estimate < iv.hi
-    df = (b.se2 + iv.estimate ** 2 * a.se2) ** 2 / (b.se2 ** 2 / 3 + iv.estimate ** 4 * a.se2 ** 2 / 2)
-    q = t_quantile(0.975, df) ** 2
-    for rho in (iv.lo, iv.hi):
-        assert (b.mean - rho * a.mean) ** 2 == pytest.approx(q * (b.se2 + rho * rho * a.se2))
-    # Fieller is not symmetric about the estimate (the delta method would be)
-    assert iv.hi - iv.estimate != pytest.approx(iv.estimate - iv.lo, rel=1e-3)
-
-
-def test_no_interval_where_there_is_none() -> None:
-    one = welch_difference(Sample.of([1]), Sample.of([2, 3]))
-    assert one.lo is None and "2 repetitions" in one.why
-    noisy_zero = fieller_ratio(Sample.of([-1, 1, 0.5]), Sample.of([2, 3]))
-    assert noisy_zero.lo is None and "unbounded" in noisy_zero.why
-    exact = welch_difference(Sample.of([5, 5]), Sample.of([7, 7]))
-    assert (exact.lo, exact.hi) == (2.0, 2.0)
 
 
 def test_numbers_in_plain_notation() -> None:

@@ -65,6 +65,10 @@ def test_the_last_lines_say_what_to_open_and_what_the_numbers_mean(tmp_path: Pat
     assert "Fig. 5b aspan-1.00 / sack cwnd median (segments): paper 2.5x" in text and "this run 1.50x" in text
     assert "the mesh's numbers, not this machine's CPU" in text
     assert str(run / "report.html") in lines[-2] and str(run / "figures") in lines[-1]
+    # it claims only what the run has: the paper's references (demo-mesh has claims), no radio medium here
+    assert "these numbers beside the references" in lines[-2] and "radio medium" not in text
+    other = demo_lines(fake_run(tmp_path / "other", name="my-file"))
+    assert "references" not in other[-2] and "radio medium" not in "\n".join(other)
 
 
 def test_no_run_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
