@@ -13,9 +13,8 @@ print them; nothing is refused).
 """
 from __future__ import annotations
 
-from typing import Any
-
 from experiments.build import route_tables
+from experiments.config import ExperimentConfig
 from experiments.medium_spec import airtime, phy, topology
 from experiments.schema import Experiment
 from routing.topology.graph import path_of
@@ -23,13 +22,12 @@ from routing.topology.graph import path_of
 AIRTIME_TOLERANCE = 0.01
 
 
-def airtime_advice(cfg: dict[str, Any]) -> str | None:
-    m = cfg["medium"]
-    if m["model"] == "none" or airtime(m) != "simple":
+def airtime_advice(c: ExperimentConfig) -> str | None:
+    if c.medium.model == "none" or airtime(c.medium.to_dict()) != "simple":
         return None
-    size = max(f["segment_size"] for f in cfg["flows"]) + 40     # IPv4 and TCP headers around the segment
-    simple = phy(cfg).exchange_ns(size)
-    standard = phy({**cfg, "medium": {**cfg["medium"], "airtime": "txtime"}}).exchange_ns(size)
+    size = max(f.segment_size for f in c.flows) + 40     # IPv4 and TCP headers around the segment
+    simple = phy(c).exchange_ns(size)
+    standard = phy({**c.to_dict(), "medium": {**c.medium.to_dict(), "airtime": "txtime"}}).exchange_ns(size)
     gap = (standard - simple) / standard
     if abs(gap) <= AIRTIME_TOLERANCE:
         return None
@@ -39,17 +37,15 @@ def airtime_advice(cfg: dict[str, Any]) -> str | None:
             "set medium.airtime: txtime for the standard's durations")
 
 
-def reception_advice(cfg: dict[str, Any]) -> str | None:
-    m = cfg["medium"]
-    if m["model"] == "none" or m["reception"] != "range":
+def reception_advice(c: ExperimentConfig) -> str | None:
+    if c.medium.model == "none" or c.medium.reception != "range":
         return None
-    topo = topology(cfg)
+    topo = topology(c)
     hidden = sorted((n, s) for n in topo.senses for s in topo.senses[n] - topo.hears[n])
     if not hidden:
         return None
-    tables = route_tables_as_hops(cfg)
-    long = [f for f in cfg["flows"] if len(path_of(tables, f["sender"], f["receiver"]) or []) >= 3]
-    if not long:
+    tables = next_hops_by_name(c)
+    if not any(len(path_of(tables, f.sender, f.receiver) or []) >= 3 for f in c.flows):
         return None
     n, s = hidden[0]
     return (f"reception range loses every frame that a transmission from within carrier-sense range overlaps "
@@ -58,24 +54,19 @@ def reception_advice(cfg: dict[str, Any]) -> str | None:
             "its signal, noise and interference, as ns-3 does")
 
 
-def route_tables_as_hops(cfg: dict[str, Any]) -> dict[str, dict[str, str]]:
+def next_hops_by_name(c: ExperimentConfig) -> dict[str, dict[str, str]]:
     """Next hop per node and destination (node names), the static routes of the run."""
-    from experiments.config import ExperimentConfig
-    typed = ExperimentConfig.from_dict(cfg, "", "advice")
-    addr_to_name = {a: n for n, a in typed.topology.addresses.items()}
-    out: dict[str, dict[str, str]] = {}
-    for node, table in route_tables(typed).items():
-        out[node] = {addr_to_name[d]: addr_to_name[v] for d, v in table.as_dict().items()
-                     if d in addr_to_name and v in addr_to_name}
-    return out
+    name_of = {a: n for n, a in c.topology.addresses.items()}
+    return {node: {name_of[d]: name_of[v] for d, v in table.as_dict().items() if d in name_of and v in name_of}
+            for node, table in route_tables(c).items()}
 
 
 def advice(exp: Experiment) -> list[str]:
     """One line per warning, naming the file and the variants it concerns (the same warning once)."""
     found: dict[tuple[str, str], list[str]] = {}
     for v in exp.variants:
-        cfg = v.config.to_dict()
-        for field, text in (("medium.airtime", airtime_advice(cfg)), ("medium.reception", reception_advice(cfg))):
+        for field, text in (("medium.airtime", airtime_advice(v.config)),
+                            ("medium.reception", reception_advice(v.config))):
             if text is not None:
                 found.setdefault((field, text), []).append(v.name)
     out = []
