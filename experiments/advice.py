@@ -13,11 +13,10 @@ print them; nothing is refused).
 """
 from __future__ import annotations
 
-from experiments.build import route_tables
+from experiments.build import route_record, route_tables
 from experiments.config import ExperimentConfig
 from experiments.medium_spec import airtime, phy, topology
 from experiments.schema import Experiment
-from routing.topology.graph import path_of
 
 AIRTIME_TOLERANCE = 0.01
 
@@ -44,21 +43,13 @@ def reception_advice(c: ExperimentConfig) -> str | None:
     hidden = sorted((n, s) for n in topo.senses for s in topo.senses[n] - topo.hears[n])
     if not hidden:
         return None
-    tables = next_hops_by_name(c)
-    if not any(len(path_of(tables, f.sender, f.receiver) or []) >= 3 for f in c.flows):
+    if not any(len(path or []) >= 3 for path in route_record(c, route_tables(c))["paths"]):
         return None
     n, s = hidden[0]
     return (f"reception range loses every frame that a transmission from within carrier-sense range overlaps "
             f"(here {n} senses {s} but cannot decode it, and a flow crosses two hops or more): frames whose "
             "signal would survive the interference are lost too; medium.reception: sinr judges each frame by "
             "its signal, noise and interference, as ns-3 does")
-
-
-def next_hops_by_name(c: ExperimentConfig) -> dict[str, dict[str, str]]:
-    """Next hop per node and destination (node names), the static routes of the run."""
-    name_of = {a: n for n, a in c.topology.addresses.items()}
-    return {node: {name_of[d]: name_of[v] for d, v in table.as_dict().items() if d in name_of and v in name_of}
-            for node, table in route_tables(c).items()}
 
 
 def advice(exp: Experiment) -> list[str]:
@@ -71,10 +62,12 @@ def advice(exp: Experiment) -> list[str]:
                 found.setdefault((field, text), []).append(v.name)
     out = []
     for (field, text), names in found.items():
-        where = (f"variants[{names[0]}]" if len(names) == 1 else f"variants {', '.join(names)}") \
-            if len(exp.variants) > 1 else ""
-        out.append(f"{exp.source}: {where + '.' if where and len(names) == 1 else ''}{field}: {text}"
-                   + (f" ({where})" if len(names) > 1 else ""))
+        if len(exp.variants) == 1:
+            out.append(f"{exp.source}: {field}: {text}")
+        elif len(names) == 1:
+            out.append(f"{exp.source}: variants[{names[0]}].{field}: {text}")
+        else:
+            out.append(f"{exp.source}: {field}: {text} (variants {', '.join(names)})")
     return out
 
 

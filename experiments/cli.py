@@ -9,6 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from experiments.schema import Experiment
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -34,10 +38,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_USAGE if failed else 0
 
 
-def _warn(exp: object) -> None:
+def _warn(exp: Experiment) -> None:
     """What runs but gives numbers a peer would not get (experiments.advice), on stderr; nothing refused."""
     from experiments.advice import advice
-    for line in advice(exp):   # type: ignore[arg-type]
+    for line in advice(exp):
         print(f"aspan: warning: {line}", file=sys.stderr)
 
 
@@ -75,7 +79,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from experiments.listing import listed, table
     root = Path(__file__).resolve().parent
     files = [Path(f) for f in args.files] or sorted(root.glob("*.yaml"))
-    rows = [listed(f if args.files else f.relative_to(root.parent), Path.cwd()) for f in files]
+    rows = [listed(f, Path.cwd(), None if args.files else str(f.relative_to(root.parent))) for f in files]
     print(table(rows))
     print("\nat most: real-time backends, every repetition until limits.max_duration_s; last run here: the newest "
           "finished run under the file's out directory (from this directory). The sim's time is its CPU's.")

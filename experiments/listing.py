@@ -57,15 +57,17 @@ def last_run_s(exp: Experiment, base: Path) -> float | None:
     return None
 
 
-def listed(path: Path, base: Path) -> Listed:
+def listed(path: Path, base: Path, shown: str | None = None) -> Listed:
+    """The row of the file at ``path`` (``shown``: its name in the table, default the path as given)."""
+    name = shown or str(path)
     try:
         exp = load_file(path)
     except ExperimentError as e:
-        return Listed(str(path), path.stem, "?", 0, 0, 0, None, None, "", error=str(e.errors[0]))
+        return Listed(name, path.stem, "?", 0, 0, 0, None, None, "", error=str(e.errors[0]))
     backend = exp.base["backend"]
     segments = sum(f.segments for f in exp.variants[0].config.flows) if exp.variants else 0
     description = (exp.base.get("description") or "").strip().splitlines()
-    return Listed(str(path), exp.name, backend, len(exp.variants), exp.base["repetitions"], segments,
+    return Listed(name, exp.name, backend, len(exp.variants), exp.base["repetitions"], segments,
                   bound_s(exp, backend), last_run_s(exp, base), description[0] if description else "")
 
 

@@ -340,16 +340,15 @@ def _check_semantics(src: str, cfg: dict[str, Any], errs: Errors) -> None:
     _check_routing(src, cfg, errs)
     check_mahimahi(src, cfg, ExperimentError, errs)
     _check_scheme(src, cfg["snoop"], errs)
-    radio = None
+    from_radio = cfg["topology"]["links"] is None    # check_medium fills them from the radio
     if nodes_ok:
         n_errs = len(errs)
-        if cfg["topology"]["links"] is None:
-            radio = radio_links_origin(cfg)
         check_medium(src, cfg, ExperimentError, errs)   # fills topology.links from positions when not listed
         topology_ok = topology_ok and len(errs) == n_errs
     errs.extend(ExperimentError(src, path, why) for path, why in radio_problems(cfg))
     if topology_ok and all(isinstance(f.get(r), str) and f[r] in nodes for f in flows for r in ("sender", "receiver")):
-        check_graph(src, cfg, ExperimentError, errs, radio)   # connected, flows joined, routes sound
+        # connected, flows joined, routes sound; links the radio gave are named by the field that placed the nodes
+        check_graph(src, cfg, ExperimentError, errs, radio_links_origin(cfg) if from_radio else None)
 
 
 def _check_routing(src: str, cfg: dict[str, Any], errs: Errors) -> None:

@@ -53,7 +53,8 @@ def test_list_names_each_file_and_refuses_an_invalid_one(tmp_path, capsys):
     assert "invalid" in capsys.readouterr().out and "repetitions" in listed(bad, tmp_path).error
 
 
-def test_list_shows_every_shipped_experiment(capsys):
+def test_list_shows_every_shipped_experiment_from_any_directory(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "experiments/first-diamond.yaml | sim | 2 x 8 | 2,000 |" in out
