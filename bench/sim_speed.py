@@ -45,8 +45,7 @@ def _heap_baseline(n: int = 1_000_000) -> float:
 
 def _timed_run(exp_path: Path, repetitions: int, **how: object) -> tuple[float, float]:
     """(wall seconds, the repetitions' own seconds summed: each meta.json's wall time) of one sim run."""
-    exp = load_file(exp_path)
-    exp.base["repetitions"] = repetitions
+    exp = load_file(exp_path).with_repetitions(repetitions)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         run_dir = run_experiment(exp, backend="sim", out=Path(tmp), plot=False, progress=lambda s: None,
@@ -106,10 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         return cluster_overhead(Path(args.experiment), args.repetitions, args.jobs, args.rounds)
     walls: dict[str, float] = {}
     for model in args.medium.split(","):
-        exp = load_file(ROOT / "experiments" / "paper-lossy.yaml")
-        exp.base["repetitions"] = args.repetitions
-        exp.variants[:] = [dataclasses.replace(v, config=dataclasses.replace(
-            v.config, medium=dataclasses.replace(v.config.medium, model=model))) for v in exp.variants]
+        exp = load_file(ROOT / "experiments" / "paper-lossy.yaml").with_repetitions(args.repetitions)
+        exp = exp.with_variants([dataclasses.replace(v, config=dataclasses.replace(
+            v.config, medium=dataclasses.replace(v.config.medium, model=model))) for v in exp.variants])
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.time()
             run_dir = run_experiment(exp, backend="sim", out=Path(tmp), jobs=args.jobs, plot=False,

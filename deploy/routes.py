@@ -9,6 +9,7 @@ otherwise tell the sender to go direct and undo the chain).
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from deploy.hosts import Remote
@@ -16,7 +17,7 @@ from deploy.inventory import Host, Inventory, InventoryError
 from routing.topology.routes import topology_routes
 
 
-def topology(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, Any]:
+def topology(inv: Inventory, experiment: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The graph (and route overrides) with the hosts' mesh addresses.
 
     From the experiment's topology when given (its nodes must be the inventory's
@@ -34,7 +35,7 @@ def topology(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[s
             "addresses": {n: addrs[n] for n in nodes}, "routes": dict(topo.get("routes") or {})}
 
 
-def route_plan(inv: Inventory, experiment: dict[str, Any] | None = None) -> dict[str, dict[str, str]]:
+def route_plan(inv: Inventory, experiment: Mapping[str, Any] | None = None) -> dict[str, dict[str, str]]:
     """Node -> {destination address: next-hop address} for the destinations that are not neighbours."""
     topo = topology(inv, experiment)
     tables = topology_routes(topo)

@@ -25,14 +25,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         try:
             exp = load_file(f)
             # what the file's backend (or --backend) cannot emulate, refused here as run refuses it
-            check_backend_support(exp, args.backend or exp.base["backend"])
+            check_backend_support(exp, args.backend or exp.base.backend)
         except ExperimentError as e:
             failed += 1
             for err in e.errors:
                 print(f"aspan: error: {err}", file=sys.stderr)
             continue
         _warn(exp)
-        reps = exp.base["repetitions"]
+        reps = exp.base.repetitions
         print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
               + ", ".join(v.name for v in exp.variants))
     return EXIT_USAGE if failed else 0
@@ -50,7 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.schema import ExperimentError, load_file
     from experiments.stopping import exit_status
     exp = load_file(args.experiment)
-    apply_overrides(exp, args.repetitions, args.variants)
+    exp = apply_overrides(exp, args.repetitions, args.variants)
     _warn(exp)
     if args.progress:   # the repetitions' live line on a pipe too (experiments.progress); a terminal has it anyway
         import os
@@ -60,7 +60,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.inventory and backend != "pi":
         raise ExperimentError("--inventory", "inventory", f"applies to --backend pi only, not {backend}")
     options = None
-    if (backend or exp.base["backend"]) == "pi":
+    if (backend or exp.base.backend) == "pi":
         from experiments.deploy_cli import pi_backend_options
         options = pi_backend_options(args.inventory, exp)
     run_dir = run_experiment(exp, backend=backend, out=Path(args.out) if args.out else None,
@@ -71,7 +71,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
     _print_overview(run_dir)
-    return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
+    return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base.repetitions)
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

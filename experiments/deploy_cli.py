@@ -377,7 +377,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.schema import load_file
     from experiments.runner import apply_overrides, check_run
     exp = load_file(args.experiment)
-    apply_overrides(exp, args.repetitions, None)
+    exp = apply_overrides(exp, args.repetitions, None)
     if args.hosts:
         print("aspan deploy run: --hosts does not apply (the experiment's nodes pick the hosts)", file=sys.stderr)
         return 2
@@ -386,20 +386,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.verbose or args.dry_run:
         options["echo"] = sys.stdout
     if args.dry_run:
-        return _dry_run(exp, options, Path(args.out or exp.base["out"]))
+        return _dry_run(exp, options, Path(args.out or exp.base.out))
     from experiments.runner import print_run_outputs, run_experiment, run_statuses
     from experiments.stopping import exit_status
     run_dir = run_experiment(exp, backend="pi", out=Path(args.out) if args.out else None,
                              plot=not args.no_plot, backend_options=options, command=args.argv)
     report_failures(run_dir)
     print_run_outputs(run_dir, plotted=not args.no_plot)
-    return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base["repetitions"])
+    return exit_status(run_statuses(run_dir), len(exp.variants) * exp.base.repetitions)
 
 
 def _dry_run(exp: Any, options: dict[str, Any], out: Path) -> int:
     """Every command of every repetition, per host; nothing is written or started."""
     from experiments.backends.pi import run_rep
-    reps = exp.base["repetitions"]
+    reps = exp.base.repetitions
     run_dir = out / exp.name / "<stamp>"
     print(f"[local] would write {run_dir}/experiment.yaml, then summary.csv and figures after the runs")
     for v in exp.variants:

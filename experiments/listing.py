@@ -37,13 +37,13 @@ def bound_s(exp: Experiment, backend: str) -> float | None:
     """The longest a real-time run of ``exp`` may take, None on the sim."""
     if backend not in REAL_TIME:
         return None
-    return sum(exp.base["repetitions"] * (v.config.etx.flow_start_s + v.config.limits.max_duration_s + START_S)
+    return sum(exp.base.repetitions * (v.config.etx.flow_start_s + v.config.limits.max_duration_s + START_S)
                for v in exp.variants)
 
 
 def last_run_s(exp: Experiment, base: Path) -> float | None:
     """Wall seconds of the newest run directory of ``exp`` under ``base`` (its ``out``) with a summary.csv."""
-    root = base / exp.base["out"] / exp.name
+    root = base / exp.base.out / exp.name
     for run in sorted(root.glob("*/"), reverse=True) if root.is_dir() else []:
         summary, prov = run / "summary.csv", run / "provenance.json"
         if not (summary.exists() and prov.exists()):
@@ -64,10 +64,10 @@ def listed(path: Path, base: Path, shown: str | None = None) -> Listed:
         exp = load_file(path)
     except ExperimentError as e:
         return Listed(name, path.stem, "?", 0, 0, 0, None, None, "", error=str(e.errors[0]))
-    backend = exp.base["backend"]
+    backend = exp.base.backend
     segments = sum(f.segments for f in exp.variants[0].config.flows) if exp.variants else 0
-    description = (exp.base.get("description") or "").strip().splitlines()
-    return Listed(name, exp.name, backend, len(exp.variants), exp.base["repetitions"], segments,
+    description = exp.base.description.strip().splitlines()
+    return Listed(name, exp.name, backend, len(exp.variants), exp.base.repetitions, segments,
                   bound_s(exp, backend), last_run_s(exp, base), description[0] if description else "")
 
 

@@ -85,14 +85,15 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
                                   f"{v.config.netns.handlers!r} no handler sees the packets")
 
 
-def apply_overrides(exp: Experiment, repetitions: int | None, variants: str | None) -> None:
-    """``--repetitions`` and ``--variants`` over the file's, checked as the file's fields are (the schema's
-    ``repetitions`` field): a bad one is an ExperimentError naming the option, before anything starts."""
+def apply_overrides(exp: Experiment, repetitions: int | None, variants: str | None) -> Experiment:
+    """``exp`` with ``--repetitions`` and ``--variants`` over the file's, checked as the file's fields are (the
+    schema's ``repetitions`` field): a bad one is an ExperimentError naming the option, before anything starts."""
     if repetitions is not None:
-        exp.base["repetitions"] = check_value("--repetitions", "repetitions", SCHEMA["repetitions"],
-                                              repetitions, ExperimentError)
+        exp = exp.with_repetitions(check_value("--repetitions", "repetitions", SCHEMA["repetitions"],
+                                               repetitions, ExperimentError))
     if variants is not None:
-        exp.variants = select_variants(exp, variants)
+        exp = exp.with_variants(select_variants(exp, variants))
+    return exp
 
 
 def select_variants(exp: Experiment, patterns: str) -> list:
@@ -176,7 +177,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
     """Run every (variant, repetition); returns the run directory.  ``command``: the command line that
     asked for the run, for RUN_DIR/provenance.json (default: this process's).  ``scheduler``: the address
     of a Dask scheduler whose workers run the repetitions (experiments.cluster), instead of this host."""
-    backend = backend or exp.base["backend"]
+    backend = backend or exp.base.backend
     check_run(exp, backend, jobs, backend_options, scheduler)
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     client = None
@@ -192,7 +193,7 @@ def run_experiment(exp: Experiment, backend: str | None = None, out: Path | None
             if jobs is None:
                 jobs = min(os.cpu_count() or 1, 2) if BACKENDS[backend].parallel else 1
             executor = f"this host, up to {jobs} repetition(s) at a time"
-        out = Path(out or exp.base["out"])
+        out = Path(out or exp.base.out)
         run_dir = new_run_dir(out, exp.name)
         # room for the records of the run's ending on a full disk (experiments.records); on a disk full already,
         # WriteError: `aspan run` says which file and why, exit status 1
@@ -222,7 +223,7 @@ def _run_in(exp: Experiment, backend: str, run_dir: Path, plot: bool, say: Calla
     resolved["backend"] = backend
     write_whole(run_dir / "experiment.yaml", yaml.safe_dump(resolved, sort_keys=False))
     write_routes(run_dir, exp)
-    reps = exp.base["repetitions"]
+    reps = exp.base.repetitions
     tasks = [(backend, v, r, str(_rep_dir(run_dir, v, r)), backend_options) for v in exp.variants for r in range(reps)]
     say(f"{exp.name}: {len(exp.variants)} variant(s) x {reps} repetition(s) on backend {backend} -> {run_dir}")
     finished = False

@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -466,17 +466,31 @@ class Variant:
     sweep_value: Any = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Experiment:
+    """A loaded experiment file: its top-level settings (``base``, typed as every variant is) and the
+    variants its ``variants`` and ``sweep`` expand to.  Frozen: a command-line override makes a new one
+    (:meth:`with_repetitions`, :meth:`with_variants`)."""
+
     source: str
     name: str
-    base: dict[str, Any]
-    variants: list[Variant]
+    base: ExperimentConfig
+    variants: tuple[Variant, ...]
     sweep: dict[str, Any] | None = None
+
+    def with_repetitions(self, repetitions: int) -> Experiment:
+        """The same experiment run ``repetitions`` times (``--repetitions``), in its base and in every variant."""
+        return replace(self, base=replace(self.base, repetitions=repetitions),
+                       variants=tuple(replace(v, config=replace(v.config, repetitions=repetitions))
+                                      for v in self.variants))
+
+    def with_variants(self, variants: Sequence[Variant]) -> Experiment:
+        """The same experiment with only ``variants`` (``--variants``)."""
+        return replace(self, variants=tuple(variants))
 
     def resolved(self) -> dict[str, Any]:
         """The experiment as run: the base, the sweep, and every variant's full configuration."""
-        out: dict[str, Any] = {"name": self.name, "source": self.source, "base": self.base}
+        out: dict[str, Any] = {"name": self.name, "source": self.source, "base": self.base.to_dict()}
         if self.sweep:
             out["sweep"] = dict(self.sweep)
         out["variants"] = [{"name": v.name, "sweep_value": v.sweep_value, "config": v.config.to_dict()}
@@ -549,8 +563,8 @@ def load_experiment(data: dict[str, Any] | None, source: str = "experiment.yaml"
         errs.append(ExperimentError(source, "baseline", f"names no variant: {base['baseline']!r} is not one of "
                                     + ", ".join(names)))
     raise_all(errs)
-    variants = [Variant(vname, ExperimentConfig.from_dict(cfg, "", source), sval) for vname, cfg, sval in resolved]
-    return Experiment(source, name, base, variants, sweep or None)
+    variants = tuple(Variant(vname, ExperimentConfig.from_dict(cfg, "", source), sval) for vname, cfg, sval in resolved)
+    return Experiment(source, name, ExperimentConfig.from_dict(base, "", source), variants, sweep or None)
 
 
 def _variant_specs(source: str, raw_variants: list[Any], errs: Errors) -> list[tuple[str, dict[str, Any]]]:

@@ -95,6 +95,25 @@ def test_run_selects_variants_by_pattern_and_names_the_choices_when_none_match()
         select_variants(exp, "x*")
 
 
+def test_the_experiment_is_typed_and_frozen_and_overrides_make_a_new_one():
+    import dataclasses
+    from experiments.config import ExperimentConfig
+    from experiments.runner import apply_overrides
+    exp = load_experiment({"repetitions": 3, "variants": [{"name": "a"}, {"name": "b"}]}, "v.yaml")
+    assert isinstance(exp.base, ExperimentConfig) and exp.base.repetitions == 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        exp.base = exp.base  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        exp.base.repetitions = 5  # type: ignore[misc]
+    chosen = apply_overrides(exp, 7, "b")
+    assert chosen.base.repetitions == 7 and [v.name for v in chosen.variants] == ["b"]
+    assert [v.config.repetitions for v in chosen.variants] == [7]      # what experiment.json records
+    assert exp.base.repetitions == 3 and len(exp.variants) == 2        # the loaded one unchanged
+    assert chosen.resolved()["base"]["repetitions"] == 7
+    with pytest.raises(ExperimentError, match="--repetitions"):
+        apply_overrides(exp, 0, None)
+
+
 THREE_ERRORS = """\
 seed: -1
 tcp: {variant: cubic}
