@@ -127,7 +127,7 @@ def test_without_its_registry_line_the_toy_scheme_is_refused():
 
 # ---- docs/DESIGN.md: Adding a loss model -----------------------------------------------------
 def test_the_toy_loss_model_validates_and_drops_every_nth_packet(monkeypatch):
-    load_example(monkeypatch, "Adding a loss model", "routing.loss_nth", MODELS, routing.links.loss)
+    load_example(monkeypatch, "Adding a loss model", "routing.links.loss_nth", MODELS, routing.links.loss)
     cfg = load_experiment(small_experiment(loss={"default": {"model": "every-nth", "n": 3}}), "x.yaml").variants[0].config
     assert cfg["loss"]["default"] == {"model": "every-nth", "n": 3, "down": []}
     model = build_loss_model(cfg["loss"]["default"], random.Random(1))
