@@ -52,7 +52,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
-CHECKS = ("ibss", "regdomain", "power-save", "managers", "clock", "nfqueue", "disk", "version")
+CHECKS = ("ibss", "regdomain", "power-save", "managers", "clock", "nfqueue", "congestion", "disk", "version")
 CLOCK_BOUND_S = 0.1
 CLOCK_SAMPLES = 5
 MIN_FREE_BYTES = 1 << 30
@@ -124,6 +124,7 @@ class Context:
     kernel: bool | None = None          # the kernel data plane: True, False, None (no experiment given)
     install_dir: str = "/home/pi/aspan"
     inventory: str = "INV.yaml"         # for the fix commands
+    congestion: tuple[str, ...] = ()    # the kernel data plane's netns.congestion values (the senders' controls)
 
 
 # ---- sections of the script's output ------------------------------------------------------------
@@ -462,8 +463,28 @@ def judge_nfqueue(sec: Section | None, ctx: Context) -> Result:
                   "kernel; a kernel without it: CONFIG_NETFILTER_NETLINK_QUEUE)")
 
 
+def judge_congestion(sec: Section | None, ctx: Context) -> Result:
+    """Check 7: every congestion control the experiment's kernel senders run (``netns.congestion``) is in the host's
+    tcp_available_congestion_control after ``sudo modprobe tcp_<name>`` (kernel data plane only)."""
+    name = "congestion"
+    if ctx.kernel is None:
+        return Result(name, SKIP, "no experiment given (--experiment EXP.yaml): the kernel senders' control is "
+                      "the experiment's netns.congestion")
+    if not ctx.kernel or not ctx.congestion:
+        return Result(name, SKIP, "the experiment runs the overlay (pi.data_plane: udp): its TCP is the user-space one")
+    lines = (sec.text if sec is not None else "").splitlines()
+    available = next((ln.split(":", 1)[1].split() for ln in lines if ln.startswith("available:")), [])
+    missing = [cc for cc in ctx.congestion if cc not in available]
+    if not missing:
+        return Result(name, PASS, "kernel congestion control " + ", ".join(ctx.congestion) + " available ("
+                      + " ".join(available) + ")")
+    return Result(name, FAIL, f"no {', '.join(missing)} in this kernel (it offers {' '.join(available) or 'none'})",
+                  " ; ".join(f"sudo modprobe tcp_{cc}" for cc in missing) + " (\"not found\": a kernel without "
+                  "CONFIG_TCP_CONG_" + missing[0].upper() + "; or run netns.congestion reno or cubic)")
+
+
 def judge_disk(sec: Section | None, ctx: Context, bound: int = MIN_FREE_BYTES) -> Result:
-    """Check 7: ``df -Pk`` of the install directory: at least ``bound`` bytes available."""
+    """Check 8: ``df -Pk`` of the install directory: at least ``bound`` bytes available."""
     name = "disk"
     lines = [ln.split() for ln in (sec.text if sec is not None else "").splitlines() if ln.strip()]
     row = next((ln for ln in lines[1:] if len(ln) >= 6 and ln[3].isdigit()), None)
@@ -480,7 +501,7 @@ def judge_disk(sec: Section | None, ctx: Context, bound: int = MIN_FREE_BYTES) -
 
 
 def judge_version(sec: Section | None, local: tuple[str, dict[str, str]], ctx: Context) -> Result:
-    """Check 8: the host's installed version and code (:data:`DIGEST_PY`) are this machine's ``local``."""
+    """Check 9: the host's installed version and code (:data:`DIGEST_PY`) are this machine's ``local``."""
     name = "version"
     fix = f"aspan deploy setup -i {ctx.inventory}"
     ver, files = parse_manifest(sec.text) if sec is not None else (None, {})
@@ -538,6 +559,11 @@ def doctor_script(host: Any, ctx: Context) -> str:
                                     "[ -e /proc/net/netfilter/nfnetlink_queue ] && echo 'proc_net yes'; "
                                     "grep -q '/nfnetlink_queue.ko' /lib/modules/$(uname -r)/modules.builtin "
                                     "2>/dev/null && echo 'builtin yes'; true"))
+    if ctx.kernel and ctx.congestion:
+        sudo = "sudo -n " if host.sudo else ""
+        loads = "; ".join(f"{sudo}modprobe tcp_{q(cc)} >/dev/null 2>&1" for cc in ctx.congestion)
+        parts.append(sec("congestion", f"{loads}; echo \"available: $(cat "
+                                       "/proc/sys/net/ipv4/tcp_available_congestion_control)\""))
     d = q(ctx.install_dir)
     parts.append(sec("disk", f"d={d}; while [ ! -e \"$d\" ]; do d=$(dirname \"$d\"); done; df -Pk \"$d\""))
     venv_py = q(str(PurePosixPath(ctx.install_dir) / "venv" / "bin" / "python"))
@@ -556,17 +582,20 @@ def judge_all(out: str, ctx: Context, clock: tuple[float | None, float | None, s
         judge_managers(s.get("nmcli"), s.get("wpa"), s.get("dhcpcd"), s.get("dhcpcd-conf"), ctx),
         judge_clock(*clock),
         judge_nfqueue(s.get("nfqueue"), ctx),
+        judge_congestion(s.get("congestion"), ctx),
         judge_disk(s.get("disk"), ctx),
         judge_version(s.get("version"), local, ctx),
     ]
 
 
-def context(host: Any, inv: Any, kernel: bool | None, inventory_path: str) -> Context:
+def context(host: Any, inv: Any, kernel: bool | None, inventory_path: str,
+            congestion: tuple[str, ...] = ()) -> Context:
     """The judges' context for one host of an inventory."""
     from deploy.inventory import channel_to_freq
     freq = inv.freq
     channel = inv.mesh["channel"] or next((c for c in range(1, 197) if channel_to_freq(c) == freq), 0)
-    return Context(host.iface, freq, channel, inv.mesh["country"], host.radio, kernel, host.install_dir, inventory_path)
+    return Context(host.iface, freq, channel, inv.mesh["country"], host.radio, kernel, host.install_dir, inventory_path,
+                   congestion)
 
 
 def examine(remote: Any, ctx: Context, local: tuple[str, dict[str, str]],

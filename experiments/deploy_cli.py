@@ -52,17 +52,23 @@ def pi_backend_options(inventory: str | None, exp: Any, dry_run: bool = False) -
     check_backend_support(exp, "pi")            # what the run refuses without a host, refused before the doctor
     nodes = {n for v in exp.variants for n in v.config.topology.nodes}
     kernel = any(v.config.pi.data_plane == "kernel" for v in exp.variants)
-    pre_run_doctor(inv, [h for h in inv.hosts if h.node in nodes], inventory, kernel, dry_run)
+    pre_run_doctor(inv, [h for h in inv.hosts if h.node in nodes], inventory, kernel, dry_run,
+                   kernel_congestion(exp))
     return {"inventory": inv, "dry_run": dry_run}
 
 
+def kernel_congestion(exp: Any) -> tuple[str, ...]:
+    """The congestion controls the kernel data plane's senders run (``netns.congestion`` of its variants), in order."""
+    return tuple(dict.fromkeys(v.config.netns.congestion for v in exp.variants if v.config.pi.data_plane == "kernel"))
+
+
 def doctor_report(inv: Any, hosts: list[Any], inventory: str, kernel: bool | None, dry_run: bool,
-                  echo: Any = None) -> tuple[list[str], int, list[str]]:
+                  echo: Any = None, congestion: tuple[str, ...] = ()) -> tuple[list[str], int, list[str]]:
     """The doctor's report on ``hosts``: (lines, hosts that failed a check, lines of hosts it could not reach)."""
     from deploy import doctor
     from deploy.hosts import close_all, describe_error, open_remotes
     remotes = open_remotes(hosts, dry_run=dry_run, echo=echo)
-    contexts = {h.name: doctor.context(h, inv, kernel, inventory) for h in hosts}
+    contexts = {h.name: doctor.context(h, inv, kernel, inventory, congestion) for h in hosts}
     try:
         results = doctor.examine_hosts(remotes, contexts)
     finally:
@@ -81,14 +87,16 @@ def doctor_report(inv: Any, hosts: list[Any], inventory: str, kernel: bool | Non
     return lines, failed, unreachable
 
 
-def pre_run_doctor(inv: Any, hosts: list[Any], inventory: str, kernel: bool, dry_run: bool) -> None:
+def pre_run_doctor(inv: Any, hosts: list[Any], inventory: str, kernel: bool, dry_run: bool,
+                   congestion: tuple[str, ...] = ()) -> None:
     """The doctor's checks before a run (aspan run --backend pi, aspan deploy run): a failed check refuses the
     run with the report (deploy.doctor.DoctorRefused), nothing started.  A host the doctor cannot reach is
     named and left to the run, whose check of each repetition fails that repetition naming it (docs/PI.md)."""
     from deploy import doctor
     if dry_run:
         print("[local] first the doctor's checks on every host (aspan deploy doctor): a failed check refuses the run")
-    lines, failed, unreachable = doctor_report(inv, hosts, inventory, kernel, dry_run, sys.stdout if dry_run else None)
+    lines, failed, unreachable = doctor_report(inv, hosts, inventory, kernel, dry_run, sys.stdout if dry_run else None,
+                                               congestion)
     if dry_run:
         return
     if failed:
@@ -335,15 +343,17 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     """Every check on every host (or --hosts): one line each, the fix under a failure; 1 if any failed."""
     kernel = None
+    congestion: tuple[str, ...] = ()
     if args.experiment:
         from experiments.schema import load_file
         exp = load_file(args.experiment)
         kernel = any(v.config.pi.data_plane == "kernel" for v in exp.variants)
+        congestion = kernel_congestion(exp)
     from deploy.inventory import load_inventory_file
     inv = load_inventory_file(args.inventory, check_files=not args.dry_run)
     hosts = inv.select([h for h in (args.hosts or "").split(",") if h])
     lines, failed, unreachable = doctor_report(inv, hosts, args.inventory, kernel, args.dry_run,
-                                               sys.stdout if (args.dry_run or args.verbose) else None)
+                                               sys.stdout if (args.dry_run or args.verbose) else None, congestion)
     for ln in lines:
         print(ln)
     bad = failed + len(unreachable)

@@ -18,6 +18,7 @@ from experiments.backends.loopback import refuse_local
 from experiments.build import (measured_routes, refuse_link_loss, refuse_route_hops, refuse_routing_daemon,
                                refuse_user_tcp, route_record, route_tables)
 from experiments.cluster import CLUSTER_REFUSED
+from experiments.congestion import refuse_congestion
 from experiments.link_spec import refuse_link
 from experiments.medium_spec import refuse_medium
 from experiments.provenance import process_provenance, run_provenance
@@ -67,6 +68,7 @@ def check_backend_support(exp: Experiment, backend: str) -> None:
     refuse_routing_daemon(exp.source, variants, backend, ExperimentError)
     refuse_user_tcp(exp.source, variants, backend, ExperimentError,
                     {k: f.default for k, f in SCHEMA["tcp"].items()})
+    refuse_congestion(exp.source, variants, backend, ExperimentError)
     if backend != "netns":
         return
     for v in exp.variants:

@@ -20,6 +20,7 @@ from aspan.schemes import SCHEMES
 from etx.estimator import BEFORE_FULL_MODES, QUALITY_MODES
 from experiments.backend_registry import BACKENDS
 from experiments.config import ExperimentConfig
+from experiments.congestion import KERNEL_CONGESTION
 from experiments.link_spec import LINK_SCHEMA, check_mahimahi
 from experiments.medium_spec import MEDIUM_SCHEMA, check_medium, radio_links_origin
 from experiments.radio_loss import LAYER_FIELD, radio_problems
@@ -193,7 +194,9 @@ SCHEMA: dict[str, Any] = {
     "netns": {   # backend netns only (docs/NETNS.md); the other backends ignore this section
         "handlers": F(STR, "snoop", one_of("snoop", "accept", "kernel"),
                       "snoop: the NFQUEUE snoop agent on every node; accept: NFQUEUE accept-only; kernel: plain forwarding"),
-        "congestion": F(STR, "reno", one_of("reno", "cubic"), "kernel TCP congestion control of the senders"),
+        "congestion": F(STR, "reno", one_of(*KERNEL_CONGESTION),
+                        "kernel TCP congestion control of the senders (bbr: Linux's BBR, paced by TCP itself; "
+                        "refused where the kernel has none of it)"),
         "traffic": F(STR, "bulk", one_of("bulk", "iperf3"), "bulk: the Python kernel-TCP sender/receiver; iperf3"),
         "option": F(INT, 94, one_of_int(30, 94, 158, 222), "IPv4 option type of the A-SPAN fields (RFC 4727 experimental)"),
         "rate_mbit": F(NUM, 0.0, in_range(0), "tc tbf rate limit on every veth (0: none)"),

@@ -176,6 +176,30 @@ def test_nfqueue_only_for_the_kernel_data_plane():
     assert r.fix.startswith("sudo modprobe nfnetlink_queue")
 
 
+def test_congestion_only_for_the_kernel_data_plane_and_names_the_missing_control():
+    assert d.judge_congestion(None, ctx(kernel=None)).status == SKIP
+    assert d.judge_congestion(None, ctx(kernel=False, congestion=("bbr",))).status == SKIP
+    have = Section("available: reno cubic bbr", 0)
+    r = d.judge_congestion(have, ctx(kernel=True, congestion=("cubic", "bbr")))
+    assert r.status == PASS and "cubic, bbr" in r.detail
+    r = d.judge_congestion(Section("available: reno cubic", 0), ctx(kernel=True, congestion=("reno", "bbr")))
+    assert r.status == FAIL and r.detail == "no bbr in this kernel (it offers reno cubic)"
+    assert r.fix.startswith("sudo modprobe tcp_bbr") and "CONFIG_TCP_CONG_BBR" in r.fix
+    assert d.judge_congestion(None, ctx(kernel=True, congestion=("reno",))).status == FAIL   # nothing read
+
+
+def test_the_congestion_section_loads_and_lists_the_controls_on_this_machine(tmp_path):
+    """The script's congestion section, run by sh here (not root: modprobe fails quietly, the list is read)."""
+    class FakeHost:
+        sudo = False
+
+    c = ctx(kernel=True, congestion=("reno",), radio=False, install_dir=str(tmp_path))
+    out = subprocess.run(["sh", "-c", d.doctor_script(FakeHost(), c)], capture_output=True, text=True,
+                         timeout=120).stdout
+    sec = d.split_sections(out)["congestion"]
+    assert sec.text.startswith("available: ") and "reno" in sec.text.split()   # Linux always has reno
+    assert d.judge_congestion(sec, c).status == PASS
+
 def test_disk():
     df = "Filesystem     1024-blocks    Used Available Capacity Mounted on\n/dev/root  {0} 1000 {1} 10% /\n"
     assert d.judge_disk(Section(df.format(30000000, 20000000), 0), CTX).status == PASS
@@ -251,7 +275,7 @@ def test_the_script_runs_every_command_and_the_judges_read_its_sections(tmp_path
     assert list(res) == list(d.CHECKS)
     for name in ("ibss", "regdomain", "power-save", "clock", "disk", "version"):
         assert res[name].status == PASS, res[name]
-    assert res["nfqueue"].status == SKIP
+    assert res["nfqueue"].status == SKIP and res["congestion"].status == SKIP
     assert len(secs["iw-list"].text) <= d.OUTPUT_CAP + 1
 
 

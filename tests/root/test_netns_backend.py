@@ -194,6 +194,23 @@ def test_iperf3_through_snooping_forwarders(netns):
     assert fwd and all(e["hop"] == 1 for e in fwd)          # the data stream was stamped at A
 
 
+def test_reno_cubic_and_bbr_senders_log_their_cwnd_and_pacing_rate(netns):
+    """netns.congestion bbr runs Linux's BBR (paced by TCP itself): every flow completes through the snoop agents,
+    the sender's flow_start names its control and its cwnd events carry the socket's pacing rate."""
+    exp = write_exp(netns, segments=2000, loss=0.01, variants=[
+        {"name": cc, "tcp": {"variant": "sack"}, "netns": {"congestion": cc}} for cc in ("reno", "cubic", "bbr")])
+    p = start_run(exp, netns / "runs", "--no-plot")
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0, out
+    df = pd.read_csv(run_dir(netns / "runs") / "summary.csv")
+    assert df["integrity_ok"].all() and (df["status"] == "ok").all() and len(df) == 3
+    for cc in ("reno", "cubic", "bbr"):
+        log = events(run_dir(netns / "runs") / cc / "rep0", "A")
+        start = [e for e in log if e["ev"] == "flow_start"][0]
+        assert start["congestion"] == cc
+        rates = [e["pacing_bps"] for e in log if e["ev"] == "cwnd" and e.get("pacing_bps") is not None]
+        assert rates and all(r > 0 for r in rates), cc
+
 def test_full_size_segments_carry_the_option_without_black_holes(netns):
     """1460-byte segments asked for: the routes' advmss caps them at 1440 + 12 (timestamps), 1500 bytes with the option."""
     exp = write_exp(netns, segments=2000, loss=0.0, variants=[

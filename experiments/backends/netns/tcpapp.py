@@ -42,7 +42,10 @@ from tcp_user.bulk import DELIVER_LOG_BYTES
 Emit = Callable[..., None]
 
 TCP_INFO_LEN = 232
-_TCP_INFO = struct.Struct("=8B24I")          # the fixed head of struct tcp_info (linux/tcp.h)
+# the fixed head of struct tcp_info (linux/tcp.h): 8 u8, 24 u32 (rto ... total_retrans), then the u64 tcpi_pacing_rate
+_TCP_INFO = struct.Struct("=8B24IQ")
+#: tcpi_pacing_rate when the socket is not paced (sk_pacing_rate ~0U: no limit)
+UNPACED = (1 << 64) - 1
 INFINITE_SSTHRESH = 0x7FFFFFFF
 SSTHRESH_CAP = 1 << 30
 CA_STATES = ("open", "disorder", "cwr", "recovery", "loss")
@@ -60,7 +63,15 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
     u32 = v[8:]
     return {"state": v[0], "ca_state": v[1], "retransmits": v[2], "backoff": v[4], "rto_us": u32[0], "snd_mss": u32[2],
             "unacked": u32[4], "lost": u32[6], "retrans": u32[7], "rtt_us": u32[15],
-            "snd_ssthresh": u32[17], "snd_cwnd": u32[18], "total_retrans": u32[23]}
+            "snd_ssthresh": u32[17], "snd_cwnd": u32[18], "total_retrans": u32[23], "pacing_rate": v[32]}
+
+
+def pacing_bps(info: dict[str, int]) -> float | None:
+    """The socket's pacing rate in bit/s (TCP_INFO's tcpi_pacing_rate is bytes/s); None when it is not paced.
+    Linux (4.13 on) paces TCP itself, without the fq qdisc, when the congestion control asks for it (BBR);
+    for Reno and CUBIC the rate is computed (2x cwnd/srtt in slow start, 1.2x after) but only fq applies it."""
+    rate = info.get("pacing_rate")
+    return None if rate is None or rate >= UNPACED else rate * 8.0
 
 
 def read_tcpext(path: str = "/proc/net/netstat") -> dict[str, int]:
@@ -125,7 +136,8 @@ class Sampler(threading.Thread):
                     mss = info["snd_mss"]
                     ss = SSTHRESH_CAP if info["snd_ssthresh"] >= INFINITE_SSTHRESH else info["snd_ssthresh"] * mss
                     self._emit(now, "cwnd", flow=self.flow, cwnd=info["snd_cwnd"] * mss, ssthresh=ss, mss=mss,
-                               ca_state=CA_STATES[info["ca_state"]] if info["ca_state"] < 5 else info["ca_state"])
+                               ca_state=CA_STATES[info["ca_state"]] if info["ca_state"] < 5 else info["ca_state"],
+                               pacing_bps=pacing_bps(info))
         rec, rto = self.losses.new_events()
         for kind, n in (("dupack", rec), ("rto", rto)):
             # a timeout's event carries the timer TCP_INFO showed at this sample (the backed-off RTO), as
