@@ -782,7 +782,7 @@ def test_the_counters_count_one_per_event() -> None:
         "losses_dupack": 0, "losses_rto": 1, "dupacks_received": 0,
         "segments_received": 3, "ooo_segments_received": 1, "dup_segments_received": 0,
         "window_probes": 0, "window_updates": 0, "rtt_samples": 2, "aborted": 0,
-        "snack_acks": 0, "snack_retransmissions": 0}
+        "snack_acks": 0, "snack_retransmissions": 0, "ts_rtt_samples": 0, "paws_drops": 0}
     assert c.bytes_acked == 1000 and c.bytes_received == 2
 
 
