@@ -278,7 +278,7 @@ def tcp_config(cfg: ExperimentConfig, mss: int, variant: str | None = None) -> T
                      rcv_buffer=t.rcv_buffer_segments * mss, min_rto=t.min_rto_s,
                      max_rto=t.max_rto_s, initial_rto=t.initial_rto_s,
                      snack=t.snack, delayed_ack=t.delayed_ack, delack_s=t.delack_s,
-                     limited_transmit=t.limited_transmit, rack=t.rack)
+                     limited_transmit=t.limited_transmit, rack=t.rack, timestamps=t.timestamps)
 
 
 def scheme_config(cfg: ExperimentConfig) -> SchemeConfig:

@@ -290,6 +290,7 @@ class TcpSection(_Section):
     delack_s: float
     limited_transmit: bool
     rack: bool
+    timestamps: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,6 +165,10 @@ SCHEMA: dict[str, Any] = {
                               "out, as Linux does; false: plain RFC 5681 Reno / RFC 6675 (ns-2's TCP of the papers)"),
         "rack": F(BOOL, False, None, "sack only: RACK time-based loss detection (RFC 8985) beside the dupack rule, as "
                   "Linux (tcp_recovery 1): a lost retransmission is found without waiting for the timeout"),
+        "timestamps": F(BOOL, False, None, "RFC 7323 Timestamps option, used when both SYNs offer it: RTT samples "
+                        "from TSecr where Karn's rule leaves none (which clears the RTO backoff, as Linux), PAWS at "
+                        "the receiver; false: no option (the papers' TCP). Kernel TCP (netns, the Pis' kernel "
+                        "plane) always uses Linux's own (net.ipv4.tcp_timestamps, on): the key does not change it"),
     },
     "snoop": {
         "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),

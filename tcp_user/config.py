@@ -43,6 +43,11 @@ class TcpConfig:
     # user-space TCP against kernel TCP").
     limited_transmit: bool = False
     rack: bool = False
+    # RFC 7323: the Timestamps option, offered on the SYN and used when both sides offer it: RTTM (an RTT
+    # sample from TSecr when Karn's rule leaves none, as Linux's tcp_ack_update_rtt, which clears the RTO
+    # backoff, RFC 6298 sec. 5.7), TS.Recent and PAWS at the receiver.  Off: no option (the papers' TCP).
+    timestamps: bool = False
+    ts_hz: int = 1000              # the timestamp clock, ticks per second (RFC 7323 sec. 5.4: 1 ms to 1 s a tick)
     # Reno only: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4 style
     # guard against a false fast retransmit).  Off = plain RFC 5681 / 4.4BSD Reno.  The SACK
     # variant always applies RFC 6675 sec. 5.1's equivalent rule.
@@ -70,6 +75,7 @@ class TcpConfig:
         _check_int("init_ssthresh", self.init_ssthresh, 1)
         _check_int("max_retries", self.max_retries, 0)
         _check_int("snack_threshold", self.snack_threshold, 1)
+        _check_int("ts_hz", self.ts_hz, 1, 1000)
         for name in ("min_rto", "max_rto", "initial_rto"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
@@ -82,7 +88,7 @@ class TcpConfig:
         if isinstance(self.delack_s, bool) or not isinstance(self.delack_s, (int, float)) \
                 or not 0 < self.delack_s <= 0.5:
             raise ValueError(f"delack_s: must be in (0, 0.5] (RFC 1122 sec. 4.2.3.2), got {self.delack_s!r}")
-        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack", "rack"):
+        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack", "rack", "timestamps"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

@@ -53,7 +53,8 @@ from typing import Any, Callable
 from tcp_user.config import TcpConfig
 from tcp_user.congestion import CONGESTION_CONTROLS, CongestionControl
 from tcp_user.sack import Reassembly
-from tcp_user.segment import ACK, FIN, MAX_SACK_BLOCKS, RST, SEQ_MASK, SYN, Segment, sack_ranges, unwrap
+from tcp_user.segment import (ACK, FIN, MAX_SACK_BLOCKS, RST, SEQ_MASK, SYN, Segment, sack_ranges, ts_before,
+                              unwrap)
 from tcp_user.sent import SentLog
 from tcp_user.snack import SnackSender, snack_entries
 from tcp_user.state import (RECV_STATES, SEND_STATES, SYNCHRONIZED, TRANSITIONS, Event, State,
@@ -78,7 +79,7 @@ def _no_emit(now: float, ev: str, **fields: Any) -> None:
 class TcpConnection:
     """One endpoint of a TCP connection (see the module docstring)."""
 
-    def __init__(self, config: TcpConfig, iss: int = 0, emit: Emit | None = None) -> None:
+    def __init__(self, config: TcpConfig, iss: int = 0, emit: Emit | None = None, ts_offset: int = 1) -> None:
         self.config = config
         self._emit: Emit = emit or _no_emit
         self._mss = config.mss
@@ -136,6 +137,13 @@ class TcpConnection:
         self._rcv_fin: int | None = None   # sequence number of the peer's FIN, once seen
         self._rcv_adv_edge = 0             # highest right window edge advertised
 
+        # --- timestamps (RFC 7323), only with config.timestamps and a peer that offered them on its SYN ---
+        self._ts_ok = False                # negotiated (sec. 3.2: both SYNs carried the option)
+        self._ts_offset = ts_offset & MASK # TSval = ticks of ``now`` + this (a fixed offset per connection)
+        self._ts_recent: int | None = None # TS.Recent (sec. 4.3), None until the peer's SYN set it
+        self._last_ack_sent = 0            # Last.ACK.sent (sec. 4.3): RCV.NXT carried by our last ACK, unwrapped
+        self._clock = 0.0                  # the latest ``now`` seen (the TSval of ACKs queued on input)
+
         self._pending: list[Segment] = []  # pure ACKs / RSTs built on input, sent next
         self.bytes_acked = 0
         self.bytes_received = 0
@@ -145,7 +153,7 @@ class TcpConnection:
             "losses_dupack": 0, "losses_rto": 0, "dupacks_received": 0,
             "segments_received": 0, "ooo_segments_received": 0, "dup_segments_received": 0,
             "window_probes": 0, "window_updates": 0, "rtt_samples": 0, "aborted": 0,
-            "snack_acks": 0, "snack_retransmissions": 0,
+            "snack_acks": 0, "snack_retransmissions": 0, "ts_rtt_samples": 0, "paws_drops": 0,
         }
 
     # ------------------------------------------------------------------ public view
@@ -165,6 +173,11 @@ class TcpConnection:
     def snd_wnd(self) -> int:
         """The peer's last advertised window."""
         return self._snd_wnd
+
+    @property
+    def timestamps(self) -> bool:
+        """RFC 7323 timestamps negotiated on this connection."""
+        return self._ts_ok
 
     @property
     def rtt_samples(self) -> int:
@@ -286,6 +299,7 @@ class TcpConnection:
     # ------------------------------------------------------------------ input
     def on_segment(self, seg: Segment, now: float) -> None:
         self.stats["segments_received"] += 1
+        self._clock = now
         st = self.state
         if st in SYNCHRONIZED:
             self._on_synchronized(seg, now)
@@ -303,6 +317,7 @@ class TcpConnection:
         self._have_irs = True
         self._irs = seg.seq
         self._rcv_nxt = 1
+        self._ts_negotiate(seg)
         self._snd_wnd = self._max_snd_wnd = seg.window
         self._snd_wl1, self._snd_wl2 = 0, 0
         self._snd_nxt = 0                   # SYN+ACK goes out next
@@ -327,6 +342,7 @@ class TcpConnection:
         self._irs = seg.seq
         self._rcv_nxt = 1
         self._rcv_adv_edge = 0
+        self._ts_negotiate(seg)
         if ack_ok:
             self._established(now)
             self._process_ack(seg, 0, now)  # the SYN: sequence number 0 of the peer's side
@@ -343,6 +359,8 @@ class TcpConnection:
         seglen = plen + (1 if flags & SYN else 0) + (1 if flags & FIN else 0)
         rcv_nxt = self._rcv_nxt
         seq = unwrap(seg.seq, self._irs, rcv_nxt)
+        if self._paws_reject(seg):
+            return
         wnd = self._rcv_wnd()
         # RFC 9293 sec. 3.10.7.4, first: is the segment acceptable?
         if seglen == 0:
@@ -371,6 +389,7 @@ class TcpConnection:
             if self.state == State.TIME_WAIT and flags & FIN:
                 self._tw_deadline = now + self.config.time_wait
             return
+        self._ts_recent_update(seg, seq)
         if flags & RST:                     # second: RST (minimal: any in-window RST)
             self._fire(now, Event.RESET)
             return
@@ -419,7 +438,7 @@ class TcpConnection:
         sacked_at = self._newly_sacked_sent_at(seg.sack, ack) if new_sacked else None
         snack = self._snack
         if ack > una:
-            self._on_new_ack(ack, now, sacked_at)
+            self._on_new_ack(ack, now, sacked_at, seg)
             if snack is not None and seg.snack:
                 self._on_snack(snack, seg.snack)
             return True
@@ -463,7 +482,7 @@ class TcpConnection:
         self.stats["snack_acks"] += 1
         snack.on_entries(entries, self._iss, self._snd_una, self._snd_max)
 
-    def _on_new_ack(self, ack: int, now: float, sacked_at: float | None = None) -> None:
+    def _on_new_ack(self, ack: int, now: float, sacked_at: float | None = None, seg: Segment | None = None) -> None:
         una = self._snd_una
         flight = self._snd_max - una        # FlightSize before this ACK (RFC 7661 sec. 4.3)
         # RFC 6298 sec. 2 + Karn, per segment as Linux's tcp_clean_rtx_queue: the earliest newly
@@ -474,6 +493,8 @@ class TcpConnection:
             sent_at = sacked_at
         if sent_at is not None:
             self._rtt_sample(now - sent_at)
+        elif seg is not None:
+            self._rttm(seg, now)
         self._take_delivered(now)
         data_end = self._data_end
         acked = ack if ack < data_end else data_end     # data acknowledged up to here (no FIN)
@@ -574,6 +595,7 @@ class TcpConnection:
 
     # ------------------------------------------------------------------ timers
     def on_timer(self, now: float) -> None:
+        self._clock = now
         if self._tw_deadline is not None and now >= self._tw_deadline:
             self._tw_deadline = None
             self._fire(now, Event.TIME_WAIT_EXPIRED)
@@ -637,6 +659,7 @@ class TcpConnection:
 
     # ------------------------------------------------------------------ output
     def segments_to_send(self, now: float) -> list[Segment]:
+        self._clock = now
         out = self._pending                 # the ACKs / RSTs queued on input go first
         self._pending = []
         if out:
@@ -757,6 +780,8 @@ class TcpConnection:
                 length += 1
         ack32, wnd, sack = self._ack_fields()
         seg = Segment((self._iss + start) & MASK, ack32, flags, wnd, sack, payload)
+        if self._ts_ok or (start == 0 and not self._have_irs and self.config.timestamps):
+            self._ts_stamp(seg, now)        # RFC 7323 sec. 3.2: offered on our SYN, else only once negotiated
         end = start + length
         stats["segments_sent"] += 1
         if n:
@@ -787,8 +812,10 @@ class TcpConnection:
             self._probe_end = nxt + 1
         self.stats["window_probes"] += 1
         self.stats["segments_sent"] += 1
-        return Segment((self._iss + nxt) & MASK, ack32, ACK, wnd, sack,
-                       bytes(self._sndbuf[off: off + 1]))
+        seg = Segment((self._iss + nxt) & MASK, ack32, ACK, wnd, sack, bytes(self._sndbuf[off: off + 1]))
+        if self._ts_ok:
+            self._ts_stamp(seg, self._clock)
+        return seg
 
     def _ack_fields(self) -> tuple[int, int, tuple[tuple[int, int], ...]]:
         self._delack_deadline = None        # this segment carries the ACK a delayed one would have
@@ -799,6 +826,7 @@ class TcpConnection:
         wnd = self._rcv_wnd()
         if rcv_nxt + wnd > self._rcv_adv_edge:
             self._rcv_adv_edge = rcv_nxt + wnd
+        self._last_ack_sent = rcv_nxt       # RFC 7323 sec. 4.3 Last.ACK.sent
         irs = self._irs
         sack: tuple[tuple[int, int], ...] = ()
         if self._sack and self._reasm.blocks:
@@ -811,8 +839,10 @@ class TcpConnection:
         ack32, wnd, sack = self._ack_fields()
         snack = (snack_entries(self._reasm.blocks, self._rcv_nxt, self._mss, self._irs)
                  if self.config.snack and self._have_irs and self._reasm.blocks else ())
-        self._pending.append(Segment((self._iss + self._snd_nxt) & MASK, ack32, ACK, wnd, sack,
-                                     b"", snack))
+        seg = Segment((self._iss + self._snd_nxt) & MASK, ack32, ACK, wnd, sack, b"", snack)
+        if self._ts_ok:
+            self._ts_stamp(seg, self._clock)
+        self._pending.append(seg)
 
     def _reply_rst(self, seg: Segment) -> None:
         # RFC 9293 sec. 3.10.7.1: a segment for a closed connection draws a RST
@@ -822,6 +852,56 @@ class TcpConnection:
             self._pending.append(Segment(seg.ack, 0, RST, 0))
         else:
             self._pending.append(Segment(0, (seg.seq + seg.length) & MASK, RST | ACK, 0))
+
+    # ------------------------------------------------------------------ timestamps (RFC 7323)
+    def _ts_now(self, now: float) -> int:
+        """TSval for ``now``: a clock of ``config.ts_hz`` ticks per second (RFC 7323 sec. 5.4), plus the offset."""
+        return (int(now * self.config.ts_hz) + self._ts_offset) & MASK
+
+    def _ts_stamp(self, seg: Segment, now: float) -> None:
+        """RFC 7323 sec. 3.2 / 4.3: TSval is our clock, TSecr echoes TS.Recent (0 on our own SYN)."""
+        seg.tsval = self._ts_now(now)
+        seg.tsecr = self._ts_recent if self._ts_recent is not None else 0
+
+    def _ts_negotiate(self, syn: Segment) -> None:
+        """RFC 7323 sec. 3.2: timestamps are used only if both SYNs carry the option; the peer's SYN sets
+        TS.Recent.  A SYN+ACK without it turns them off for this connection (we offered on our SYN)."""
+        self._ts_ok = self.config.timestamps and syn.tsval is not None
+        self._ts_recent = syn.tsval if self._ts_ok else None
+
+    def _paws_reject(self, seg: Segment) -> bool:
+        """RFC 7323 sec. 5.3 R1 (PAWS): a non-RST segment whose TSval is older than TS.Recent is not acceptable:
+        acknowledge it and drop it (counted in ``paws_drops``).  A segment without the option is let through
+        (as Linux; RFC 7323 sec. 3.2 allows dropping it).  The 24-day idle rule (R1's last sentence) is left out:
+        no connection here lives that long."""
+        if not self._ts_ok or seg.tsval is None or self._ts_recent is None or seg.flags & RST:
+            return False
+        if not ts_before(seg.tsval, self._ts_recent):
+            return False
+        self.stats["paws_drops"] += 1
+        self._queue_ack()
+        return True
+
+    def _ts_recent_update(self, seg: Segment, seq: int) -> None:
+        """RFC 7323 sec. 4.3 (2): TS.Recent takes SEG.TSval if it is not older and the segment starts at or below
+        Last.ACK.sent; with delayed ACKs the echo is so the earliest unacknowledged segment's."""
+        tsval = seg.tsval
+        if (self._ts_ok and tsval is not None and seq <= self._last_ack_sent
+                and (self._ts_recent is None or not ts_before(tsval, self._ts_recent))):
+            self._ts_recent = tsval
+
+    def _rttm(self, seg: Segment, now: float) -> None:
+        """RFC 7323 sec. 4 (RTTM) as Linux's tcp_ack_update_rtt: an ACK acknowledging new data for which Karn's
+        rule left no sample (every newly acknowledged segment retransmitted) is timed by its TSecr.  That
+        sample resets the RTO from SRTT and so clears the backoff (RFC 6298 sec. 5.7, RFC 7323 sec. 4.3):
+        without it only retransmissions moving during a timeout's go-back-N keep the RTO backed off."""
+        if not self._ts_ok or seg.tsval is None or not seg.tsecr:
+            return
+        ticks = (self._ts_now(now) - seg.tsecr) & MASK
+        if ticks & (1 << 31):               # an echo from the future: not ours
+            return
+        self.stats["ts_rtt_samples"] += 1
+        self._rtt_sample(ticks / self.config.ts_hz)
 
     # ------------------------------------------------------------------ helpers
     def _end_seq(self) -> int:

@@ -12,6 +12,8 @@ KNOWN_FLAGS = FIN | SYN | RST | ACK
 MAX_SACK_BLOCKS = 4  # RFC 2018 allows 4 without timestamps
 MAX_SNACK = 6        # paper 002: a SNACK option carries up to 6 lost sequence numbers
 
+TS_MOD = 1 << 32     # RFC 7323 sec. 3: TSval and TSecr are 32-bit
+
 SEQ_MOD = 1 << 32
 SEQ_MASK = SEQ_MOD - 1
 _HALF = 1 << 31
@@ -50,6 +52,7 @@ class Segment:
     four (left, right) blocks, right edge exclusive (RFC 2018).  ``snack`` holds
     up to six sequence numbers the receiver reports lost (paper 002).
     ``window`` is the receiver window in bytes (no scaling: the field is 32 bits).
+    ``tsval``/``tsecr``: the Timestamps option (RFC 7323 sec. 3), both 32-bit; ``tsval`` None: no option.
     """
 
     seq: int
@@ -59,6 +62,8 @@ class Segment:
     sack: tuple[tuple[int, int], ...] = ()
     payload: bytes = b""
     snack: tuple[int, ...] = ()
+    tsval: int | None = None
+    tsecr: int = 0
 
     @property
     def length(self) -> int:
@@ -69,3 +74,8 @@ class Segment:
     def is_pure_ack(self) -> bool:
         return self.flags == ACK and not self.payload
 
+
+
+def ts_before(a: int, b: int) -> bool:
+    """RFC 7323 sec. 5.3 (PAWS): is timestamp ``a`` earlier than ``b`` in the 32-bit modular order?"""
+    return 0 < ((b - a) & SEQ_MASK) < _HALF

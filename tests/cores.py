@@ -341,7 +341,10 @@ segment_st = st.builds(
     st.lists(st.tuples(u32, u32), max_size=4).map(tuple),
     st.binary(max_size=1500),
     st.lists(u32, max_size=6).map(tuple),
-)
+    st.one_of(st.none(), u32),          # RFC 7323 TSval (None: no Timestamps option)
+    u32,
+).map(lambda s: s if s.tsval is not None else Segment(s.seq, s.ack, s.flags, s.window, s.sack, s.payload,
+                                                       s.snack))     # no option: TSecr 0
 
 etx = st.integers(100, 65534).map(lambda h: h / 100)          # an LSA link's ETX: u16 hundredths, 1 .. MAX_ETX
 

@@ -5,7 +5,10 @@ Layout, network byte order::
     header  (23 bytes)  magic 0xA5 | version | type | src ip(4) sport(2) | dst ip(4) dport(2)
                         | hops | snoop_after | snoop_limit | snoop_count | pkt_effort u16 | pkt_qos u16
     body                type DATA:    seq u32 | ack u32 | flags u8 | nsack u8 | nsnack u8 | window u32
-                                      | paylen u16 | nsack x (left u32, right u32) | nsnack x u32 | payload
+                                      | paylen u16 | nsack x (left u32, right u32) | nsnack x u32
+                                      | [tsval u32 | tsecr u32] | payload
+                                      (flags bit 0x80, TS_PRESENT, not a TCP flag: the RFC 7323 Timestamps
+                                      option follows the SNACK entries; without it the packet is as before)
                         type PROBE:   seq u32 | ratio f32 (sender's measured ratio for the receiver, or -1 unknown)
                         type LSA:     origin ip(4) | seq u32 | nlinks u8 | nlinks x (neighbour ip(4), etx u16)
                                       (a link-state advertisement, routing.topology.linkstate; etx in hundredths, >= 100)
@@ -63,6 +66,10 @@ _CRC = struct.Struct("!I")
 _U32 = struct.Struct("!I")
 _SACK = struct.Struct("!II")
 _SEQ = struct.Struct("!Q")
+_TS = struct.Struct("!II")
+#: The DATA body's flags bit saying the Timestamps option (RFC 7323 sec. 3: TSval, TSecr) follows the SNACK
+#: entries; not a TCP flag (tcp_user.segment.KNOWN_FLAGS), so it never meets the segment's own flags.
+TS_PRESENT = 0x80
 HEADER_LEN = _HEADER.size
 MAX_HOPS = 255     # the header's hops byte: a packet that has it full cannot be sent on (routing.overlay.engine)
 AUTH_TRAILER_LEN = _SEQ.size + TAG_LEN
@@ -166,7 +173,8 @@ def _plain_head(pkt: Packet, version: int) -> bytes | None:
     other packet (the general path)."""
     f = pkt.fields
     s = pkt.segment
-    if pkt.ptype == DATA and s is not None and not s.sack and not s.snack and not s.flags & ~KNOWN_FLAGS:
+    if (pkt.ptype == DATA and s is not None and not s.sack and not s.snack and s.tsval is None
+            and not s.flags & ~KNOWN_FLAGS):
         e, q = f.pkt_effort, f.pkt_qos
         if 0.0 <= e <= 1.0 and 0.0 <= q <= 1.0 and len(s.payload) + _PLAIN_LEN + AUTH_TRAILER_LEN <= MAX_DATAGRAM:
             try:
@@ -211,10 +219,13 @@ def _general_body(pkt: Packet, version: int) -> bytes:
                 raise WireError("too many SACK blocks or SNACK entries")
             if s.flags & ~KNOWN_FLAGS:
                 raise WireError(f"unknown TCP flags {s.flags:#x}")
-            parts = [head, _DATA.pack(s.seq, s.ack, s.flags, len(s.sack), len(s.snack),
-                                      s.window, len(s.payload))]
+            ts = s.tsval is not None
+            parts = [head, _DATA.pack(s.seq, s.ack, s.flags | (TS_PRESENT if ts else 0), len(s.sack),
+                                      len(s.snack), s.window, len(s.payload))]
             parts.extend(_SACK.pack(a, b) for a, b in s.sack)
             parts.extend(_U32.pack(x) for x in s.snack)
+            if ts:
+                parts.append(_TS.pack(s.tsval, s.tsecr))
             parts.append(s.payload)
             return b"".join(parts)
         if pkt.ptype == PROBE:
@@ -422,17 +433,24 @@ def _parse_general(data: bytes, body_end: int, expected_version: int) -> Packet:
             raise WireError("truncated DATA body")
         seq, ack, flags, nsack, nsnack, window, paylen = _DATA.unpack_from(data, off)
         off += _DATA.size
+        ts = bool(flags & TS_PRESENT)
+        flags &= ~TS_PRESENT
         if flags & ~KNOWN_FLAGS:
             raise WireError(f"unknown TCP flags {flags:#x}")
         if nsack > MAX_SACK_BLOCKS or nsnack > MAX_SNACK:
             raise WireError("too many SACK blocks or SNACK entries")
-        if off + nsack * 8 + nsnack * 4 + paylen != body_end:
+        if off + nsack * 8 + nsnack * 4 + (_TS.size if ts else 0) + paylen != body_end:
             raise WireError("DATA length fields disagree with datagram size")
         sack = tuple(_SACK.unpack_from(data, off + 8 * i) for i in range(nsack))
         off += 8 * nsack
         snack = tuple(_U32.unpack_from(data, off + 4 * i)[0] for i in range(nsnack))
         off += 4 * nsnack
-        pkt.segment = Segment(seq, ack, flags, window, sack, bytes(data[off:body_end]), snack)
+        tsval: int | None = None
+        tsecr = 0
+        if ts:
+            tsval, tsecr = _TS.unpack_from(data, off)
+            off += _TS.size
+        pkt.segment = Segment(seq, ack, flags, window, sack, bytes(data[off:body_end]), snack, tsval, tsecr)
     elif ptype == PROBE:
         if off + _PROBE.size != body_end:
             raise WireError("PROBE body has the wrong size")
@@ -455,7 +473,8 @@ def wire_size(pkt: Packet) -> int:
     size = HEADER_LEN + _CRC.size + IP_UDP_OVERHEAD
     if pkt.ptype == DATA and pkt.segment is not None:
         s = pkt.segment
-        return size + _DATA.size + 8 * len(s.sack) + 4 * len(s.snack) + len(s.payload)
+        return (size + _DATA.size + 8 * len(s.sack) + 4 * len(s.snack) + (0 if s.tsval is None else _TS.size)
+                + len(s.payload))
     if pkt.ptype == LSA and pkt.lsa is not None:
         return size + _LSA.size + _LSA_LINK.size * len(pkt.lsa.links)
     return size + _PROBE.size

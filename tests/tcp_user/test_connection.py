@@ -5,7 +5,7 @@ control and whole transfers through the scripted network.
 from __future__ import annotations
 
 import pytest
-from tests.cores import PEER_WINDOW, Recorder, ack_seg, client, data_seg, seq_of, server, bulk, pair, MASK
+from tests.cores import PEER_WINDOW, Recorder, Sim, ack_seg, client, data_seg, seq_of, server, bulk, pair, MASK
 from tcp_user.config import TcpConfig, VARIANTS
 from tcp_user.connection import TcpConnection
 from tcp_user.segment import ACK, FIN, RST, SYN, Segment, MAX_SNACK
@@ -756,7 +756,7 @@ def test_a_fresh_connection_s_view_and_counters() -> None:
     assert (c.snd_una, c.snd_nxt, c.rcv_nxt, c.snd_wnd, c.flight_size) == (ISS, ISS, 0, 0, 0)
     assert (c.srtt, c.rttvar, c.rto) == (None, None, 1.0)
     assert c.all_acked is False and c.is_closed is False and c.next_timer() is None
-    assert set(c.stats.values()) == {0} and len(c.stats) == 18
+    assert set(c.stats.values()) == {0} and len(c.stats) == 20
     assert (c.bytes_acked, c.bytes_received, c.rtt_samples) == (0, 0, 0)
 
 
@@ -782,7 +782,7 @@ def test_the_counters_count_one_per_event() -> None:
         "losses_dupack": 0, "losses_rto": 1, "dupacks_received": 0,
         "segments_received": 3, "ooo_segments_received": 1, "dup_segments_received": 0,
         "window_probes": 0, "window_updates": 0, "rtt_samples": 2, "aborted": 0,
-        "snack_acks": 0, "snack_retransmissions": 0}
+        "snack_acks": 0, "snack_retransmissions": 0, "ts_rtt_samples": 0, "paws_drops": 0}
     assert c.bytes_acked == 1000 and c.bytes_received == 2
 
 
@@ -1776,3 +1776,145 @@ def test_simultaneous_open() -> None:
     assert [f["state"] for f in rb.of("state")][:3] == ["SYN_SENT", "SYN_RCVD", "ESTABLISHED"]
     assert bytes(sim.received["b"]) == b"x" * 2500 and bytes(sim.received["a"]) == b"y" * 1500
     assert a.is_closed and b.is_closed
+
+
+# ---- RFC 7323 timestamps (tcp.timestamps) ------------------------------------------------------------------
+
+def test_rfc7323_timestamps_are_used_only_when_both_syns_offer_them() -> None:
+    for a_on, b_on in ((True, True), (True, False), (False, True), (False, False)):
+        a = TcpConnection(TcpConfig(timestamps=a_on), iss=1000)
+        b = TcpConnection(TcpConfig(timestamps=b_on), iss=50_000)
+        b.listen()
+        sim, data = bulk(a, b, 5000)
+        sim.run()
+        assert bytes(sim.received["b"]) == data
+        both = a_on and b_on
+        assert a.timestamps is both and b.timestamps is both
+        syn = sim.sent[0][2]
+        assert (syn.tsval is not None) is a_on and syn.tsecr == 0       # sec. 3.2: TSecr 0 on the SYN
+        after_syn = [s for _, _, s in sim.sent[1:]]
+        assert all((s.tsval is not None) is both for s in after_syn if not s.flags & RST)
+
+
+def test_rfc7323_the_ack_echoes_the_segment_it_acknowledges() -> None:
+    a, b, _, _ = pair(timestamps=True)
+    sim, data = bulk(a, b, 3000, delay=0.05)
+    sim.run()
+    assert bytes(sim.received["b"]) == data
+    sent_at = {s.tsval: t for t, n, s in sim.sent if n == "a"}
+    for t, dst, s in sim.delivered:
+        if dst == "a" and s.tsval is not None and s.flags & ACK and s.tsecr in sent_at:
+            assert abs((t - sent_at[s.tsecr]) - 0.1) < 0.002      # one RTT, to the 1 ms tick
+
+
+def test_rfc7323_karn_trap_the_backoff_is_cleared_by_the_tsecr_sample_only_with_timestamps() -> None:
+    # Two segments in flight, the second lost twice: two timeouts back the RTO off by 4; the ACK that then moves
+    # covers only the retransmitted segment, so Karn's rule leaves no sample (RFC 6298 sec. 5.7's trap).  With
+    # timestamps its TSecr times it (RFC 7323 sec. 4) and the RTO is SRTT + 4 RTTVAR again.
+    seen: dict[bool, tuple[float, float, int]] = {}
+    for ts in (False, True):
+        a, b, _, _ = pair(timestamps=ts, init_cwnd=2)
+        sim, data = bulk(a, b, 2000, delay=0.05)
+        second = seq_of(1000, 1)
+        sim.drop("a", second, 1, 2)
+        rto_before: list[float] = []
+        after: list[tuple[float, int]] = []
+        rto_from_srtt: list[float] = []
+
+        def watch(now: float, dst: str, seg: Segment) -> None:
+            if dst == "a" and seg.flags & ACK and not after:
+                if seg.ack == (second & MASK):
+                    rto_before[:] = [a.rto]
+                elif seg.ack != (second & MASK) and rto_before and (seg.ack - second) & MASK <= 2000:
+                    after.append((a.rto, a.stats["ts_rtt_samples"]))
+                    rto_from_srtt[:] = [max(0.2, a.srtt + 4 * a.rttvar)]
+        sim.after_deliver.append(watch)
+        sim.run()
+        assert bytes(sim.received["b"]) == data and a.stats["losses_rto"] == 2
+        seen[ts] = (rto_before[0], after[0][0], after[0][1])
+        if ts:
+            assert after[0][0] == pytest.approx(rto_from_srtt[0])   # RFC 6298 sec. 2.3: no backoff left
+    base, kept, samples = seen[False]
+    assert kept == pytest.approx(4 * base) and samples == 0          # without: still backed off
+    base, cleared, samples = seen[True]
+    assert samples == 1 and cleared < 2 * base                       # with: the sample cleared it
+
+
+def test_rfc7323_ts_recent_is_the_earliest_unacknowledged_segment_s_with_delayed_acks() -> None:
+    a, b, _, _ = pair(timestamps=True, delayed_ack=True)
+    sim = Sim(a, b, delay=0.05)
+    a.connect(0.0)
+    sim.run(until=0.5)
+    assert a.state == b.state == "ESTABLISHED" and b.timestamps
+    last = sim.sent[-1][2]
+    assert last.tsval is not None
+    t1, t2 = (last.tsval + 100) & MASK, (last.tsval + 200) & MASK
+    b.on_segment(Segment(seq=seq_of(1000, 0), ack=last.ack, flags=ACK, window=last.window,
+                         payload=b"a" * 1000, tsval=t1, tsecr=last.tsecr), 0.6)
+    assert b.segments_to_send(0.6) == []                  # delayed
+    b.on_segment(Segment(seq=seq_of(1000, 1), ack=last.ack, flags=ACK, window=last.window,
+                         payload=b"b" * 1000, tsval=t2, tsecr=last.tsecr), 0.7)
+    (ack,) = b.segments_to_send(0.7)
+    assert ack.ack == seq_of(1000, 2) and ack.tsecr == t1  # sec. 4.3 (2): not the second segment's
+    b.on_segment(Segment(seq=seq_of(1000, 2), ack=last.ack, flags=ACK, window=last.window,
+                         payload=b"c" * 1000, tsval=(t2 + 1) & MASK, tsecr=last.tsecr), 0.8)
+    b.on_timer(1.1)
+    (ack,) = b.segments_to_send(1.1)
+    assert ack.ack == seq_of(1000, 3) and ack.tsecr == (t2 + 1) & MASK
+
+
+def _open_transfer(a: TcpConnection, b: TcpConnection, nbytes: int) -> tuple[Sim, bytes]:
+    """``nbytes`` a -> b, delivered and acknowledged, the connection left open."""
+    data = bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256)
+    sim = Sim(a, b, delay=0.05)
+    a.connect(0.0)
+    a.send(data)
+    sim.run(until=1.0)
+    return sim, data
+
+
+def test_rfc7323_paws_drops_an_old_timestamp_and_acknowledges_it() -> None:
+    a, b, _, _ = pair(timestamps=True)
+    sim, data = _open_transfer(a, b, 3000)
+    assert bytes(sim.received["b"]) == data and b.timestamps
+    old = next(s for _, n, s in sim.sent if n == "a" and s.payload)
+    before = (b.stats["paws_drops"], b.stats["dup_segments_received"], b.stats["acks_sent"])
+    b.on_segment(Segment(seq=(old.seq + 3000) & MASK, ack=old.ack, flags=ACK, window=old.window,
+                         payload=b"x" * 10, tsval=old.tsval, tsecr=old.tsecr), sim.now)
+    out = b.segments_to_send(sim.now)
+    assert b.stats["paws_drops"] == before[0] + 1 and b.bytes_received == 3000   # not taken in
+    assert [s.flags for s in out] == [ACK] and out[0].ack == seq_of(1000, 3)
+    # the same segment with a fresh TSval is data
+    b.on_segment(Segment(seq=(old.seq + 3000) & MASK, ack=old.ack, flags=ACK, window=old.window,
+                         payload=b"x" * 10, tsval=(old.tsval + 10_000) & MASK, tsecr=old.tsecr), sim.now)
+    assert b.bytes_received == 3010 and b.stats["paws_drops"] == before[0] + 1
+
+
+def test_rfc7323_paws_lets_a_segment_without_the_option_and_a_rst_through() -> None:
+    a, b, _, _ = pair(timestamps=True)
+    sim, data = _open_transfer(a, b, 1000)
+    old = next(s for _, n, s in sim.sent if n == "a" and s.payload)
+    b.on_segment(Segment(seq=(old.seq + 1000) & MASK, ack=old.ack, flags=ACK, window=old.window,
+                         payload=b"y" * 5), sim.now)
+    assert b.bytes_received == 1005 and b.stats["paws_drops"] == 0
+
+
+def test_rfc7323_the_timestamp_clock_wraps_modulo_2_32() -> None:
+    a = TcpConnection(TcpConfig(timestamps=True), iss=1000, ts_offset=MASK - 5)
+    b = TcpConnection(TcpConfig(timestamps=True), iss=50_000, ts_offset=MASK - 50)
+    b.listen()
+    sim, data = bulk(a, b, 20_000, delay=0.05)
+    sim.drop("a", seq_of(1000, 3), 1)
+    sim.run()
+    assert bytes(sim.received["b"]) == data
+    assert a.stats["paws_drops"] == b.stats["paws_drops"] == 0
+    assert any(s.tsval is not None and s.tsval < 100 for _, n, s in sim.sent if n == "a")
+
+
+def test_the_timestamp_config_is_checked() -> None:
+    with pytest.raises(ValueError, match="timestamps"):
+        TcpConfig(timestamps=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ts_hz"):
+        TcpConfig(ts_hz=0)
+    with pytest.raises(ValueError, match="ts_hz"):
+        TcpConfig(ts_hz=1001)

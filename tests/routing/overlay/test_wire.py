@@ -250,3 +250,28 @@ def test_an_authenticated_lsa_opens_on_its_link_and_any_change_is_forged(lsa, se
         verify_auth(bytes(bad), key, link)
     with pytest.raises(AuthError, match="forged"):
         verify_auth(data, key, link_id("10.2.1.1", "10.2.1.3"))
+
+
+def test_the_timestamps_option_round_trips_and_old_packets_decode_as_before() -> None:
+    from routing.overlay.wire import TS_PRESENT, decode, encode, wire_size
+    from aspan.fields import AspanFields
+    from routing.overlay.wire import DATA, Packet
+    from tcp_user.segment import ACK, Segment
+    plain = Packet(DATA, "10.0.0.1", 5000, "10.0.0.3", 6000, 0, AspanFields(),
+                   Segment(1, 2, ACK, 3000, ((10, 20),), b"abc"))
+    stamped = Packet(DATA, "10.0.0.1", 5000, "10.0.0.3", 6000, 0, AspanFields(),
+                     Segment(1, 2, ACK, 3000, ((10, 20),), b"abc", (), 0xDEADBEEF, 7))
+    raw_plain, raw_ts = encode(plain), encode(stamped)
+    assert len(raw_ts) == len(raw_plain) + 8 and wire_size(stamped) == wire_size(plain) + 8
+    assert decode(raw_plain).segment == plain.segment and decode(raw_plain).segment.tsval is None
+    got = decode(raw_ts).segment
+    assert got == stamped.segment and (got.tsval, got.tsecr) == (0xDEADBEEF, 7) and got.flags == ACK
+    # the TS bit without the 8 bytes (or the bytes without the bit) is refused by the length check
+    import zlib
+    body = bytearray(raw_plain[:-4])
+    flags_at = 23 + 8
+    assert body[flags_at] == ACK
+    body[flags_at] |= TS_PRESENT
+    from routing.overlay.wire import WireError
+    with pytest.raises(WireError, match="length"):
+        decode(bytes(body) + zlib.crc32(bytes(body)).to_bytes(4, "big"))
