@@ -22,7 +22,7 @@ from routing.forwarding.step import DROP_REASONS, HOP_LIMIT, LOCAL_RTX_NOTE, SUP
 from routing.overlay.wire import (AUTH_VERSION, DATA, IP_UDP_OVERHEAD, LSA, MAX_HOPS, PROBE, Packet, WireError,
                           authentic_data, decode, decode_authentic, ntoa, plain_data, plain_packet, relayed,
                           wire_size)
-from tcp_user.segment import ACK, Segment
+from tcp_user.segment import ACK, Segment, ts_before
 
 __all__ = ["Action", "Deliver", "Drop", "DROP_REASONS", "ForwardingEngine", "Transmit"]
 
@@ -52,6 +52,41 @@ _PTYPES = {DATA: "tcp", PROBE: "probe", LSA: "lsa"}
 #: probe must cross the link it measures even when the route to the neighbour goes around it (etx metric)
 LINK_LOCAL = (PROBE, LSA)
 _MAX_NAMES = 4096
+_MAX_TS_FLOWS = 4096
+
+
+class LatestTsval:
+    """The TSval of the latest data segment of each flow seen here (RFC 7323; at most ``max_flows`` flows), and a
+    cached copy re-stamped with it.  A cached copy carries its first transmission's TSval; once the receiver has
+    taken a newer one into TS.Recent (a sender retransmission of data it already had does that), its PAWS check
+    (RFC 7323 sec. 5.3) would drop the old copy for ever, and where the agent has acknowledged the data to the
+    sender (ACK-all) nobody else sends it.  So a local retransmission goes out with the flow's latest TSval: the
+    sender's clock, which never goes back.  The overlay's counterpart of routing.kernel.tsval.TsvalTracker."""
+
+    def __init__(self, max_flows: int = _MAX_TS_FLOWS) -> None:
+        self.latest: dict[tuple[str, int, str, int], int] = {}
+        self.max_flows = max_flows
+        self.refreshed = 0
+
+    def note(self, key: tuple[str, int, str, int], tsval: int) -> None:
+        latest = self.latest
+        if key not in latest and len(latest) >= self.max_flows:
+            del latest[next(iter(latest))]
+        old = latest.get(key)
+        if old is None or not ts_before(tsval, old):
+            latest[key] = tsval
+
+    def refresh(self, key: tuple[str, int, str, int], pkt: Packet | bytearray) -> Packet | bytearray:
+        """``pkt`` (a cached copy of flow ``key``) with the flow's latest TSval where that is newer: a new Packet
+        (the cached one may still be in flight elsewhere: packets are shared), else ``pkt`` itself."""
+        seg = pkt.segment if pkt.__class__ is Packet else None   # type: ignore[union-attr]
+        if seg is None or seg.tsval is None:
+            return pkt                      # relayed bytes carry no option: only timestamped segments are decoded
+        latest = self.latest.get(key)
+        if latest is None or not ts_before(seg.tsval, latest):
+            return pkt
+        self.refreshed += 1
+        return replace(pkt, segment=replace(seg, tsval=latest))  # type: ignore[type-var]
 
 
 class ForwardingEngine:
@@ -73,6 +108,7 @@ class ForwardingEngine:
         self.drops = self.step.drops
         self._names: dict[tuple[str, int, str, int], str] = {}
         self._makes_acks = agent.generates_acks
+        self.tsval = LatestTsval()
         self.tap: Any = None     # routing.drivers.capture.OverlayTap when the node writes a capture
 
     def capture(self, tap: Any) -> None:
@@ -196,7 +232,8 @@ class ForwardingEngine:
         if flags != ACK or step.ack_details or self._makes_acks:
             return None
         verdict = step.ack(now, (dst, dport, key[0], sport), ack, None, (), None)
-        actions: list[Action] = [Transmit(held.packet, nxt, LOCAL_RTX_NOTE)
+        refresh = self.tsval.refresh
+        actions: list[Action] = [Transmit(refresh(held.key, held.packet), nxt, LOCAL_RTX_NOTE)
                                  for held, nxt in step.local(now, verdict.retransmit)]
         if not verdict.forward:
             actions.append(self._drop_tcp(now, "suppressed", key, seq, ack, 0))
@@ -266,6 +303,8 @@ class ForwardingEngine:
         if pkt.ptype == DATA and seg is not None:
             if seg.payload:
                 key = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
+                if seg.tsval is not None:
+                    self.tsval.note(key, seg.tsval)
                 held = Held(pkt, key, self._names.get(key) or self._name(key), seg.seq, len(seg.payload), hop)
                 pkt.hops = hop + 1
                 nxt = self.step.data(now, held, pkt.dst, pkt.fields, kind)
@@ -309,7 +348,8 @@ class ForwardingEngine:
         details = step.ack_details
         verdict = step.ack(now, (pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack,
                            seg.window if details else None, seg.snack if details else (), pkt if details else None)
-        actions: list[Action] = [Transmit(held.packet, nxt, LOCAL_RTX_NOTE)
+        refresh = self.tsval.refresh
+        actions: list[Action] = [Transmit(refresh(held.key, held.packet), nxt, LOCAL_RTX_NOTE)
                                  for held, nxt in step.local(now, verdict.retransmit)]
         if self._makes_acks:
             actions += self._generated(now)

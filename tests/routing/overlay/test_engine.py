@@ -66,6 +66,47 @@ def test_dupack_answered_from_cache_and_not_forwarded():
     assert ("tx", {"flow": f"{A}:5000>{D}:6000", "seq": 1000, "len": 1000, "kind": "local", "hop": 2}) in events
 
 
+def stamped(seq, tsval):
+    pkt = data(seq)
+    pkt.segment.tsval, pkt.segment.tsecr = tsval, 7
+    return pkt
+
+
+def test_a_local_retransmission_carries_the_flows_latest_tsval_and_the_cached_copy_stays():
+    """RFC 7323 PAWS: a cached copy goes out with the latest TSval seen on its flow when that is newer (a copy with
+    its first TSval would be dropped for ever by a receiver whose TS.Recent a sender retransmission moved)."""
+    eng, _ = engine()
+    sent = [stamped(s * 1000, 100 + s) for s in range(4)]
+    for pkt in sent:
+        eng.on_packet(pkt, 1.0)
+    eng.on_packet(stamped(0, 500), 1.05)               # the sender's own retransmission of data D may have had
+    eng.on_packet(ack(1000), 1.1)
+    rtx = eng.on_packet(ack(1000), 1.2)[0]
+    assert isinstance(rtx, Transmit) and rtx.packet.segment.seq == 1000
+    assert rtx.packet.segment.tsval == 500 and rtx.packet.segment.tsecr == 7 and eng.tsval.refreshed == 1
+    assert rtx.packet is not sent[1] and sent[1].segment.tsval == 101       # the cached copy itself is unchanged
+    again = eng.on_packet(ack(1000), 1.3)[0]
+    assert again.packet.segment.tsval == 500 and eng.tsval.refreshed == 2
+
+
+def test_an_older_tsval_never_replaces_a_newer_one_and_the_flows_are_bounded():
+    from routing.overlay.engine import LatestTsval
+    t = LatestTsval(max_flows=2)
+    t.note(("a", 1, "b", 2), 10)
+    t.note(("a", 1, "b", 2), 5)                         # reordered: older
+    assert t.latest[("a", 1, "b", 2)] == 10
+    t.note(("a", 1, "b", 2), (1 << 32) - 1)             # 2^32 - 1 is before 10 in the modular order: kept out
+    assert t.latest[("a", 1, "b", 2)] == 10
+    t.note(("x", 1, "y", 2), (1 << 32) - 1)
+    t.note(("x", 1, "y", 2), 3)                          # across the 2^32 wrap 3 is after 2^32 - 1
+    assert t.latest[("x", 1, "y", 2)] == 3
+    t.note(("c", 1, "d", 2), 1)
+    assert len(t.latest) == 2 and ("a", 1, "b", 2) not in t.latest and ("c", 1, "d", 2) in t.latest
+    plain = data(0)
+    assert t.refresh(("c", 1, "d", 2), plain) is plain   # no option: unchanged
+    newer = stamped(0, 9)
+    assert t.refresh(("c", 1, "d", 2), newer) is newer and t.refreshed == 0
+
 def test_loss_model_applies_to_every_packet_heard_including_probes():
     eng, events = engine(loss=Scripted(drops={1, 3}))
     probe = Packet(PROBE, B, 0, C, 0, probe=Probe(1, -1.0))
