@@ -118,6 +118,7 @@ KERNEL_TCP_OWN: dict[str, str] = {
     "delack_s": "Linux's delayed-ACK timer is its own (40 to 200 ms)",
     "limited_transmit": "Linux always sends on the first two duplicate ACKs (RFC 3042)",
     "rack": "Linux runs RACK-TLP by its own net.ipv4.tcp_recovery (on by default)",
+    "timestamps": "Linux uses RFC 7323 timestamps by its own net.ipv4.tcp_timestamps (on by default)",
 }
 
 
