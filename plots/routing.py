@@ -22,7 +22,7 @@ import pandas as pd
 from plots.flows import FlowInfo
 from plots.logs import RepLogs, aligned_times
 
-__all__ = ["route_changes", "route_events", "flow_recovery", "flows_start", "time_marks"]
+__all__ = ["route_changes", "route_changes_settling", "route_events", "flow_recovery", "flows_start", "time_marks"]
 
 
 def route_events(rep: RepLogs) -> pd.DataFrame:
@@ -35,9 +35,28 @@ def route_events(rep: RepLogs) -> pd.DataFrame:
     return routes
 
 
+def _split_at_flows_start(rep: RepLogs) -> tuple[int, int]:
+    """(changes before the flows started, changes from then on): the ``route`` events of every node, split at
+    :func:`flows_start`.  Before it the routes settle (ETX probing, the first link-state floods, babeld's first
+    hellos); those changes are the protocol converging, not the mesh reacting.  A run without a ``flow_start``
+    counts every change as the flows'."""
+    routes = route_events(rep)
+    start = flows_start(rep)
+    if start is None or routes.empty:
+        return 0, len(routes)
+    settling = int((routes["ta"] < start).sum())
+    return settling, len(routes) - settling
+
+
 def route_changes(rep: RepLogs) -> int:
-    """Next-hop changes of every node in the repetition (the ``route`` events)."""
-    return len(route_events(rep))
+    """Next-hop changes of every node once the flows had started (the ``route`` events from :func:`flows_start`
+    on; the settling ones are :func:`route_changes_settling`)."""
+    return _split_at_flows_start(rep)[1]
+
+
+def route_changes_settling(rep: RepLogs) -> int:
+    """Next-hop changes of every node before the flows started: the routes settling."""
+    return _split_at_flows_start(rep)[0]
 
 
 def flows_start(rep: RepLogs) -> float | None:

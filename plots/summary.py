@@ -12,7 +12,7 @@ import pandas as pd
 
 from plots.flows import FlowInfo, flow_events, rep_flows
 from plots.logs import RepLogs, aligned_times
-from plots.routing import flow_recovery, route_changes
+from plots.routing import flow_recovery, route_changes, route_changes_settling
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -50,11 +50,13 @@ SUMMARY_COLUMNS: list[str] = [
     "n_flows", "cache_mean_segments",
     "route_changes", "reroute_s", "recovery_s",
     *"delivered_bytes delivered_segments delivered_share ran_s delivered_mbps".split(),
+    "route_changes_settling",
 ]
 # Columns that describe the whole repetition (every node, every flow): the ``cache`` and
 # ``drop`` events carry no flow (docs/LOGS.md), so every flow row of a repetition repeats them.
 REP_COLUMNS: tuple[str, ...] = ("cache_max_segments", "cache_insertions", "cache_mean_segments",
-                                "drops_loss", "drops_queue", "drops_malformed", "n_flows", "route_changes")
+                                "drops_loss", "drops_queue", "drops_malformed", "n_flows", "route_changes",
+                                "route_changes_settling")
 
 _INT = "Int64"
 SUMMARY_DTYPES: dict[str, str] = {
@@ -69,7 +71,7 @@ SUMMARY_DTYPES: dict[str, str] = {
     "flow": "object", "n_flows": _INT, "cache_mean_segments": "float64",
     "route_changes": _INT, "reroute_s": "float64", "recovery_s": "float64",
     "delivered_bytes": _INT, "delivered_segments": _INT, "delivered_share": "float64", "ran_s": "float64",
-    "delivered_mbps": "float64",
+    "delivered_mbps": "float64", "route_changes_settling": _INT,
 }
 FLOAT_FORMAT = "%.6g"
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False}
@@ -338,6 +340,7 @@ def _rep_columns(rep: RepLogs, n_flows: int) -> dict[str, Any]:
         "n_flows": n_flows,
         "cache_mean_segments": cache_time_mean(rep),
         "route_changes": route_changes(rep),
+        "route_changes_settling": route_changes_settling(rep),
     }
 
 

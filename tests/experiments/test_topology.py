@@ -80,7 +80,7 @@ def test_chain_runs_on_the_sim_are_byte_identical_to_before_graphs(tmp_path):
     width = len(want[0])
     assert got[0][:width] == want[0] and got[0][width:] == [
         "route_changes", "reroute_s", "recovery_s", "delivered_bytes", "delivered_segments", "delivered_share",
-        "ran_s", "delivered_mbps"]
+        "ran_s", "delivered_mbps", "route_changes_settling"]
     assert [row[:width] for row in got] == want
     col = {name: i for i, name in enumerate(got[0])}
     for row in got[1:]:
@@ -88,6 +88,7 @@ def test_chain_runs_on_the_sim_are_byte_identical_to_before_graphs(tmp_path):
         assert row[col["delivered_bytes"]] == str(int(row[col["segments"]]) * 1000)
         assert row[col["delivered_segments"]] == row[col["segments"]] and row[col["delivered_share"]] == "1"
         assert row[col["ran_s"]] == row[col["duration_s"]] and row[col["delivered_mbps"]] == row[col["goodput_mbps"]]
+        assert row[col["route_changes_settling"]] == "0"
 
 
 def test_wrong_graphs_are_refused_all_at_once_with_their_field_paths():

@@ -22,7 +22,7 @@ LOGS_MD_COLUMNS = (
     "snoop_hits, local_retransmissions, backend, integrity_ok, drops_loss, drops_queue, "
     "drops_malformed, status, cache_insertions, premature_retransmissions, cwnd_mean, "
     "n_flows, cache_mean_segments, route_changes, reroute_s, recovery_s, delivered_bytes, delivered_segments, "
-    "delivered_share, ran_s, delivered_mbps")
+    "delivered_share, ran_s, delivered_mbps, route_changes_settling")
 
 
 def test_columns_are_the_contract() -> None:
@@ -253,7 +253,7 @@ def test_write_summary_deterministic(tmp_path: Path) -> None:
     assert lines[0] == ",".join(SUMMARY_COLUMNS)
     assert len(lines) == 9
     assert lines[1] == ("snoop,A->D:6001,0,1000,3,2,0.012,0,1,3.5,3,5.94,6,4,2,1,sim,True,1,1,1,ok,7,0,4.68421,"
-                        "1,0.065,0,,,3000,3,1,2,0.012")
+                        "1,0.065,0,,,3000,3,1,2,0.012,0")
     assert list(df["variant"]) == ["snoop"] * 4 + ["reno"] * 4
     assert list(df["repetition"]) == [0, 1, 2, 10] * 2
 
