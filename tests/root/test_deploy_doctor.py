@@ -95,8 +95,9 @@ def test_doctor_on_four_virtual_pis_with_recorded_radios(doctor_lab, tmp_path):
                      "vpi-a: PASS power-save: mesh0: power save off",
                      "vpi-a: PASS managers: NetworkManager not running; no wpa_supplicant on mesh0; no dhcpcd on mesh0"]
     assert a[4].startswith("vpi-a: PASS clock: offset ") and a[5].startswith("vpi-a: SKIP nfqueue: no experiment given")
-    assert a[6].startswith("vpi-a: PASS disk: ") and a[7].startswith("vpi-a: PASS version: aspan-testbed ")
-    assert len(a) == 8
+    assert a[6].startswith("vpi-a: SKIP congestion: no experiment given")
+    assert a[7].startswith("vpi-a: PASS disk: ") and a[8].startswith("vpi-a: PASS version: aspan-testbed ")
+    assert len(a) == 9
     text = r.stdout
     for line, fix in (("vpi-b: FAIL ibss: mesh0 (the phy): the driver lists no IBSS",
                        "    fix: no command fixes a driver"),
@@ -133,6 +134,9 @@ def test_doctor_checks_nfnetlink_queue_for_a_kernel_experiment(doctor_lab, tmp_p
                                     "flows": [{"segments": 10}], "variants": [{"name": "reno"}]}))
     r = aspan("deploy", "doctor", "-i", str(lab.inv), "--hosts", "vpi-c", "--experiment", str(kexp))
     [line] = [ln for ln in r.stdout.splitlines() if " nfqueue: " in ln]
+    # the Pi's kernel (here this machine's) has the experiment's netns.congestion (reno, the default)
+    [cc] = [ln for ln in r.stdout.splitlines() if " congestion: " in ln]
+    assert cc.startswith("vpi-c: PASS congestion: kernel congestion control reno available ("), r.stdout
     if Path("/sys/module/nfnetlink_queue").is_dir() or Path("/proc/net/netfilter/nfnetlink_queue").exists():
         assert line.startswith("vpi-c: PASS nfqueue: nfnetlink_queue present"), r.stdout
         assert r.returncode == 0, r.stdout + r.stderr
