@@ -57,7 +57,8 @@ def test_default_medium_runs_are_byte_identical_to_before_rates(tmp_path: Path) 
     with (d / "summary.csv").open() as f:
         got = list(csv.reader(f))
     width = len(want[0])
-    assert got[0][width:] == ["delivered_bytes", "delivered_segments", "delivered_share", "ran_s", "delivered_mbps"]
+    assert got[0][width:] == ["delivered_bytes", "delivered_segments", "delivered_share", "ran_s", "delivered_mbps",
+                              "route_changes_settling"]
     assert [row[:width] for row in got] == want
     col = {name: i for i, name in enumerate(got[0])}
     for row in got[1:]:
