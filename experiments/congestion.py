@@ -20,10 +20,10 @@ AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 MODULES = Path("/lib/modules")
 
 
-def kernel_has(name: str, available: str, module_names: Iterable[str]) -> bool:
+def kernel_has(name: str, available: str, modules: Iterable[str]) -> bool:
     """``name`` is loaded (in ``available``, the proc file's text) or loadable (``tcp_<name>`` among the running
     kernel's module and built-in names, without their ``.ko`` suffixes)."""
-    return name in available.split() or f"tcp_{name}" in set(module_names)
+    return name in available.split() or f"tcp_{name}" in set(modules)
 
 
 def module_names(release: str | None = None, root: Path = MODULES) -> set[str]:
