@@ -256,3 +256,65 @@ class QuackSender:
         quACKs): the log and the sums are empty."""
         self.quack = PowerSumQuack(self.threshold)
         self.log.clear()
+
+
+# ---- the relay's half ----
+
+class QuackRelay:
+    """The relay's side: one cumulative :class:`PowerSumQuack` per flow it forwards, at most ``max_flows``
+    of them (the least recently heard one makes room for a new flow, counted in ``evicted``), and when to
+    send one: after every ``every_packets`` packets of the flow, or once ``every_s`` seconds have passed since
+    the flow's last quACK (whichever comes first; None turns that trigger off).  A flow is whatever key the
+    data plane gives (its 5-tuple, or the QUIC connection ID it can see)."""
+
+    def __init__(self, threshold: int, every_packets: int | None = 2, every_s: float | None = None,
+                 max_flows: int = 256) -> None:
+        if every_packets is None and every_s is None:
+            raise QuackError("a relay needs every_packets or every_s: else it never sends a quACK")
+        if every_packets is not None and every_packets < 1:
+            raise QuackError(f"every_packets {every_packets} must be at least 1")
+        if every_s is not None and not every_s > 0:
+            raise QuackError(f"every_s {every_s} must be positive")
+        if max_flows < 1:
+            raise QuackError(f"max_flows {max_flows} must be at least 1")
+        PowerSumQuack(threshold)   # checks the threshold
+        self.threshold, self.every_packets, self.every_s, self.max_flows = threshold, every_packets, every_s, max_flows
+        self._flows: dict[object, _RelayFlow] = {}   # insertion order = least recently heard first
+        self.stats = {"packets": 0, "quacks": 0, "flows": 0, "evicted": 0, "resets": 0}
+
+    def on_packet(self, flow: object, ident: int, now: float) -> bytes | None:
+        """The relay forwarded the packet ``ident`` of ``flow`` at ``now``; the quACK to send to the flow's
+        sender, encoded, when one is due."""
+        st = self._flows.pop(flow, None)
+        if st is None:
+            if len(self._flows) >= self.max_flows:
+                del self._flows[next(iter(self._flows))]
+                self.stats["evicted"] += 1
+            st = _RelayFlow(PowerSumQuack(self.threshold), since=now)
+            self.stats["flows"] += 1
+        self._flows[flow] = st
+        st.quack.insert(ident)
+        st.unsent += 1
+        self.stats["packets"] += 1
+        due = (self.every_packets is not None and st.unsent >= self.every_packets) or \
+              (self.every_s is not None and now - st.since >= self.every_s)
+        if not due:
+            return None
+        st.unsent, st.since = 0, now
+        self.stats["quacks"] += 1
+        return encode_quack(st.quack)
+
+    def reset(self, flow: object) -> None:
+        """The flow's sender asked to start over (:meth:`QuackSender.reset`): its quACK is dropped."""
+        if self._flows.pop(flow, None) is not None:
+            self.stats["resets"] += 1
+
+    def __len__(self) -> int:
+        return len(self._flows)
+
+
+@dataclass(slots=True)
+class _RelayFlow:
+    quack: PowerSumQuack
+    since: float           # when its last quACK went out (or the flow was first heard)
+    unsent: int = 0        # packets since then

@@ -193,3 +193,56 @@ def test_the_log_is_bounded_and_its_overflow_counted() -> None:
     assert s2.on_quack(relay_after([2, 3, 4], 2)) is None and s2.stats["inconsistent"] == 1
     with pytest.raises(QuackError, match="max_log 0"):
         QuackSender(2, max_log=0)
+
+
+def test_relay_sends_every_n_packets_and_the_sender_decodes_it() -> None:
+    from aspan.quack import QuackRelay
+    relay = QuackRelay(threshold=3, every_packets=4)
+    sender = QuackSender(threshold=3)
+    lost = {3, 6}
+    got = []
+    for i in range(1, 13):
+        sender.sent(1000 + i)
+        if i in lost:
+            continue
+        wire = relay.on_packet("f", 1000 + i, now=i * 0.01)
+        if wire is not None:
+            v = sender.on_quack(parse_quack(wire, 3))
+            assert v is not None
+            got += v.lost
+    assert got == [1003, 1006]
+    assert relay.stats == {"packets": 10, "quacks": 2, "flows": 1, "evicted": 0, "resets": 0}
+
+
+def test_relay_sends_on_a_period_and_bounds_its_flows() -> None:
+    from aspan.quack import QuackRelay
+    relay = QuackRelay(threshold=2, every_packets=None, every_s=0.1, max_flows=2)
+    assert relay.on_packet("a", 1, now=0.0) is None
+    assert relay.on_packet("a", 2, now=0.05) is None
+    wire = relay.on_packet("a", 3, now=0.1)
+    assert wire is not None and parse_quack(wire, 2).count == 3 and parse_quack(wire, 2).last == 3
+    assert relay.on_packet("a", 4, now=0.15) is None
+    relay.on_packet("b", 1, now=0.2)
+    relay.on_packet("a", 5, now=0.21)      # a heard again: b is now the least recently heard
+    relay.on_packet("c", 1, now=0.3)
+    assert len(relay) == 2 and relay.stats["evicted"] == 1 and relay.stats["flows"] == 3
+    wire = relay.on_packet("a", 6, now=0.31)   # a kept its quACK: 1..6, due by the period
+    assert wire is not None and parse_quack(wire, 2).count == 6
+    relay.on_packet("b", 2, now=0.4)       # b was evicted: it starts over (and evicts c)
+    relay.reset("b")
+    relay.reset("nobody")
+    assert relay.stats["resets"] == 1 and len(relay) == 1
+
+
+def test_relay_parameters_are_checked() -> None:
+    from aspan.quack import QuackRelay
+    with pytest.raises(QuackError, match="never sends"):
+        QuackRelay(2, every_packets=None, every_s=None)
+    with pytest.raises(QuackError, match="every_packets 0"):
+        QuackRelay(2, every_packets=0)
+    with pytest.raises(QuackError, match="every_s 0"):
+        QuackRelay(2, every_s=0)
+    with pytest.raises(QuackError, match="max_flows 0"):
+        QuackRelay(2, max_flows=0)
+    with pytest.raises(QuackError, match="threshold 65 outside"):
+        QuackRelay(65)
