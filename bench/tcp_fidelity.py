@@ -46,6 +46,7 @@ from typing import Any
 import yaml
 
 from experiments.build import KERNEL_TCP_OWN
+from experiments.schema import ExperimentError, set_fields
 
 TOPOLOGIES: dict[str, dict[str, Any]] = {
     "chain1": {"chain": ["A", "B"]},
@@ -213,19 +214,18 @@ def table(results: list[tuple[Case, dict[str, Side]]]) -> str:
 
 
 def set_field(doc: dict[str, Any], item: str, backend: str = "sim") -> None:
-    """``PATH=VALUE`` (``tcp.delayed_ack=true``): the field at the dotted path set to the YAML value; on the
-    netns side not the user-space TCP's own fields (experiments.build.KERNEL_TCP_OWN), which Linux sets by
-    its own rules and the netns backend refuses."""
-    path, sep, value = item.partition("=")
-    if not sep or not path:
-        raise SystemExit(f"--set {item!r}: expected PATH=VALUE, e.g. tcp.delayed_ack=true")
+    """``PATH=VALUE`` (``tcp.delayed_ack=true``) set in ``doc`` as ``aspan run --set`` sets it
+    (experiments.schema.set_fields); on the netns side not the user-space TCP's own fields
+    (experiments.build.KERNEL_TCP_OWN), which Linux sets by its own rules and the netns backend refuses."""
+    path = item.partition("=")[0]
     if backend == "netns" and path.startswith("tcp.") and path[4:] in KERNEL_TCP_OWN:
         return
-    *parents, last = path.split(".")
-    node = doc
-    for p in parents:
-        node = node.setdefault(p, {})
-    node[last] = yaml.safe_load(value)
+    try:
+        new, _notes = set_fields(doc, [item], "--set")
+    except ExperimentError as e:
+        raise SystemExit(f"--set {item!r}: {e}") from None
+    doc.clear()
+    doc.update(new)
 
 
 def cases(topologies: list[str], places: list[str], losses: list[str]) -> list[Case]:

@@ -22,8 +22,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from experiments.schema import ExperimentError, load_file
     failed = 0
     for f in args.files:
+        notes: list[str] = []
         try:
-            exp = load_file(f)
+            exp = load_file(f, args.set, notes)
             # what the file's backend (or --backend) cannot emulate, refused here as run refuses it
             check_backend_support(exp, args.backend or exp.base.backend)
         except ExperimentError as e:
@@ -31,17 +32,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             for err in e.errors:
                 print(f"aspan: error: {err}", file=sys.stderr)
             continue
-        _warn(exp)
+        _warn(exp, notes)
         reps = exp.base.repetitions
         print(f"{f}: ok: {exp.name}, {len(exp.variants)} variant(s) x {reps} repetition(s): "
               + ", ".join(v.name for v in exp.variants))
     return EXIT_USAGE if failed else 0
 
 
-def _warn(exp: Experiment) -> None:
-    """What runs but gives numbers a peer would not get (experiments.advice), on stderr; nothing refused."""
+def _warn(exp: Experiment, notes: list[str] = ()) -> None:  # type: ignore[assignment]
+    """What runs but gives numbers a peer would not get (experiments.advice), and the ``--set`` items a
+    variant overrides, on stderr; nothing refused."""
     from experiments.advice import advice
-    for line in advice(exp):
+    for line in [*notes, *advice(exp)]:
         print(f"aspan: warning: {line}", file=sys.stderr)
 
 
@@ -49,9 +51,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from experiments.runner import apply_overrides, print_run_outputs, run_experiment, run_statuses
     from experiments.schema import ExperimentError, load_file
     from experiments.stopping import exit_status
-    exp = load_file(args.experiment)
+    notes: list[str] = []
+    exp = load_file(args.experiment, args.set, notes)
     exp = apply_overrides(exp, args.repetitions, args.variants)
-    _warn(exp)
+    _warn(exp, notes)
     if args.progress:   # the repetitions' live line on a pipe too (experiments.progress); a terminal has it anyway
         import os
         from experiments.progress import PROGRESS_ENV
@@ -153,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("files", nargs="+", metavar="EXP.yaml", help="experiment files to check")
     v.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="check against this backend (default: each file's backend field), as run --backend would")
+    v.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="set a field at the file's top level, the value read as YAML (repeatable), e.g. --set "
+                        "tcp.rack=true; a variant that sets the field itself keeps its value (a warning says so)")
     v.set_defaults(func=_cmd_validate)
 
     r = sub.add_parser("run", help="run an experiment and write logs, summary.csv and figures",
@@ -174,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "pip install -e '.[cluster]'; docs/GUIDE.md, 'Running on a Dask cluster')")
     r.add_argument("--inventory", default=None, metavar="INV.yaml",
                    help="pi backend: the hosts (implies --backend pi); see aspan deploy")
+    r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="set a field at the file's top level, the value read as YAML (repeatable), e.g. --set "
+                        "tcp.rack=true; a variant that sets the field itself keeps its value (a warning says so)")
     r.set_defaults(func=_cmd_run)
 
     ls = sub.add_parser("list", help="the shipped experiments: backend, variants, size and how long they take")

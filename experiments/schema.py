@@ -707,8 +707,48 @@ def _combinations(source: str, factors: dict[str, list[Any]], only: Any, errs: E
     return out
 
 
-def load_file(path: str | Path) -> Experiment:
-    """Read and validate an experiment YAML file."""
+def set_fields(data: Any, items: Sequence[str], source: str) -> tuple[dict[str, Any], list[str]]:
+    """The document ``data`` with each ``PATH=VALUE`` of ``items`` (``aspan run --set tcp.rack=true``) written
+    at its top level, the value read as YAML, as if the file said it there: a variant that sets the same field
+    keeps its own value.  Returns the new document (``data`` is not changed) and one note per variant that
+    does so.  :class:`ExperimentError` (source ``--set``) for an item that is not ``PATH=VALUE`` or that
+    names ``variants``, ``sweep`` or a path through a value that is not a mapping; the field itself is
+    checked by the schema as any field of the file."""
+    doc = copy.deepcopy(data) if isinstance(data, dict) else {}
+    notes: list[str] = []
+    for item in items:
+        path, sep, text = item.partition("=")
+        keys = path.split(".")
+        if not sep or not all(keys):
+            raise ExperimentError("--set", item, "expected PATH=VALUE, e.g. tcp.rack=true")
+        if keys[0] in ("variants", "sweep"):
+            raise ExperimentError("--set", path, "sets the top level only; variants and sweep are the file's")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ExperimentError("--set", path, f"value {text!r} is not valid YAML: {e}") from None
+        node = doc
+        for i, k in enumerate(keys[:-1]):
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ExperimentError(source, ".".join(keys[:i + 1]), f"is not a mapping, so --set {path} cannot "
+                                      "go inside it")
+        node[keys[-1]] = value
+        for v in (doc.get("variants") or []):
+            over: Any = v
+            for k in keys:
+                over = over.get(k, _UNSET) if isinstance(over, dict) else _UNSET
+            if over is not _UNSET:
+                notes.append(f"--set {path}: variant {v.get('name')} sets it itself and keeps {over!r}")
+    return doc, notes
+
+
+_UNSET = object()
+
+
+def load_file(path: str | Path, sets: Sequence[str] = (), notes: list[str] | None = None) -> Experiment:
+    """Read and validate an experiment YAML file, with ``sets`` (:func:`set_fields`) applied first; the notes
+    of the sets go to ``notes``."""
     p = Path(path)
     try:
         text = p.read_text()
@@ -718,4 +758,8 @@ def load_file(path: str | Path) -> Experiment:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ExperimentError(str(p), "", f"not valid YAML: {e}") from None
+    if sets:
+        data, said = set_fields(data, sets, str(p))
+        if notes is not None:
+            notes.extend(said)
     return load_experiment(data, str(p))

@@ -257,3 +257,56 @@ def test_a_baseline_field_names_a_variant_and_is_not_per_variant(tmp_path: Path,
     assert f"{p}: variants[0].baseline: cannot be set per variant" in err
     assert f"{p}: baseline: names no variant: 'cubic' is not one of sack" in err   # reno's own error aside
     assert main(["validate", str(write(tmp_path, {**DIAMOND, "baseline": "sack"}, "ok.yaml"))]) == 0
+
+
+def test_set_writes_fields_at_the_top_level_and_variants_keep_their_own() -> None:
+    """``--set PATH=VALUE``: the value read as YAML at the file's top level; the document given is not changed;
+    a variant setting the field keeps its value, and a note says so."""
+    from experiments.schema import load_experiment, set_fields
+    doc, notes = set_fields(DIAMOND, ["tcp.rack=true", "tcp.variant=sack", "loss.default={model: bernoulli, rate: 0.01}"],
+                            "e.yaml")
+    assert "tcp" not in DIAMOND and doc["tcp"] == {"rack": True, "variant": "sack"}
+    assert doc["loss"]["default"] == {"model": "bernoulli", "rate": 0.01}
+    assert notes == ["--set tcp.variant: variant sack sets it itself and keeps 'sack'"]
+    exp = load_experiment(doc, "e.yaml")
+    got = {v.name: (v.config.tcp.variant, v.config.tcp.rack, v.config.loss.default["rate"]) for v in exp.variants}
+    assert got == {"reno": ("sack", True, 0.01), "sack": ("sack", True, 0.01)}
+
+
+@pytest.mark.parametrize("item, where, words", [
+    ("tcp.rack", "--set: tcp.rack", "expected PATH=VALUE"),
+    ("=1", "--set: =1", "expected PATH=VALUE"),
+    ("tcp..rack=1", "--set: tcp..rack=1", "expected PATH=VALUE"),
+    ("variants=[]", "--set: variants", "sets the top level only"),
+    ("sweep.values=[1]", "--set: sweep.values", "sets the top level only"),
+    ("name.x=1", "e.yaml: name", "is not a mapping, so --set name.x cannot go inside it"),
+    ("tcp.rack=[1", "--set: tcp.rack", "is not valid YAML"),
+    ("tcp.nope=1", "e.yaml: tcp.nope", "unknown field"),
+    ("tcp.rack=3", "e.yaml: tcp.rack", "expected"),
+])
+def test_a_bad_set_exits_2_naming_it_in_validate_and_run(tmp_path, capsys, item, where, words):
+    p = write(tmp_path, DIAMOND)
+    out = tmp_path / "runs"
+    assert main(["validate", str(p), "--set", item]) == 2
+    err = capsys.readouterr().err
+    assert where.replace("e.yaml", str(p)) + ": " in err and words in err, err
+    assert main(["run", str(p), "--out", str(out), "--no-plot", "--set", item]) == 2
+    err = capsys.readouterr().err
+    assert where.replace("e.yaml", str(p)) + ": " in err and words in err, err
+    assert not out.exists()
+
+
+def test_run_with_set_records_the_field_and_validate_refuses_as_run_does(tmp_path, capsys):
+    p = write(tmp_path, DIAMOND)
+    assert main(["run", str(p), "--out", str(tmp_path / "out"), "--no-plot", "--set", "tcp.timestamps=true",
+                 "--set", "tcp.variant=sack"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("--set tcp.variant: variant sack sets it itself") == 1
+    run = next((tmp_path / "out" / "opts").iterdir())
+    resolved = yaml.safe_load((run / "experiment.yaml").read_text())
+    assert resolved["base"]["tcp"]["timestamps"] is True and resolved["base"]["tcp"]["variant"] == "sack"
+    assert [v["config"]["tcp"]["timestamps"] for v in resolved["variants"]] == [True, True]
+    assert [v["config"]["tcp"]["variant"] for v in resolved["variants"]] == ["sack", "sack"]
+    # a user-space TCP field on a kernel plane: refused by validate as by run, before anything starts
+    assert main(["validate", str(p), "--backend", "netns", "--set", "tcp.timestamps=true"]) == 2
+    assert "tcp.timestamps: True is a setting of the user-space TCP" in capsys.readouterr().err
