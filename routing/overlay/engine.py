@@ -156,12 +156,18 @@ class ForwardingEngine:
         return actions
 
     def on_timer(self, now: float) -> list[Action]:
-        actions: list[Action] = [Transmit(held.packet, nxt, LOCAL_RTX_NOTE) for held, nxt in self.step.timer(now)]
+        actions = self._local(self.step.timer(now))
         if self._makes_acks:
             actions += self._generated(now)
         if self.tap is not None:
             self._capture(now, None, None, actions)
         return actions
+
+    def _local(self, resend: list[tuple[Held, str]]) -> list[Action]:
+        """Local retransmissions (out of a dupack, an ACK or the agent's timer): the cached packets with the
+        flow's latest TSval (:class:`LatestTsval`), every one of them, as the kernel plane's ``_local``."""
+        refresh = self.tsval.refresh
+        return [Transmit(refresh(held.key, held.packet), nxt, LOCAL_RTX_NOTE) for held, nxt in resend]
 
     def _capture(self, now: float, heard: bytes | Packet | None, frm: str | None, actions: list[Action],
                  heard_pkt: Packet | None = None) -> None:
@@ -232,9 +238,7 @@ class ForwardingEngine:
         if flags != ACK or step.ack_details or self._makes_acks:
             return None
         verdict = step.ack(now, (dst, dport, key[0], sport), ack, None, (), None)
-        refresh = self.tsval.refresh
-        actions: list[Action] = [Transmit(refresh(held.key, held.packet), nxt, LOCAL_RTX_NOTE)
-                                 for held, nxt in step.local(now, verdict.retransmit)]
+        actions = self._local(step.local(now, verdict.retransmit))
         if not verdict.forward:
             actions.append(self._drop_tcp(now, "suppressed", key, seq, ack, 0))
             return actions
@@ -348,9 +352,7 @@ class ForwardingEngine:
         details = step.ack_details
         verdict = step.ack(now, (pkt.dst, pkt.dport, pkt.src, pkt.sport), seg.ack,
                            seg.window if details else None, seg.snack if details else (), pkt if details else None)
-        refresh = self.tsval.refresh
-        actions: list[Action] = [Transmit(refresh(held.key, held.packet), nxt, LOCAL_RTX_NOTE)
-                                 for held, nxt in step.local(now, verdict.retransmit)]
+        actions = self._local(step.local(now, verdict.retransmit))
         if self._makes_acks:
             actions += self._generated(now)
         if not verdict.forward:

@@ -281,6 +281,29 @@ def test_slack_dupacks_come_out_of_the_timer():
     assert sum(1 for e, f in events if e == "ack_gen" and f["reason"] == "slack") == 3
 
 
+@pytest.mark.parametrize("scheme", ["classic", "ackall"])
+def test_a_local_retransmission_out_of_the_timer_carries_the_flows_latest_tsval(scheme):
+    """The classic-Snoop family resends out of its timer too; those copies carry the latest TSval as the ones
+    out of a dupack do (a stale one was dropped by the receiver's PAWS for ever: ACK-all over Reno with
+    timestamps and Limited Transmit stalled on the 0.5 % chain before the timer path re-stamped)."""
+    eng, _ = scheme_engine(scheme)
+    sent = []
+    for i in range(3):
+        pkt = scheme_data(i)
+        pkt.segment.tsval, pkt.segment.tsecr = 100 + i, 7
+        sent.append(pkt)
+        eng.on_packet(pkt, 0.0)
+    probe = scheme_data(3)
+    probe.segment.tsval = 900                      # a later segment of the flow (a window probe, new data)
+    eng.on_packet(probe, 0.005)
+    eng.on_packet(scheme_ack(1000), 0.01)
+    acts = eng.on_timer(eng.next_timer())
+    resent = [x for x in acts if isinstance(x, Transmit) and x.next_hop == D and x.packet.segment.payload]
+    assert [x.packet.segment.seq for x in resent] == [1000]
+    assert resent[0].packet.segment.tsval == 900 and resent[0].packet.segment.tsecr == 7
+    assert sent[1].segment.tsval == 101 and eng.tsval.refreshed == 1   # the cached copy itself is unchanged
+
+
 def test_snack_entries_are_rewritten_without_touching_the_shared_segment():
     eng, _ = scheme_engine("snack")
     for i in (0, 1, 2, 4):
