@@ -236,7 +236,7 @@ def test_relay_sends_on_a_period_and_bounds_its_flows() -> None:
 
 def test_relay_parameters_are_checked() -> None:
     from aspan.quack import QuackRelay
-    with pytest.raises(QuackError, match="never sends"):
+    with pytest.raises(QuackError, match="^a relay needs every_packets or every_s: else it never sends a quACK$"):
         QuackRelay(2, every_packets=None, every_s=None)
     with pytest.raises(QuackError, match="every_packets 0"):
         QuackRelay(2, every_packets=0)
@@ -246,3 +246,59 @@ def test_relay_parameters_are_checked() -> None:
         QuackRelay(2, max_flows=0)
     with pytest.raises(QuackError, match="threshold 65 outside"):
         QuackRelay(65)
+
+
+def test_the_boundaries_of_every_bound() -> None:
+    """Identifier 0 and 2**32 - 1, threshold 64, every_packets, max_flows and max_log of 1 are all allowed; the
+    count reads as negative from 2**31 on; copies keep ``last``; an empty quACK's ``last`` is 0 on the wire."""
+    from aspan.quack import ID_MOD, QuackRelay
+    q = quack_of([0, ID_MOD - 1], MAX_THRESHOLD)
+    assert len(q.sums) == MAX_THRESHOLD and q.last == ID_MOD - 1 and q.copy().last == ID_MOD - 1
+    q.remove(0)
+    assert q.count == 1
+    assert missing_count(PowerSumQuack(1, [0], ID_MOD // 2 - 1)) == ID_MOD // 2 - 1
+    assert missing_count(PowerSumQuack(1, [0], ID_MOD // 2)) == -(ID_MOD // 2)
+    assert encode_quack(PowerSumQuack(2))[4:8] == b"\x00\x00\x00\x00"
+    relay = QuackRelay(1, every_packets=1, max_flows=1)
+    assert relay.on_packet("a", 5, 0.0) is not None and relay.on_packet("b", 6, 0.0) is not None
+    assert len(relay) == 1
+    sender = QuackSender(1, max_log=1)
+    sender.sent(9)
+    assert list(sender.log) == [9]
+
+
+def test_defaults_and_exact_emission_points() -> None:
+    """The relay's defaults (a quACK every 2 packets, 256 flows) and the sender's (a log of 4096): a quACK goes out
+    on the packet that makes the count, not after it."""
+    from aspan.quack import QuackRelay
+    relay = QuackRelay(2)
+    assert (relay.every_packets, relay.every_s, relay.max_flows) == (2, None, 256)
+    assert QuackSender(2).max_log == 4096
+    three = QuackRelay(2, every_packets=3)
+    assert [three.on_packet("f", i, 0.0) is not None for i in range(1, 8)] == [False, False, True, False, False,
+                                                                              True, False]
+
+
+def test_every_counter_counts_each_time() -> None:
+    from aspan.quack import QuackRelay
+    s = QuackSender(threshold=1)
+    for x in (1, 2, 3, 4):
+        s.sent(x)
+    for _ in range(2):
+        assert s.on_quack(quack_of([77], 1)) is None                     # unknown last, twice
+    for _ in range(2):
+        assert s.on_quack(quack_of([4], 1)) is None                      # 3 missing, threshold 1, twice
+    forged = PowerSumQuack(1, [5], 1, 2)                                 # says 1 of (1, 2) lost: x = 3 - 5, no root
+    for _ in range(2):
+        assert s.on_quack(forged) is None
+    assert (s.stats["unknown_last"], s.stats["undecodable"], s.stats["inconsistent"]) == (2, 2, 2)
+    relay = QuackRelay(1, max_flows=1)
+    for flow in ("a", "b", "c"):
+        relay.on_packet(flow, 1, 0.0)
+    assert relay.stats["evicted"] == 2
+    relay.reset("nobody")
+    assert relay.stats["resets"] == 0
+    relay.reset("c")
+    relay.on_packet("c", 1, 0.0)
+    relay.reset("c")
+    assert relay.stats["resets"] == 2
