@@ -16,7 +16,7 @@ from plots.html import write_html
 from plots.lateness import Lateness, lateness_section, run_lateness
 from plots.numbers import mean_std, plain
 from plots.qos import is_adaptive
-from plots.reference import figure_title, reference_section
+from plots.reference import figure_caption, reference_section
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
 __all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "compare_medium", "run_media", "run_figures",
@@ -114,7 +114,7 @@ def applicable_figures(data: RunData) -> dict[str, str]:
             continue
         if key == "qos_time" and not has_adaptive:
             continue
-        captions[key] = figure_title(key, caption).replace("\n", ". ")
+        captions[key] = figure_caption(key, caption)
     if data.sweep is not None:
         for metric, label in SWEEP_METRICS.items():
             if metric.startswith("cache_") and not has_snoop:
