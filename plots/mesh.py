@@ -31,7 +31,6 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402
@@ -509,8 +508,7 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     layouts = [p.positions or mesh_layout(p.nodes, p.links) for p in panels]
     flat = all(len({y for _x, y in pos.values()}) == 1 for pos in layouts)   # chains: one line each
     scale = 1.5 if any(len(p.nodes) > DENSE_NODES for p in panels) else 1.0   # room for a large mesh
-    fig = Figure(figsize=(4.3 * scale * cols + 0.9, (2.3 if flat else 4.1 * scale) * rows + 0.5),
-                 layout="constrained")
+    fig = style.figure(4.3 * scale * cols + 0.9, (2.3 if flat else 4.1 * scale) * rows + 0.5)
     axes = fig.subplots(rows, cols, squeeze=False)
     top = max([ld.local_retransmissions for p in panels for ld in p.loads.values()] + [1.0])
     norm, cmap = Normalize(0.0, top), matplotlib.colormaps["YlOrRd"]
@@ -533,7 +531,9 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     if scale > 1:
         legend += f"; meshes of more than {DENSE_NODES} nodes: values of the {DENSE_LABELS} busiest nodes only"
     width = int(11 * fig.get_figwidth())   # characters of "small" (8.3 pt) text across the figure
-    fig.suptitle("Mesh: routes per flow\n" + textwrap.fill(legend, width), fontsize="small")
+    # the key to the node labels stays in every style; the heading is a title (none in the paper style)
+    head = "Mesh: routes per flow\n" if style.current().titles else ""
+    fig.suptitle(head + textwrap.fill(legend, width), fontsize="small")
     return style.save(fig, out_dir, name)
 
 

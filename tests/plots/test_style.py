@@ -1,0 +1,110 @@
+"""plots.style: the paper style of ``aspan plot --style paper`` next to the default notebook style."""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import build_parser
+from plots.cli import main, plot_command
+from plots.style import NOTEBOOK, PAPER, current, new_figure, save, title, using
+from tests.plots.test_figures import BASE_FIGURES, make_run
+
+
+def _png_inches(path: Path, dpi: int) -> tuple[float, float]:
+    width, height = struct.unpack(">II", path.read_bytes()[16:24])    # the IHDR chunk
+    return width / dpi, height / dpi
+
+
+def _svg_font_sizes(path: Path) -> list[float]:
+    return [float(x) for x in re.findall(r"font-size: ([\d.]+)px", path.read_text())]
+
+
+def test_paper_style_no_titles_pdf_and_a_column_wide(tmp_path: Path) -> None:
+    paper = make_run(tmp_path, "paper")
+    notebook = make_run(tmp_path, "notebook")
+    plot_command([paper], style="paper")
+    plot_command([notebook])
+    for name in BASE_FIGURES:
+        pdf = paper / "figures" / f"{name}.pdf"
+        assert pdf.read_bytes().startswith(b"%PDF"), name
+        assert b"CreationDate" not in pdf.read_bytes(), name          # reproducible metadata
+        assert not (notebook / "figures" / f"{name}.pdf").exists()     # the notebook style writes none
+    question = "does snooping lower the losses"
+    assert question in (notebook / "figures" / "losses.svg").read_text()
+    assert question not in (paper / "figures" / "losses.svg").read_text()
+    assert "Observed packet loss" not in (paper / "figures" / "losses.svg").read_text()
+    assert "Paper Fig" not in (paper / "figures" / "cwnd_cdf.svg").read_text()
+    # a one-panel figure is one column wide (3.5 in), its text 7.5-9 pt
+    for name in ("losses", "cwnd_cdf", "cwnd_time"):
+        w, h = _png_inches(paper / "figures" / f"{name}.png", PAPER.dpi)
+        assert 3.4 <= w <= 3.6 and 2.0 <= h <= 2.6, (name, w, h)
+        assert _png_inches(notebook / "figures" / f"{name}.png", NOTEBOOK.dpi)[0] == pytest.approx(6.4)
+        sizes = _svg_font_sizes(paper / "figures" / f"{name}.svg")
+        assert sizes and all(7.4 <= s <= 9.0 for s in sizes), (name, sizes)
+    assert max(_svg_font_sizes(notebook / "figures" / "losses.svg")) > 9.0   # the default's title is larger
+    # the report shows the question in the caption instead
+    assert question in (paper / "report.md").read_text()
+
+
+def test_paper_figures_reproducible_and_stale_pdfs_removed(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    plot_command([run], style="paper")
+    first = {p.name: p.read_bytes() for p in (run / "figures").glob("*.*")}
+    assert any(name.endswith(".pdf") for name in first)
+    plot_command([run], style="paper")
+    assert first == {p.name: p.read_bytes() for p in (run / "figures").glob("*.*")}
+    plot_command([run])     # back to the notebook style: the paper's PDFs do not stay behind
+    assert not list((run / "figures").glob("*.pdf"))
+
+
+def test_style_option_on_both_entries(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = make_run(tmp_path, reps=1)
+    assert main([str(run), "--style", "paper"]) == 0
+    assert "(png, svg, pdf)" in capsys.readouterr().out
+    assert (run / "figures" / "losses.pdf").is_file()
+    with pytest.raises(SystemExit):
+        main([str(run), "--style", "poster"])
+    assert "invalid choice: 'poster'" in capsys.readouterr().err
+    args = build_parser().parse_args(["plot", str(run), "--style", "paper"])
+    assert args.style == "paper"
+    assert build_parser().parse_args(["plot", str(run)]).style == "notebook"
+    with pytest.raises(ValueError, match="unknown; expected one of notebook, paper"):
+        plot_command([run], style="poster")
+
+
+def test_using_restores_the_style_and_title_hook(tmp_path: Path) -> None:
+    assert current() is NOTEBOOK
+    with using("paper"):
+        assert current() is PAPER
+        fig, ax = new_figure()
+        assert tuple(fig.get_size_inches()) == pytest.approx((3.5, 4.2 * 3.5 / 6.4))
+        title(ax, "A title")
+        title(fig, "A suptitle")
+        assert ax.get_title() == "" and fig.get_suptitle() == ""
+        assert [p.suffix for p in save(fig, tmp_path, "x")] == [".png", ".svg", ".pdf"]
+    assert current() is NOTEBOOK
+    fig, ax = new_figure()
+    title(ax, "A title")
+    assert ax.get_title() == "A title" and tuple(fig.get_size_inches()) == (6.4, 4.2)
+    assert [p.suffix for p in save(fig, tmp_path, "y")] == [".png", ".svg"]
+    with pytest.raises(ValueError, match="unknown style 'poster'"):
+        with using("poster"):
+            pass
+
+
+def test_paper_style_wraps_labels_longer_than_their_panel(tmp_path: Path) -> None:
+    long = "fraction of packets with at least x transmissions (log)"
+    with using(PAPER):
+        fig, ax = new_figure()
+        ax.set_ylabel(long)
+        ax.set_xlabel("short")
+        save(fig, tmp_path, "wrapped")
+        assert "\n" in ax.get_ylabel() and ax.get_ylabel().replace("\n", " ") == long
+        assert ax.get_xlabel() == "short"
+    fig, ax = new_figure()
+    ax.set_ylabel(long)
+    save(fig, tmp_path, "kept")
+    assert ax.get_ylabel() == long          # the notebook style leaves labels as written
