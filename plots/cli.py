@@ -56,9 +56,10 @@ def _compare(runs: Sequence["RunData"], labels: Sequence[str], out: Path,
     from plots.medium import draw_medium
     from plots.mesh import compare_panels, draw_mesh
     from plots.report import compare_medium, sweep_series
+    from plots.style import current
     groups, rep_groups, sweeps = [], [], []
     for run, label in zip(runs, labels):
-        groups += run.groups(label)
+        groups += run.groups(label, ports=current().ports)
         rep_groups += run.rep_groups(label)
         sweeps += sweep_series(run, label)
     fields = {s.field for s in sweeps}
@@ -180,7 +181,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--style", choices=("notebook", "paper"), default="notebook",
                         help="notebook (default): titles that say what a figure asks, PNG and SVG; paper: no "
                              "titles (the caption says it), sized for one column of a two-column paper "
-                             "(3.5 in wide, 8-9 pt) and a PDF beside the PNG and SVG")
+                             "(3.5 in wide, 8-9 pt), legends without ports where a flow's sender and "
+                             "receiver are enough, and a PDF beside the PNG and SVG")
     parser.add_argument("--resummarize", action="store_true",
                         help="recompute the summary from the logs even if summary.csv exists "
                              "(rewritten in the run dir only without --out)")

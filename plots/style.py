@@ -4,7 +4,7 @@ new figure, how a figure is written, the variant names under bars, and the style
 A :class:`Style` is the one place that decides how the figures look as a whole: ``notebook`` (the
 default: titles that carry the paper's question, sizes for a screen, PNG and SVG) or ``paper`` (no
 titles, the caption says what a figure asks; a two-column figure's width and fonts; PDF beside PNG
-and SVG).  Figures draw in
+and SVG; legends without a port where one flow per sender and receiver exists).  Figures draw in
 the style :func:`using` made current; their titles go through :func:`title`, which leaves them out
 when the style has none."""
 from __future__ import annotations

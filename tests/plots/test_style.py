@@ -108,3 +108,36 @@ def test_paper_style_wraps_labels_longer_than_their_panel(tmp_path: Path) -> Non
     ax.set_ylabel(long)
     save(fig, tmp_path, "kept")
     assert ax.get_ylabel() == long          # the notebook style leaves labels as written
+
+
+def test_flow_names_drop_the_port_only_where_the_pair_is_unique() -> None:
+    from plots.data import flow_names
+    flows = ["D->F:6000", "A->F:6001", "A->F:6002", "F->D:6003"]
+    assert flow_names(flows) == {f: f for f in flows}            # the notebook style keeps every port
+    assert flow_names(flows, ports=False) == {"D->F:6000": "D->F", "A->F:6001": "A->F:6001",
+                                              "A->F:6002": "A->F:6002", "F->D:6003": "F->D"}
+
+
+def _two_flow_run(root: Path, flows: list[dict]) -> Path:
+    from plots.testing import basic_flow_events, reverse_flow_events, write_experiment, write_rep
+    run = root / "two"
+    write_experiment(run, ["aspan"])
+    for k in range(2):
+        events = sorted(basic_flow_events() + reverse_flow_events(), key=lambda e: e["t"])
+        write_rep(run, "aspan", k, events, flows=flows)
+    return run
+
+
+def test_paper_legends_name_a_flow_by_its_pair(tmp_path: Path) -> None:
+    flows = [{"sender": "A", "receiver": "D", "segments": 3, "segment_size": 1000},
+             {"sender": "D", "receiver": "A", "segments": 2, "segment_size": 1000}]
+    run = _two_flow_run(tmp_path, flows)
+    plot_command([run], style="paper")
+    for name in ("cwnd_cdf", "losses"):
+        svg = (run / "figures" / f"{name}.svg").read_text()
+        assert "aspan A-&gt;D" in svg and "aspan D-&gt;A" in svg, name
+        assert "A-&gt;D:6001" not in svg and "D-&gt;A:6002" not in svg, name
+    assert "| aspan A->D:6001 | 2 |" in (run / "report.md").read_text()   # the report's tables keep the port
+    plot_command([run])
+    assert "aspan A-&gt;D:6001" in (run / "figures" / "cwnd_cdf.svg").read_text()   # the notebook style too
+
