@@ -118,6 +118,7 @@ class VariantGroup:
     variant: str
     reps: list[RepData]
     flow: str = ""
+    run: str = ""          # the run's legend prefix (a comparison of runs), "" for one run
 
     @property
     def usable(self) -> list[RepData]:
@@ -172,7 +173,7 @@ class RunData:
         by its sender and receiver alone where it is the only flow between them (:func:`flow_names`)."""
         head = f"{prefix}: " if prefix else ""
         if not self.multi_flow:
-            return [VariantGroup(head + v, v, [r for r in self.reps if r.variant == v])
+            return [VariantGroup(head + v, v, [r for r in self.reps if r.variant == v], run=prefix)
                     for v in self.variants()]
         out = []
         names = flow_names(self.flows(), ports)
@@ -180,7 +181,7 @@ class RunData:
             for f in self.flows():
                 reps = [r for r in self.reps if r.variant == v and r.flow == f]
                 if reps:
-                    out.append(VariantGroup(f"{head}{v} {names[f]}", v, reps, f))
+                    out.append(VariantGroup(f"{head}{v} {names[f]}", v, reps, f, run=prefix))
         return out
 
     def rep_groups(self, prefix: str = "") -> list[VariantGroup]:

@@ -26,7 +26,7 @@ from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 from plots.routing import time_marks  # noqa: E402
 from plots.style import colors as _colors, figure as _figure, new_figure as _new, save as _save  # noqa: E402
-from plots.style import title as _title, variant_ticks  # noqa: E402
+from plots.style import overlay, title as _title, variant_ticks  # noqa: E402
 from plots.reference import figure_title  # noqa: E402
 
 __all__ = [
@@ -50,7 +50,12 @@ MEMORY_METRICS: dict[str, str] = {
     "cache_mean_segments": "time-averaged occupancy,\nsum over nodes (segments)",
     "cache_max_segments": "largest cache at one node\n(segments, any time)",
 }
-_STYLES = ["-", "--", "-.", ":"]
+
+
+def _looks(groups: Sequence[VariantGroup]) -> list[tuple[Any, Any]]:
+    """(colour, line style) of each overlaid group (plots.style.overlay): runs by colour, variants (and
+    flows) by line style when the groups come from several runs."""
+    return overlay([g.run for g in groups], [(g.variant, g.flow) for g in groups])
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -147,12 +152,12 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], Hist
     axes = fig.subplots(1, 2 if tail else 1, squeeze=False)[0]
     ax = axes[0]
     drawn, smallest = 0, 1.0
-    for i, (g, color) in enumerate(zip(groups, _colors(len(groups)))):
+    for i, (g, (color, ls)) in enumerate(zip(groups, _looks(groups))):
         pooled = Hist.pooled([values(r) for r in g.usable]).finite()
         if not pooled.n:
             continue
         x, counts = pooled.values, pooled.counts
-        style = dict(label=g.label, color=color, ls=_STYLES[i % len(_STYLES)], lw=max(0.9, 2.6 - 0.4 * i))
+        style = dict(label=g.label, color=color, ls=ls, lw=max(0.9, 2.6 - 0.4 * i))
         ax.ecdf(x, weights=counts, **style)
         if tail:
             at_least = np.cumsum(counts[::-1])[::-1] / pooled.n     # P(X >= x) at each distinct x
@@ -293,9 +298,8 @@ def _series_figure(groups: Sequence[VariantGroup],
         return _per_variant_panels([g for g, *_ in chosen], title, ylabel, xlabel, draw,
                                    out_dir, name, sharey=True)
     fig, ax = _new()
-    for i, ((g, rep, t, y, _h), color) in enumerate(zip(chosen, _colors(len(chosen)))):
-        plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
-             ls=_STYLES[i % len(_STYLES)])
+    for (g, rep, t, y, _h), (color, ls) in zip(chosen, _looks([g for g, *_ in chosen])):
+        plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color, ls=ls)
         if marks:
             mark_routing(ax, rep, color)
     ax.set_ylim(bottom=0)

@@ -19,7 +19,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["Style", "STYLES", "NOTEBOOK", "PAPER", "current", "using", "title", "figure", "colors",
+__all__ = ["Style", "STYLES", "NOTEBOOK", "PAPER", "current", "using", "title", "figure", "colors", "overlay",
            "new_figure", "save", "variant_ticks"]
 
 
@@ -111,6 +111,24 @@ def _fit_labels(fig: Figure) -> None:
             room = max(8, int(0.8 * inches * 72 / (0.55 * float(label.get_fontsize()))))
             if text and any(len(line) > room for line in text.split("\n")):
                 label.set_text("\n".join(textwrap.fill(line, room) for line in text.split("\n")))
+
+
+# Line styles of overlaid lines: matplotlib's four, then dash patterns told apart from them.
+LINE_STYLES: list[Any] = ["-", "--", "-.", ":", (0, (8, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (6, 2, 1, 2))]
+
+
+def overlay(runs: Sequence[str], keys: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """(colour, line style) of each of the lines one figure overlays, line i of run ``runs[i]`` showing
+    ``keys[i]`` (a variant, or a variant and flow).  Lines of several runs: a colour per run and a line
+    style per key, the same key in the same style in every run.  Lines of one run: a colour each, the
+    line styles in turn."""
+    run_order = list(dict.fromkeys(runs))
+    if len(run_order) > 1:
+        key_order = list(dict.fromkeys(keys))
+        palette = colors(len(run_order))
+        return [(palette[run_order.index(r)], LINE_STYLES[key_order.index(k) % len(LINE_STYLES)])
+                for r, k in zip(runs, keys)]
+    return [(c, LINE_STYLES[i % 4]) for i, c in enumerate(colors(len(keys)))]
 
 
 def save(fig: Figure, out_dir: Path, name: str) -> list[Path]:

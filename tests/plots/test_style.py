@@ -141,3 +141,43 @@ def test_paper_legends_name_a_flow_by_its_pair(tmp_path: Path) -> None:
     plot_command([run])
     assert "aspan A-&gt;D:6001" in (run / "figures" / "cwnd_cdf.svg").read_text()   # the notebook style too
 
+
+def test_overlay_runs_by_colour_variants_by_line_style() -> None:
+    from plots.style import LINE_STYLES, colors, overlay
+    looks = overlay(["r1", "r1", "r2", "r2"], ["sack", "aspan", "sack", "aspan"])
+    assert [c for c, _ in looks] == [colors(2)[0], colors(2)[0], colors(2)[1], colors(2)[1]]
+    assert [ls for _, ls in looks] == [LINE_STYLES[0], LINE_STYLES[1], LINE_STYLES[0], LINE_STYLES[1]]
+    one = overlay(["", "", ""], ["a", "b", "c"])        # one run: a colour per line, as it always was
+    assert [c for c, _ in one] == colors(3) and [ls for _, ls in one] == ["-", "--", "-."]
+
+
+def test_an_overlay_of_two_runs_two_variants_two_flows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2 runs x 2 variants x 2 flows: 8 lines in 2 colours (one per run) and 4 line styles (one per variant
+    and flow, the same in both runs)."""
+    import matplotlib.colors as mcolors
+    import plots.figures as figures
+    from plots.data import load_run
+    from plots.testing import basic_flow_events, reverse_flow_events, write_experiment, write_rep
+    flows = [{"sender": "A", "receiver": "D", "segments": 3, "segment_size": 1000},
+             {"sender": "D", "receiver": "A", "segments": 2, "segment_size": 1000}]
+    groups = []
+    for name in ("one", "two"):
+        run = tmp_path / name
+        write_experiment(run, ["aspan", "sack"])
+        for v in ("aspan", "sack"):
+            for k in range(2):
+                events = sorted(basic_flow_events(snoop=v == "aspan") + reverse_flow_events(), key=lambda e: e["t"])
+                write_rep(run, v, k, events, flows=flows)
+        groups += load_run(run, write=False).groups(name)
+    assert len(groups) == 8
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, out_dir, name: drawn.append(fig) or [])
+    figures.cwnd_cdf(groups, tmp_path)
+    lines = {line.get_label(): line for line in drawn[0].axes[0].get_lines()}
+    looks = {g.label: (mcolors.to_hex(lines[g.label].get_color()), str(lines[g.label].get_linestyle()))
+             for g in groups}
+    colour_of_run = {g.run: {looks[h.label][0] for h in groups if h.run == g.run} for g in groups}
+    assert all(len(c) == 1 for c in colour_of_run.values()) and len(set.union(*colour_of_run.values())) == 2
+    style_of = {(g.variant, g.flow): {looks[h.label][1] for h in groups if (h.variant, h.flow) == (g.variant, g.flow)}
+                for g in groups}
+    assert all(len(s) == 1 for s in style_of.values()) and len(set.union(*style_of.values())) == 4
