@@ -56,9 +56,10 @@ def _compare(runs: Sequence["RunData"], labels: Sequence[str], out: Path,
     from plots.medium import draw_medium
     from plots.mesh import compare_panels, draw_mesh
     from plots.report import compare_medium, sweep_series
+    from plots.style import current
     groups, rep_groups, sweeps = [], [], []
     for run, label in zip(runs, labels):
-        groups += run.groups(label)
+        groups += run.groups(label, ports=current().ports)
         rep_groups += run.rep_groups(label)
         sweeps += sweep_series(run, label)
     fields = {s.field for s in sweeps}
@@ -86,29 +87,34 @@ def check_out(out: Path, force: bool) -> None:
 
 
 def clear_figures(fig_dir: Path) -> None:
-    """Remove the figures a previous plot wrote into ``fig_dir`` (png/svg only), so that what is there
+    """Remove the figures a previous plot wrote into ``fig_dir`` (png/svg/pdf only), so that what is there
     after drawing is exactly what was drawn (a figure with nothing to show must not survive)."""
     if fig_dir.is_dir():
         for path in fig_dir.iterdir():
-            if path.is_file() and path.suffix in (".png", ".svg"):
+            if path.is_file() and path.suffix in (".png", ".svg", ".pdf"):
                 path.unlink()
 
 
 def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: bool = False,
                  labels: Sequence[str] | None = None, force: bool = False, by: str | None = None,
-                 baseline: str | None = None) -> int:
+                 baseline: str | None = None, style: str = "notebook") -> int:
     """Summary, figures and report.md of one run (into the run dir), or of one or more runs
     into ``out`` without writing into any of them. Raises ValueError naming a path that is not
     a run directory, a missing ``out`` for several runs, an ``out`` inside an input run, or an
     existing non-empty ``out`` without ``force``, or a ``baseline`` that is no variant of the run (one run:
-    the variant the report compares the others with, plots/baseline.py).  Prints the medium's lateness
-    warnings on stderr.  Returns 0."""
+    the variant the report compares the others with, plots/baseline.py), or an unknown ``style``.  The
+    figures are drawn in ``style`` (plots/style.py: ``notebook``, the default, or ``paper``).  Prints the
+    medium's lateness warnings on stderr.  Returns 0."""
     from plots.data import load_run
     from plots.lateness import lateness_warnings, run_lateness
     from plots.logs import check_run_dir
     from plots.report import run_figures, run_media, write_compare_report, write_report
+    from plots.style import STYLES, using
     if not run_dirs:
         raise ValueError("no run directory given; expected at least one run directory")
+    if style not in STYLES:
+        raise ValueError(f"--style {style}: unknown; expected one of {', '.join(STYLES)}")
+    formats = ", ".join(STYLES[style].formats)
     dirs = [check_run_dir(Path(p)) for p in run_dirs]  # fail before writing anything
     if out is None:
         if len(dirs) > 1:
@@ -124,11 +130,12 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
         clear_figures(dirs[0] / "figures")
         for note in data.notes:   # what was assumed (a rebuilt meta.json, ...), also in report.md
             print(f"{dirs[0]}: note: {note}", file=sys.stderr)
-        figures = run_figures(data, label=prefix)
+        with using(style):
+            figures = run_figures(data, label=prefix)
         late = run_lateness(dirs[0])
         report = write_report(dirs[0], data, figures, late, baseline)
         print(f"{dirs[0]}: {len(data.reps)} repetition-flows, {len(figures)} figures in "
-              f"{dirs[0] / 'figures'}, report {report}")
+              f"{dirs[0] / 'figures'} ({formats}), report {report}")
         _warn_lateness(lateness_warnings(late))
         return 0
     if baseline is not None:
@@ -144,10 +151,11 @@ def plot_command(run_dirs: list[Path], out: Path | None = None, resummarize: boo
     names = run_labels(runs, labels) if (len(runs) > 1 or labels) else [""]
     media = run_media(runs)
     clear_figures(out / "figures")
-    figures = _compare(runs, names, out / "figures", media)
+    with using(style):
+        figures = _compare(runs, names, out / "figures", media)
     late = [run_lateness(d) for d in dirs]
     report = write_compare_report(out, runs, names, figures, late, media)
-    print(f"{len(runs)} run(s): {len(figures)} figures in {out / 'figures'}, report {report}")
+    print(f"{len(runs)} run(s): {len(figures)} figures in {out / 'figures'} ({formats}), report {report}")
     _warn_lateness([w for rows, name in zip(late, names) for w in lateness_warnings(rows, name)])
     return 0
 
@@ -170,6 +178,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--baseline", default=None, metavar="VARIANT",
                         help="one run: the variant every other is compared with, per flow, with 95 %% intervals "
                              "(default: the experiment's baseline field, else the first variant)")
+    parser.add_argument("--style", choices=("notebook", "paper"), default="notebook",
+                        help="notebook (default): titles that say what a figure asks, PNG and SVG; paper: no "
+                             "titles (the caption says it), sized for one column of a two-column paper "
+                             "(3.5 in wide, 8-9 pt), legends without ports where a flow's sender and "
+                             "receiver are enough, and a PDF beside the PNG and SVG")
     parser.add_argument("--resummarize", action="store_true",
                         help="recompute the summary from the logs even if summary.csv exists "
                              "(rewritten in the run dir only without --out)")
@@ -179,7 +192,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run_args(args: argparse.Namespace) -> int:
     """Run the plot command from arguments parsed with :func:`add_arguments`."""
     return plot_command(list(args.run_dirs), args.out, args.resummarize, args.label, args.force, args.by,
-                        args.baseline)
+                        args.baseline, getattr(args, "style", "notebook"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,22 @@ from plots.flows import rep_flows
 from plots.logs import load_rep
 from plots.summary import SUMMARY_COLUMNS, read_summary, summary_frame, write_summary_rows
 
-__all__ = ["RepData", "VariantGroup", "RunData", "load_run", "sweep_spec", "sweep_value_for"]
+__all__ = ["RepData", "VariantGroup", "RunData", "load_run", "sweep_spec", "sweep_value_for", "flow_names"]
+
+
+def flow_names(flows: list[str], ports: bool = True) -> dict[str, str]:
+    """The legend name of each flow label (``A->D:6001``): the label itself, or, with ``ports`` False,
+    its sender and receiver alone (``A->D``) when no other of ``flows`` has the same pair; flows that
+    share a pair keep their ports, which is what tells them apart."""
+    def pair(label: str) -> str:
+        head, sep, port = label.rpartition(":")
+        return head if sep and port.isdigit() else label
+    if ports:
+        return {f: f for f in flows}
+    count: dict[str, int] = {}
+    for f in dict.fromkeys(flows):
+        count[pair(f)] = count.get(pair(f), 0) + 1
+    return {f: pair(f) if count[pair(f)] == 1 else f for f in flows}
 
 
 @dataclass
@@ -103,6 +118,7 @@ class VariantGroup:
     variant: str
     reps: list[RepData]
     flow: str = ""
+    run: str = ""          # the run's legend prefix (a comparison of runs), "" for one run
 
     @property
     def usable(self) -> list[RepData]:
@@ -151,19 +167,21 @@ class RunData:
         """Flow labels in order of first appearance."""
         return list(dict.fromkeys(r.flow for r in self.reps))
 
-    def groups(self, prefix: str = "") -> list[VariantGroup]:
+    def groups(self, prefix: str = "", ports: bool = True) -> list[VariantGroup]:
         """One VariantGroup per variant, or per (variant, flow) when the run has several flows;
-        labels ``prefix: variant [flow]`` when a prefix is given."""
+        labels ``prefix: variant [flow]`` when a prefix is given; with ``ports`` False, a flow is named
+        by its sender and receiver alone where it is the only flow between them (:func:`flow_names`)."""
         head = f"{prefix}: " if prefix else ""
         if not self.multi_flow:
-            return [VariantGroup(head + v, v, [r for r in self.reps if r.variant == v])
+            return [VariantGroup(head + v, v, [r for r in self.reps if r.variant == v], run=prefix)
                     for v in self.variants()]
         out = []
+        names = flow_names(self.flows(), ports)
         for v in self.variants():
             for f in self.flows():
                 reps = [r for r in self.reps if r.variant == v and r.flow == f]
                 if reps:
-                    out.append(VariantGroup(f"{head}{v} {f}", v, reps, f))
+                    out.append(VariantGroup(f"{head}{v} {names[f]}", v, reps, f, run=prefix))
         return out
 
     def rep_groups(self, prefix: str = "") -> list[VariantGroup]:

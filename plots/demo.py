@@ -10,15 +10,48 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from plots.numbers import plain
 from plots.overview import report_holds
 from plots.reference import CLAIMS, METRIC_NAMES, claim_ratio, metric_values
 from plots.summary import read_summary
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 COLUMNS = ("goodput_mbps", "losses", "cwnd_median", "tx_per_pkt_p99")
 MESH_NOTE = {"demo-mesh": " (sim backend, shared 802.11g medium: the mesh's numbers, not this machine's CPU)"}
+# Why A-SPAN with the paper's dupack rule costs goodput on the demo's cell, as docs/REPRODUCTION.md
+# measures it ("The paper's dupack rule feeds on itself"; the cell rows of "On a shared medium").
+WHY_GOODPUT = {"demo-mesh": (
+    "Why A-SPAN's goodput is lower: with the paper's dupack rule the snoop node resends a segment on every dupack "
+    "and each surplus copy brings another dupack ({rtx} local retransmissions for {segments} segments in {variant}); "
+    "docs/REPRODUCTION.md measures those copies taking the shared air and overflowing C's queue in this cell.")}
+
+
+def why_goodput(summary: "pd.DataFrame", name: str) -> list[str]:
+    """The demo's one line on why A-SPAN costs goodput (WHY_GOODPUT), for its experiment only and only when
+    this run shows the cost: a variant that retransmitted locally has a lower mean goodput than sack.  It
+    names the variant that retransmitted most, with its mean local retransmissions and segments."""
+    import pandas as pd
+    if name not in WHY_GOODPUT or "local_retransmissions" not in summary or "goodput_mbps" not in summary:
+        return []
+    rows = summary[summary["status"].astype(str) == "ok"] if "status" in summary else summary
+    means = rows.groupby(rows["variant"].astype(str), sort=False)[["goodput_mbps", "local_retransmissions"]].agg(
+        lambda c: pd.to_numeric(c, errors="coerce").mean())
+    if "sack" not in means.index:
+        return []
+    costly = means[(means["local_retransmissions"] > 0) & (means["goodput_mbps"] < means.loc["sack", "goodput_mbps"])]
+    if costly.empty:
+        return []
+    variant = str(costly["local_retransmissions"].idxmax())
+    segments = pd.to_numeric(rows.loc[rows["variant"].astype(str) == variant, "segments"], errors="coerce").mean() \
+        if "segments" in rows else float("nan")
+    return ["", WHY_GOODPUT[name].format(rtx=plain(costly.loc[variant, "local_retransmissions"]),
+                                         segments=plain(segments) if segments == segments else "?", variant=variant)]
+
+
 MEANING = [
     "What the numbers mean{note}:",
     "  losses: loss events the TCP sender saw (three duplicate ACKs or a timeout); A-SPAN's snoop caches",
@@ -64,6 +97,7 @@ def demo_lines(run_dir: Path) -> list[str]:
             ref = f", docs/REPRODUCTION.md {plain(c.ours)}x" if c.ours is not None else ""
             lines.append(f"  {c.figure} {what}: paper {c.paper}{ref}, this run {plain(r)}x")
         lines.append(f"  (reference: {claims[0][0].source})")
+    lines += why_goodput(summary, name)
     holds = report_holds(run_dir, summary, name)     # only the sections this run's report has
     lines += ["", MEANING[0].format(note=MESH_NOTE.get(name, "")), *MEANING[1:], "",
               f"Open {run_dir / 'report.html'} (or report.md): the figures titled with the paper's questions"

@@ -25,7 +25,8 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
 from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 from plots.routing import time_marks  # noqa: E402
-from plots.style import colors as _colors, new_figure as _new, save as _save, variant_ticks  # noqa: E402
+from plots.style import colors as _colors, figure as _figure, new_figure as _new, save as _save  # noqa: E402
+from plots.style import overlay, title as _title, variant_ticks  # noqa: E402
 from plots.reference import figure_title  # noqa: E402
 
 __all__ = [
@@ -49,7 +50,12 @@ MEMORY_METRICS: dict[str, str] = {
     "cache_mean_segments": "time-averaged occupancy,\nsum over nodes (segments)",
     "cache_max_segments": "largest cache at one node\n(segments, any time)",
 }
-_STYLES = ["-", "--", "-.", ":"]
+
+
+def _looks(groups: Sequence[VariantGroup]) -> list[tuple[Any, Any]]:
+    """(colour, line style) of each overlaid group (plots.style.overlay): runs by colour, variants (and
+    flows) by line style when the groups come from several runs."""
+    return overlay([g.run for g in groups], [(g.variant, g.flow) for g in groups])
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -127,8 +133,7 @@ def _grouped_bars(groups: Sequence[VariantGroup], metrics: dict[str, str], ylabe
     _bars_with_dots(ax, groups, metrics)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # every bar metric is a count
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{title}\n(bars: mean over repetitions; dots: each repetition)",
-                 fontsize="medium")
+    _title(ax, f"{title}\n(bars: mean over repetitions; dots: each repetition)", fontsize="medium")
     if len(metrics) > 1:
         ax.legend()
     return _save(fig, out_dir, name)
@@ -143,16 +148,16 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], Hist
     that the same figure of two runs reads the same way.  With ``tail``, a second panel draws the
     complementary CDF P(X >= x) on a log y axis: the top few percent, where a CDF's curve is
     flat against 1, get decades of room there."""
-    fig = Figure(figsize=(11.0 if tail else 6.4, 4.2), layout="constrained")
+    fig = _figure(11.0 if tail else 6.4, 4.2)
     axes = fig.subplots(1, 2 if tail else 1, squeeze=False)[0]
     ax = axes[0]
     drawn, smallest = 0, 1.0
-    for i, (g, color) in enumerate(zip(groups, _colors(len(groups)))):
+    for i, (g, (color, ls)) in enumerate(zip(groups, _looks(groups))):
         pooled = Hist.pooled([values(r) for r in g.usable]).finite()
         if not pooled.n:
             continue
         x, counts = pooled.values, pooled.counts
-        style = dict(label=g.label, color=color, ls=_STYLES[i % len(_STYLES)], lw=max(0.9, 2.6 - 0.4 * i))
+        style = dict(label=g.label, color=color, ls=ls, lw=max(0.9, 2.6 - 0.4 * i))
         ax.ecdf(x, weights=counts, **style)
         if tail:
             at_least = np.cumsum(counts[::-1])[::-1] / pooled.n     # P(X >= x) at each distinct x
@@ -169,13 +174,13 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], Hist
         a.grid(alpha=0.3)
     ax.set_ylabel("CDF (fraction)")
     ax.set_ylim(0, 1.02)
-    ax.set_title(title)
+    _title(ax, title)
     ax.legend()
     if tail:
         axes[1].set_yscale("log")
         log_ticks(axes[1].yaxis, smallest, 1.0)
         axes[1].set_ylabel("fraction of packets with at least x (log)")
-        axes[1].set_title("The tail: complementary CDF, log scale")
+        _title(axes[1], "The tail: complementary CDF, log scale")
     return _save(fig, out_dir, name)
 
 
@@ -208,7 +213,7 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
         return []
     ncols = 1 if len(chosen) <= 6 else 2
     nrows = -(-len(chosen) // ncols)
-    fig = Figure(figsize=(7.0 * ncols, 2.1 * nrows + 0.8), layout="constrained")
+    fig = _figure(7.0 * ncols, 2.1 * nrows + 0.8)
     grid = fig.subplots(nrows, ncols, sharex=True, sharey=sharey, squeeze=False)
     axes = list(grid.ravel())
     for ax in axes[len(chosen):]:
@@ -226,7 +231,7 @@ def _per_variant_panels(groups: Sequence[VariantGroup], title: str, ylabel: str,
     _unshare(fig)
     fig.supxlabel(xlabel)
     fig.supylabel(ylabel)
-    fig.suptitle(title)
+    _title(fig, title)
     return _save(fig, out_dir, name)
 
 
@@ -293,15 +298,14 @@ def _series_figure(groups: Sequence[VariantGroup],
         return _per_variant_panels([g for g, *_ in chosen], title, ylabel, xlabel, draw,
                                    out_dir, name, sharey=True)
     fig, ax = _new()
-    for i, ((g, rep, t, y, _h), color) in enumerate(zip(chosen, _colors(len(chosen)))):
-        plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color,
-             ls=_STYLES[i % len(_STYLES)])
+    for (g, rep, t, y, _h), (color, ls) in zip(chosen, _looks([g for g, *_ in chosen])):
+        plot(ax, t, y, label=f"{g.label} (rep {rep.repetition})", color=color, ls=ls)
         if marks:
             mark_routing(ax, rep, color)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    _title(ax, title)
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return _save(fig, out_dir, name)
@@ -322,7 +326,7 @@ def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     from plots.qos import qos_over_time as draw
 
     def new_fig(rows: int) -> tuple[Figure, Any]:
-        fig = Figure(figsize=(6.4, 5.6), layout="constrained")
+        fig = _figure(6.4, 5.6)
         return fig, fig.subplots(rows, 1, sharex=True, height_ratios=[2, 1])
     return draw(groups, out_dir, _save, new_fig, _colors)
 
@@ -379,13 +383,12 @@ def snoop_memory(groups: Sequence[VariantGroup], out_dir: Path) -> list[Path]:
     if not _snooping(groups):
         return []
     groups = [g for g in groups if g.usable]
-    fig = Figure(figsize=(min(15.0, max(9.0, 1.1 * len(groups) * 3)), 4.4),
-                 layout="constrained")
+    fig = _figure(min(15.0, max(9.0, 1.1 * len(groups) * 3)), 4.4)
     axes = fig.subplots(1, len(MEMORY_METRICS), squeeze=False)[0]
     for ax, (col, label), color in zip(axes, MEMORY_METRICS.items(), _colors(3)):
         _bars_with_dots(ax, groups, {col: label}, [color])
         ax.set_title(label, fontsize="medium")
-    fig.suptitle(figure_title("snoop_memory", "Snoop memory (bars: mean over repetitions; dots: each repetition)"))
+    _title(fig, figure_title("snoop_memory", "Snoop memory (bars: mean over repetitions; dots: each repetition)"))
     return _save(fig, out_dir, "snoop_memory")
 
 
@@ -509,22 +512,21 @@ def sweep_figures(sweeps: Sequence[SweepSeries], out_dir: Path) -> list[Path]:
             continue
         ax.set_xlabel(fld if numeric_all else f"{fld} (categories)")
         ax.set_ylabel(ylabel)
-        ax.set_title(f"{ylabel.split(' (')[0].capitalize()} vs {fld}\n"
-                     "(line: mean over repetitions; dots: each repetition)", fontsize="medium")
+        _title(ax, f"{ylabel.split(' (')[0].capitalize()} vs {fld}\n"
+               "(line: mean over repetitions; dots: each repetition)", fontsize="medium")
         ax.legend(fontsize="small")
         written += _save(fig, out_dir, f"sweep_{metric}")
     cached = any(_metric(r, "cache_insertions") > 0 for s in sweeps for g in s.groups
                  for r in g.usable)
     if cached:
-        fig = Figure(figsize=(13.0, 4.2), layout="constrained")
+        fig = _figure(13.0, 4.2)
         axes = fig.subplots(1, len(MEMORY_METRICS), squeeze=False)[0]
         for ax, (metric, label) in zip(axes, MEMORY_METRICS.items()):
             _draw_sweep(ax, sweeps, metric)
             ax.set_title(label, fontsize="medium")
             ax.set_xlabel(fld)
         axes[0].legend(fontsize="small")
-        fig.suptitle(f"Snoop memory vs {fld} (line: mean over repetitions; dots: each "
-                     "repetition)")
+        _title(fig, f"Snoop memory vs {fld} (line: mean over repetitions; dots: each repetition)")
         written += _save(fig, out_dir, "sweep_memory")
     return written
 

@@ -15,10 +15,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from plots.style import colors, new_figure, variant_ticks
+from plots.style import colors, figure, new_figure, title, variant_ticks
 from plots.style import save as _save   # one name per module, replaced by tests that only collect figures
 from plots.logs import PARQUET, iter_reps, load_experiment
 from plots.numbers import plain
@@ -191,7 +190,7 @@ def airtime_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
                         color="w" if v < 0.5 * top else "k")
     fig.colorbar(im, ax=ax, label="airtime share")
     ax.set_xlabel("node")
-    ax.set_title("Airtime share per node\n(data + SIFS + ACK per attempt / run time)", fontsize="medium")
+    title(ax, "Airtime share per node\n(data + SIFS + ACK per attempt / run time)", fontsize="medium")
     return _save(fig, out_dir, f"{FIGURE_PREFIX}airtime")
 
 
@@ -220,7 +219,7 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
     ax.set_ylabel("frames per repetition (symlog: linear to 1, log above)")
     variant_ticks(ax, x, list(mean.index))
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title("Link-layer retries, collisions and drops\n(all nodes, mean over repetitions)", fontsize="medium")
+    title(ax, "Link-layer retries, collisions and drops\n(all nodes, mean over repetitions)", fontsize="medium")
     ax.legend()
     return _save(fig, out_dir, f"{FIGURE_PREFIX}retries")
 
@@ -239,7 +238,7 @@ def throughput_figure(data: MediumRuns, out_dir: Path) -> list[Path]:
     field = data.sweep_field
     g = s.groupby(["sweep", "hops"], dropna=False)["goodput_mbps"].mean().reset_index()
     panels = 2 if field and g["sweep"].nunique() >= 2 else 1
-    fig = Figure(figsize=(6.4 * panels, 4.2), layout="constrained")
+    fig = figure(6.4 * panels, 4.2)
     axes = fig.subplots(1, panels, squeeze=False)[0]
     ax = axes[0]
     if field:   # one line per swept value
@@ -254,7 +253,7 @@ def throughput_figure(data: MediumRuns, out_dir: Path) -> list[Path]:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("hops")
     ax.set_ylabel("goodput (Mbit/s, mean over repetitions)")
-    ax.set_title("Throughput vs hops")
+    title(ax, "Throughput vs hops")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     if panels == 2:
@@ -267,7 +266,7 @@ def throughput_figure(data: MediumRuns, out_dir: Path) -> list[Path]:
         ax.set_ylim(bottom=0)
         ax.set_xlabel(str(field))
         ax.set_ylabel("goodput (Mbit/s)")
-        ax.set_title(f"Goodput vs {field}")
+        title(ax, f"Goodput vs {field}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     return _save(fig, out_dir, f"{FIGURE_PREFIX}throughput_hops")

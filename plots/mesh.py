@@ -15,6 +15,7 @@ no ``routing``) gets no panel.
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,7 +32,6 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.cm import ScalarMappable  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import FancyArrowPatch  # noqa: E402
 from matplotlib.transforms import offset_copy  # noqa: E402
@@ -432,7 +432,8 @@ def _busiest(panel: MeshPanel, k: int) -> list[str]:
 
 
 def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]], norm: Normalize,
-                cmap: Any, colors: list[Any]) -> None:
+                cmap: Any, colors: list[Any]) -> tuple[Any, list[Any]]:
+    """Draw one panel; returns the nodes' markers (a scatter) and the nodes' name labels."""
     for a, b in panel.links:
         (x1, y1), (x2, y2) = pos[a], pos[b]
         ax.plot([x1, x2], [y1, y2], color="0.75", lw=1.5, zorder=1, solid_capstyle="round")
@@ -462,14 +463,15 @@ def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]],
     xy = np.array([pos[n] for n in panel.nodes])
     rtx = [panel.loads[n].local_retransmissions if n in panel.loads else 0.0 for n in panel.nodes]
     dense = len(panel.nodes) > DENSE_NODES
-    ax.scatter(xy[:, 0], xy[:, 1], s=150 if dense else 380, c=rtx, cmap=cmap, norm=norm, edgecolors="0.2",
-               linewidths=0.8 if dense else 1.0, zorder=3)
+    markers = ax.scatter(xy[:, 0], xy[:, 1], s=150 if dense else 380, c=rtx, cmap=cmap, norm=norm,
+                         edgecolors="0.2", linewidths=0.8 if dense else 1.0, zorder=3)
+    names = []
     middle = float(xy[:, 1].mean())
     span = float(np.ptp(xy[:, 1])) or 1.0
     labelled = set(_busiest(panel, DENSE_LABELS)) if dense else set(panel.nodes)
     for n, (x, y), value in zip(panel.nodes, xy, rtx):
-        ax.text(x, y, n, ha="center", va="center", fontsize=5.5 if dense else 8, fontweight="bold", zorder=4,
-                color="white" if norm(value) > 0.6 else "black")
+        names.append(ax.text(x, y, n, ha="center", va="center", fontsize=5.5 if dense else 8, fontweight="bold",
+                             zorder=4, color="white" if norm(value) > 0.6 else "black"))
         if n not in labelled:
             continue
         above = y > middle + 1e-6 * span    # the upper nodes' labels above: away from the links
@@ -497,6 +499,128 @@ def _draw_panel(ax: Axes, panel: MeshPanel, pos: dict[str, tuple[float, float]],
                             units="points")    # under the tick labels and the x label, if any
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
                   fontsize="small", frameon=False, ncol=1)
+    return markers, names
+
+
+# Where a label that overlaps another goes instead, in points from where it was: the eight directions
+# at growing distances, nearest first; a node's name goes no farther than NAME_AWAY, so that it stays
+# beside its node.
+_AWAY = [(r * dx, r * dy) for r in (9.0, 14.0, 20.0, 28.0, 38.0, 50.0)
+         for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1), (0.71, 0.71), (-0.71, 0.71), (0.71, -0.71), (-0.71, -0.71))]
+
+
+NAME_AWAY = 20.0
+
+
+def _declutter(fig: Any, drawn: Sequence[tuple[Axes, Any, list[Any]]]) -> None:
+    """Labels that do not overlap: with the figure laid out, each label of a panel (node names first,
+    then the nodes' values, then the links' ETX) that overlaps one placed before it moves to the nearest
+    place of _AWAY where it overlaps neither a placed label nor a node; a node's name moved off its node
+    is drawn black, a size smaller, and shrinks further (to 4 pt) where no place is free.  Labels that
+    overlap nothing stay where they are, so an uncrowded mesh is drawn as before.  A value (a node's or
+    a link's) that finds no free place is left out, and the figure's key says how many.  A moved label
+    takes no part in the layout (the panels stay where they were placed); a second pass checks the result."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    if not _crowded(fig, drawn):
+        return      # drawn as it always was: nothing is laid out or moved ahead of the save
+    canvas = FigureCanvasAgg(fig)
+    key, noted = fig.get_suptitle(), 0
+    for _ in range(4):
+        fig.draw_without_rendering()    # the layout and each panel's aspect, as the saved figure has them
+        renderer = canvas.get_renderer()
+        moved = any([_declutter_panel(ax, markers, names, renderer) for ax, markers, names in drawn])
+        hidden = sum(1 for ax, _m, _n in drawn for t in ax.texts if t.get_text() and not t.get_visible())
+        if hidden != noted:     # the key says so; a longer key moves the panels: another pass
+            fig.suptitle(key + f"\n{hidden} value label(s) left out: no room beside the nodes", fontsize="small")
+            noted = hidden
+        elif not moved:
+            break
+
+
+def _crowded(fig: Any, drawn: Sequence[tuple[Axes, Any, list[Any]]]) -> bool:
+    """True if some label of a panel overlaps another, as the figure would be saved (looked at on a
+    copy: a figure laid out once is laid out a little differently the next time)."""
+    import pickle
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    index = [(fig.axes.index(ax), [ax.texts.index(t) for t in names]) for ax, _m, names in drawn]
+    copy = pickle.loads(pickle.dumps(fig))
+    canvas = FigureCanvasAgg(copy)
+    copy.draw_without_rendering()
+    renderer = canvas.get_renderer()
+    for (i, name_at), (_ax, markers, _names) in zip(index, drawn):
+        ax = copy.axes[i]
+        marks = next(c for c in ax.collections if len(c.get_offsets()) == len(markers.get_offsets())
+                     and np.allclose(c.get_offsets(), markers.get_offsets()))
+        if _declutter_panel(ax, marks, [ax.texts[j] for j in name_at], renderer):
+            return True
+    return False
+
+
+def _declutter_panel(ax: Axes, markers: Any, names: list[Any], renderer: Any) -> bool:
+    """One pass of :func:`_declutter` over one panel; True if a label moved."""
+    from matplotlib.text import Annotation
+    from matplotlib.transforms import Bbox
+    fig = ax.figure
+    pad = 1.0 * fig.dpi / 72     # a point between labels
+
+    def box_of(t: Any) -> Any:
+        return t.get_window_extent(renderer).padded(pad)
+
+    def overlap(box: Any, others: Sequence[Any]) -> bool:
+        return any(box.overlaps(o) for o in others)
+    frame = ax.get_window_extent()      # a moved label stays inside the panel: off its title and ticks
+
+    def within(box: Any) -> bool:
+        return bool(frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1)
+    others = [t for t in ax.texts if t not in names and t.get_text() and t.get_visible()]
+    texts = [t for t in names if t.get_text()] + [t for t in others if isinstance(t, Annotation)] \
+        + [t for t in others if not isinstance(t, Annotation)]
+    centres = ax.transData.transform(markers.get_offsets())
+    radius = np.resize(np.sqrt(markers.get_sizes()) / 2 * fig.dpi / 72, len(centres))   # s: diameter², points
+    nodes = [Bbox.from_extents(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radius)]
+    placed: list[Any] = []
+    moved = False
+    for t in texts:
+        box = box_of(t)
+        if overlap(box, placed):
+            moved = True
+            t.set_in_layout(False)
+            if t in names and t.get_color() != "black":
+                t.set_color("black")            # off its node: on the white of the axes
+                t.set_fontsize(max(4.0, float(t.get_fontsize()) - 1.0))
+            base = (0.0, 0.0) if not isinstance(t, Annotation) else getattr(t, "_declutter_base", tuple(t.xyann))
+            if isinstance(t, Annotation):
+                setattr(t, "_declutter_base", base)
+            near = [(dx, dy) for dx, dy in _AWAY if t not in names or math.hypot(dx, dy) <= NAME_AWAY]
+            fits = False
+            # a name with no place near it off every node: off the labels, then farther off
+            for where, obstacles in ((near, placed + nodes), (near, placed), (_AWAY, placed)):
+                while not fits:
+                    for dx, dy in where:
+                        _shift(t, ax, base, dx, dy)
+                        box = box_of(t)
+                        if within(box) and not overlap(box, obstacles):
+                            fits = True
+                            break
+                    if fits or float(t.get_fontsize()) <= 4.0:
+                        break
+                    t.set_fontsize(max(4.0, float(t.get_fontsize()) - 1.0))
+                if fits or t not in names:
+                    break
+            if not fits and t not in names:     # a value with no free place anywhere near: left out, and said so
+                t.set_visible(False)
+                continue
+        placed.append(box)
+    return moved
+
+
+def _shift(t: Any, ax: Axes, base: tuple[float, float], dx: float, dy: float) -> None:
+    """Move label ``t`` by (dx, dy) points from ``base`` (an annotation's text offset; a text: its place)."""
+    from matplotlib.text import Annotation
+    if isinstance(t, Annotation):
+        t.xyann = (base[0] + dx, base[1] + dy)
+    else:
+        t.set_transform(offset_copy(ax.transData, fig=ax.figure, x=dx, y=dy, units="points"))
 
 
 def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") -> list[Path]:
@@ -509,15 +633,14 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     layouts = [p.positions or mesh_layout(p.nodes, p.links) for p in panels]
     flat = all(len({y for _x, y in pos.values()}) == 1 for pos in layouts)   # chains: one line each
     scale = 1.5 if any(len(p.nodes) > DENSE_NODES for p in panels) else 1.0   # room for a large mesh
-    fig = Figure(figsize=(4.3 * scale * cols + 0.9, (2.3 if flat else 4.1 * scale) * rows + 0.5),
-                 layout="constrained")
+    fig = style.figure(4.3 * scale * cols + 0.9, (2.3 if flat else 4.1 * scale) * rows + 0.5)
     axes = fig.subplots(rows, cols, squeeze=False)
     top = max([ld.local_retransmissions for p in panels for ld in p.loads.values()] + [1.0])
     norm, cmap = Normalize(0.0, top), matplotlib.colormaps["YlOrRd"]
     n_flows = max(len(p.flows) for p in panels)
     colors = style.colors(max(n_flows, 2))   # flow i has colour i in every panel
-    for ax, panel, pos in zip(axes.flat, panels, layouts):
-        _draw_panel(ax, panel, pos, norm, cmap, colors)
+    drawn = [(ax, *_draw_panel(ax, panel, pos, norm, cmap, colors))
+             for ax, panel, pos in zip(axes.flat, panels, layouts)]
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.6, aspect=30)
@@ -533,7 +656,10 @@ def mesh_figure(panels: Sequence[MeshPanel], out_dir: Path, name: str = "mesh") 
     if scale > 1:
         legend += f"; meshes of more than {DENSE_NODES} nodes: values of the {DENSE_LABELS} busiest nodes only"
     width = int(11 * fig.get_figwidth())   # characters of "small" (8.3 pt) text across the figure
-    fig.suptitle("Mesh: routes per flow\n" + textwrap.fill(legend, width), fontsize="small")
+    # the key to the node labels stays in every style; the heading is a title (none in the paper style)
+    head = "Mesh: routes per flow\n" if style.current().titles else ""
+    fig.suptitle(head + textwrap.fill(legend, width), fontsize="small")
+    _declutter(fig, drawn)
     return style.save(fig, out_dir, name)
 
 

@@ -76,6 +76,7 @@ def _flow_key(rep: RepData, logs: Any) -> str:
 def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path, save: Any, new_fig: Any,
                   colors: Any) -> list[Path]:
     """Figure ``qos_time`` (see the module docstring); nothing when no variant adapts."""
+    from plots.style import title
     chosen: list[tuple[VariantGroup, RepData, QosSeries]] = []
     for g in groups:
         rep = g.representative()
@@ -97,7 +98,7 @@ def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path, save: Any, new_
     top.set_ylabel("congestion window (segments)")
     top.set_ylim(bottom=0)
     top.legend(fontsize="small")
-    top.set_title("Adaptive pkt_qos: cwnd and the setting in use", fontsize="medium")
+    title(top, "Adaptive pkt_qos: cwnd and the setting in use", fontsize="medium")
     bottom.set_ylabel("pkt_qos in use" + (" (lines offset)" if len(chosen) > 1 else ""))
     bottom.set_xlabel("time since flow start (s)")
     bottom.set_ylim(-0.05, 1.05 + OFFSET * (len(chosen) - 1))

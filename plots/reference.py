@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-__all__ = ["PAPER_FIGURES", "figure_title", "Reference", "Claim", "REFERENCES", "CLAIMS",
+__all__ = ["PAPER_FIGURES", "figure_title", "figure_caption", "Reference", "Claim", "REFERENCES", "CLAIMS",
            "metric_values", "reference_section"]
 
 # figure key (plots.figures.FIGURES) -> (the paper's figure numbers, the question it answers)
@@ -34,6 +34,13 @@ def figure_title(key: str, title: str) -> str:
     found = PAPER_FIGURES.get(key)
     # wrapped so that it fits the narrowest figure (6.4 in at the default title size)
     return f"{title}\n" + textwrap.fill(f"Paper {found[0]}: {found[1]}", 58) if found else title
+
+
+def figure_caption(key: str, caption: str) -> str:
+    """``caption`` and, when the figure has one, the paper's figure and question after it, on one
+    line (a report's caption: the question whole, never broken where a title wraps)."""
+    found = PAPER_FIGURES.get(key)
+    return f"{caption}. Paper {found[0]}: {found[1]}" if found else caption
 
 
 METRICS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from plots.data import RunData, load_run
+from plots.data import RunData, flow_names, load_run
 from plots.medium import FIGURE_PREFIX as MEDIUM, MediumRuns, medium_figures, medium_section
 from plots.mesh import compare_panels, is_mesh_key, mesh_figures, mesh_section
 from plots.figures import FIGURES, SWEEP_METRICS, SweepSeries, write_figures
@@ -16,7 +16,8 @@ from plots.html import write_html
 from plots.lateness import Lateness, lateness_section, run_lateness
 from plots.numbers import mean_std, plain
 from plots.qos import is_adaptive
-from plots.reference import figure_title, reference_section
+from plots.reference import figure_caption, reference_section
+from plots.style import current
 from plots.summary import FLOAT_FORMAT, SUMMARY_COLUMNS, summary_frame
 
 __all__ = ["MAIN_COLUMNS", "write_report", "write_compare_report", "compare_medium", "run_media", "run_figures",
@@ -52,13 +53,15 @@ def sweep_series(data: RunData, label: str = "") -> list[SweepSeries]:
     if data.sweep is None:
         return []
     fld, values = data.sweep
-    groups = data.groups(label)
+    ports = current().ports
+    groups = data.groups(label, ports=ports)
     head = f"{label}: " if label else ""
     if any(isinstance(r.meta.get("sweep_value"), dict) for r in data.reps):
         return _factorial_series(groups, fld, values, head)
     if not data.multi_flow:
         return [SweepSeries(label or "mean over repetitions", fld, values, groups)]
-    return [SweepSeries(f"{head}{flow}", fld, values, [g for g in groups if g.flow == flow])
+    names = flow_names(data.flows(), ports)
+    return [SweepSeries(f"{head}{names[flow]}", fld, values, [g for g in groups if g.flow == flow])
             for flow in data.flows()]
 
 
@@ -80,7 +83,7 @@ def run_figures(data: RunData, label: str = "", out_dir: Path | None = None
     then the mesh (plots/mesh.py) and the medium's (plots/medium.py, keys ``medium_*``), which the
     report shows in their own sections."""
     out_dir = out_dir or data.run_dir / "figures"
-    figures = write_figures(data.groups(label), out_dir, sweep_series(data, label),
+    figures = write_figures(data.groups(label, ports=current().ports), out_dir, sweep_series(data, label),
                             data.rep_groups(label))
     figures.update(mesh_figures(data.run_dir, out_dir))
     figures.update(medium_figures(data.run_dir, out_dir, data.summary))
@@ -114,7 +117,7 @@ def applicable_figures(data: RunData) -> dict[str, str]:
             continue
         if key == "qos_time" and not has_adaptive:
             continue
-        captions[key] = figure_title(key, caption).replace("\n", ". ")
+        captions[key] = figure_caption(key, caption)
     if data.sweep is not None:
         for metric, label in SWEEP_METRICS.items():
             if metric.startswith("cache_") and not has_snoop:

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from plots.data import RepData, VariantGroup
-from plots.style import variant_ticks
+from plots.style import figure, title, variant_ticks
 
 __all__ = ["SCHEME_METRICS", "scenario_of", "scheme_label", "by_scenario", "scheme_figure"]
 
@@ -100,7 +100,7 @@ def scheme_figure(groups: Sequence[VariantGroup], out_dir: Path, metric: str,
     n = len(scenarios)
     ncols = min(3, n)
     nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(4.6 * ncols, 3.4 * nrows + 0.5), layout="constrained")
+    fig = figure(4.6 * ncols, 3.4 * nrows + 0.5)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     drawn = 0
     for ax, (s, gs) in zip(axes, scenarios.items()):
@@ -130,8 +130,8 @@ def scheme_figure(groups: Sequence[VariantGroup], out_dir: Path, metric: str,
     if not drawn:
         return []
     fig.supylabel(ylabel)
-    fig.suptitle(f"Snoop schemes side by side: {ylabel.split(' (')[0]} (bars: mean; dots: each "
-                 "repetition)")
+    title(fig, f"Snoop schemes side by side: {ylabel.split(' (')[0]} (bars: mean; dots: each "
+          "repetition)")
     return save(fig, out_dir, f"schemes_{metric}")
 
 

@@ -254,3 +254,75 @@ def test_a_planar_mesh_is_drawn_without_crossing_links(nodes, links):
     from plots.mesh import _crossings
     assert _crossings(links, mesh_layout(nodes, links)) == 0
     assert _crossings([("A", "B"), ("C", "D")], {"A": (0, 0), "B": (1, 1), "C": (0, 1), "D": (1, 0)}) == 1
+
+
+def _thirty(kind: str) -> tuple[list[str], dict[str, tuple[float, float]], list[tuple[str, str]]]:
+    """A 30-node mesh: a 6 x 5 grid 100 m apart, or 30 nodes placed at random (seeded) on 600 m x 600 m,
+    linked within 160 m."""
+    import itertools
+
+    import numpy as np
+    if kind == "grid":
+        nodes = [f"N{r}{c}" for r in range(5) for c in range(6)]
+        pos = {f"N{r}{c}": (100.0 * c, 100.0 * r) for r in range(5) for c in range(6)}
+        links = [(f"N{r}{c}", f"N{r}{c + 1}") for r in range(5) for c in range(5)] + \
+                [(f"N{r}{c}", f"N{r + 1}{c}") for r in range(4) for c in range(6)]
+        return nodes, pos, links
+    xy = np.random.default_rng(3).uniform(0.0, 600.0, (30, 2))
+    nodes = [f"N{i:02d}" for i in range(30)]
+    pos = {n: (float(x), float(y)) for n, (x, y) in zip(nodes, xy)}
+    links = [(a, b) for a, b in itertools.combinations(nodes, 2)
+             if np.hypot(pos[a][0] - pos[b][0], pos[a][1] - pos[b][1]) < 160.0]
+    return nodes, pos, links
+
+
+@pytest.mark.parametrize("style_name", ["notebook", "paper"])
+@pytest.mark.parametrize("kind, placed", [("grid", True), ("grid", False), ("random", True), ("random", False)])
+def test_labels_of_a_thirty_node_mesh_do_not_overlap(kind: str, placed: bool, style_name: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text of the panel (node names, the busiest nodes' values, ETX on links) as saved: no two
+    bounding boxes overlap, and every node's name is still there."""
+    import itertools
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    import plots.style as style
+    from plots.mesh import FlowRoute, MeshPanel, NodeLoad, mesh_figure
+    nodes, pos, links = _thirty(kind)
+    loads = {n: NodeLoad(10.0 * (i % 7), 3.0, 1.0, 0.05 + 0.01 * (i % 5)) for i, n in enumerate(nodes)}
+    flows = [FlowRoute("A->B", nodes[0], nodes[-1], {tuple(nodes[:3]): 1}, True)]
+    etx = {f"{a}>{b}": 1.2 for a, b in links[:6]}
+    panel = MeshPanel("v", nodes, links, pos if placed else None, "etx", flows, 1, loads, link_etx=etx)
+    saved: list[Any] = []
+    monkeypatch.setattr(style, "save", lambda fig, out_dir, name: saved.append(fig) or [])
+    with style.using(style_name):
+        mesh_figure([panel], Path("unused"))
+    fig = saved[0]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    texts = [t for t in ax.texts if t.get_text() and t.get_visible()]
+    assert {t.get_text() for t in texts} >= set(nodes)
+    hidden = [t for t in ax.texts if t.get_text() and not t.get_visible()]
+    assert not hidden or f"{len(hidden)} value label(s) left out" in fig.get_suptitle()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+    overlapping = [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2) if ba.overlaps(bb)]
+    assert not overlapping, overlapping
+
+
+def test_a_crowded_mesh_moves_the_names_that_overlap_and_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The random 30-node mesh has nodes closer than a name is wide: their names move beside the node
+    (black, off the node's colour); the others stay on their node."""
+    import plots.style as style
+    from plots.mesh import MeshPanel, NodeLoad, mesh_figure
+    nodes, pos, links = _thirty("random")
+    panel = MeshPanel("v", nodes, links, pos, "hops", [], 1, {n: NodeLoad(0.0, 0.0, 0.0, None) for n in nodes})
+    saved: list[Any] = []
+    monkeypatch.setattr(style, "save", lambda fig, out_dir, name: saved.append(fig) or [])
+    mesh_figure([panel], Path("unused"))
+    ax = saved[0].axes[0]
+    names = [t for t in ax.texts if t.get_text() in nodes]
+    moved = [t for t in names if t.get_transform() != ax.transData]
+    assert 1 <= len(moved) <= 5, [t.get_text() for t in moved]
+    assert all(t.get_color() == "black" for t in moved)

@@ -6,7 +6,7 @@ import re
 import pandas as pd
 from plots.figures import FIGURES
 from plots.numbers import plain
-from plots.reference import CLAIMS, PAPER_FIGURES, REFERENCES, claim_ratio, figure_title, reference_section
+from plots.reference import CLAIMS, PAPER_FIGURES, REFERENCES, claim_ratio, figure_caption, figure_title, reference_section
 
 
 
@@ -20,6 +20,29 @@ def test_every_paper_figure_is_a_drawn_figure_and_its_title_names_it() -> None:
         assert re.search(r"Figs?\. \d+", rest)
         assert all(len(line) <= 58 for line in rest.split("\n"))     # fits the narrowest figure
     assert figure_title("snoop_hits", "Hits") == "Hits"                 # no paper figure: unchanged
+
+
+def test_a_caption_carries_the_question_whole() -> None:
+    """The report's heading of a figure: the caption, then the paper's figure and its question on one line,
+    never joined at the places where the figure's title wraps."""
+    for key, (figs, question) in PAPER_FIGURES.items():
+        assert figure_caption(key, "Plain caption") == f"Plain caption. Paper {figs}: {question}"
+    assert figure_caption("snoop_hits", "Hits") == "Hits"
+
+
+def test_report_headings_join_the_question_right(tmp_path) -> None:
+    from plots.cli import plot_command
+    from tests.plots.test_figures import make_run
+    run = make_run(tmp_path)
+    plot_command([run])
+    headings = [line for line in (run / "report.md").read_text().splitlines() if line.startswith("### ")]
+    losses = next(h for h in headings if "losses the TCP sender" in h)
+    assert losses.endswith("Paper Figs. 2a, 4a, 5a, 7a: does snooping lower the losses the TCP sender sees?")
+    for figs, question in PAPER_FIGURES.values():
+        for h in headings:
+            if f"Paper {figs}:" in h:
+                assert h.endswith(question), h
+    assert not any(re.search(r"[a-z]\. [a-z]", h) for h in headings), headings   # no ". " inside a sentence
 
 
 def test_every_reference_number_is_in_reproduction_md() -> None:
