@@ -139,13 +139,13 @@ class CongestionControl(ABC):
         if self.rto_recovery and ack >= self.recovery_point:
             self.rto_recovery = False
         if self.in_recovery:
-            self.on_recovery_ack(now, ack)
+            self.on_recovery_ack(now, ack, newly)
         elif newly and is_cwnd_limited(flight, self.conn.cwnd, self.mss):   # RFC 7661 sec. 4.3
             self.grow(now, newly)
 
-    def on_recovery_ack(self, now: float, ack: int) -> None:
-        """A new ACK during recovery.  Default: recovery ends at once (RFC 5681 sec. 3.2
-        step 6, "deflate" cwnd to ssthresh)."""
+    def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
+        """A new ACK during recovery, acknowledging ``newly`` bytes.  Default: recovery ends at once
+        (RFC 5681 sec. 3.2 step 6, "deflate" cwnd to ssthresh)."""
         self.exit_recovery(now)
 
     def exit_recovery(self, now: float) -> None:
@@ -204,7 +204,9 @@ class CongestionControl(ABC):
 
 class Reno(CongestionControl):
     """RFC 5681 Reno: fast retransmit at the third duplicate ACK, fast recovery with cwnd
-    inflation, leaving recovery on the first new ACK."""
+    inflation, leaving recovery on the first new ACK; with ``newreno``, RFC 6582 NewReno: recovery
+    lasts until ``recover`` (:attr:`recovery_point`) is acknowledged, each partial ACK resending the
+    next hole."""
 
     def is_dupack(self, seg: Segment, prev_wnd: int, new_sacked: int) -> bool:
         # RFC 5681 sec. 2 (DUPLICATE ACKNOWLEDGMENT, condition e): the window is unchanged
@@ -218,11 +220,14 @@ class Reno(CongestionControl):
             return
         self.dupacks += 1
         cfg = self.config
-        # reno_rto_guard: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4)
+        # reno_rto_guard: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4);
+        # newreno: the same test against ``recover``, set at each fast retransmit too
         if self.dupacks == cfg.dupack_threshold and not (
-                cfg.reno_rto_guard and conn._snd_una < self.recovery_point):
+                (cfg.reno_rto_guard or cfg.newreno) and not self.covers_recover()):
             # RFC 5681 sec. 3.2 steps 2-3: fast retransmit, enter fast recovery
             ssthresh = max(conn.flight_size // 2, 2 * mss)     # eq. (4)
+            if cfg.newreno:
+                self.recovery_point = conn._snd_max            # RFC 6582 sec. 3.2 step 2: recover
             self.in_recovery = True
             self.lt_extra = 0
             self.fast_rtx_pending = True
@@ -230,6 +235,39 @@ class Reno(CongestionControl):
             conn._set_cwnd(now, ssthresh + 3 * mss, ssthresh)
         else:
             self.limited_transmit()
+
+    def covers_recover(self) -> bool:
+        # RFC 6582 sec. 3.2 step 2 (sec. 4.1): the cumulative ACK covers more than recover (one past here)
+        return self.conn._snd_una >= self.recovery_point
+
+    def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
+        """RFC 5681 Reno leaves fast recovery on the first new ACK; NewReno (``newreno``) only on a full one."""
+        if not self.config.newreno:
+            self.exit_recovery(now)
+        elif ack >= self.recovery_point:
+            self.full_ack(now)
+        else:
+            self.partial_ack(now, newly)
+
+    def partial_ack(self, now: float, newly: int) -> None:
+        # RFC 6582 sec. 3.2 step 5: resend the first unacknowledged segment, deflate cwnd by the bytes
+        # acknowledged (one SMSS added back if at least one SMSS was), stay in fast recovery.  The timer is
+        # restarted on every partial ACK (the connection's RFC 6298 sec. 5.3 and the fast retransmit's
+        # restart): sec. 4's Slow-but-Steady variant.  (cwnd is kept at one SMSS at least.)
+        conn = self.conn
+        mss = self.mss
+        self.fast_rtx_pending = True
+        cwnd = conn.cwnd - newly + (mss if newly >= mss else 0)
+        conn._set_cwnd(now, cwnd if cwnd > mss else mss, conn.ssthresh)
+
+    def full_ack(self, now: float) -> None:
+        # RFC 6582 sec. 3.2 step 6, option (1): cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), no burst
+        conn = self.conn
+        mss = self.mss
+        self.in_recovery = False
+        ssthresh = conn.ssthresh
+        flight = conn.flight_size
+        conn._set_cwnd(now, min(ssthresh, (flight if flight > mss else mss) + mss), ssthresh)
 
 
 class SackRecovery(CongestionControl):
@@ -337,7 +375,7 @@ class SackRecovery(CongestionControl):
         ssthresh = max(conn.cwnd // 2, 2 * self.mss)
         conn._set_cwnd(now, min(conn.cwnd, ssthresh), ssthresh)
 
-    def on_recovery_ack(self, now: float, ack: int) -> None:
+    def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
         # RFC 6675 sec. 5 (A): recovery ends once RecoveryPoint is acknowledged; a partial
         # ACK leaves cwnd alone (pipe shrinks instead)
         if ack >= self.recovery_point:
