@@ -14,6 +14,8 @@ five points:
 ``send``               transmit what the windows allow (``segments_to_send``)
 ``on_delivered``       segments newly delivered, with their transmission times (RACK)
 ``on_timer``           the variant's own timer (``timer_at``: RACK's reordering timer) ran out
+``frto_ack``           F-RTO (RFC 5682, ``frto``): a duplicate ACK after a timeout (new ACKs: on_new_ack)
+``frto_send_new``      F-RTO's two new segments after a timeout, before ``send``
 =====================  ==========================================================
 
 ``cwnd`` and ``ssthresh`` stay public attributes of the connection; a variant changes them
@@ -56,6 +58,7 @@ class Sender(Protocol):
     _max_snd_wnd: int
     _data_end: int
     _rto_deadline: float | None
+    stats: dict[str, int]
 
     def _set_cwnd(self, now: float, cwnd: int, ssthresh: int) -> None: ...
     def _count_loss(self, now: float, kind: str, **extra: float) -> None: ...
@@ -103,6 +106,13 @@ class CongestionControl(ABC):
         self.rto_recovery = False          # slow start after an RTO, until RecoveryPoint (SACK)
         self.scoreboard: Scoreboard | None = None   # RFC 6675 scoreboard, when uses_sack
         self._last_rto_una: int | None = None       # SND.UNA at the last RTO
+        # F-RTO (RFC 5682 sec. 2.1, config.frto): which ACK after a timeout's retransmission comes next (2: the
+        # first, 3: the second, 0: not detecting); recover (the RFC's: highest sequence sent, not one past)
+        self.frto_step = 0
+        self.frto_recover: int | None = None
+        self.frto_new_pending = False      # step 2b: send up to two new segments with the next output
+        self._frto_rtx_end = 0             # end of the segment step 1 retransmitted
+        self._frto_undo = (0, 0)           # cwnd, ssthresh before the timeout
 
     # ------------------------------------------------------------------ ACK input
     def on_sack_blocks(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
@@ -142,6 +152,8 @@ class CongestionControl(ABC):
             self.on_recovery_ack(now, ack, newly)
         elif newly and is_cwnd_limited(flight, self.conn.cwnd, self.mss):   # RFC 7661 sec. 4.3
             self.grow(now, newly)
+        if self.frto_step:
+            self.frto_ack(now, True)
 
     def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
         """A new ACK during recovery, acknowledging ``newly`` bytes.  Default: recovery ends at once
@@ -179,6 +191,8 @@ class CongestionControl(ABC):
         mss = self.mss
         una = conn._snd_una
         ssthresh = conn.ssthresh
+        if self.config.frto:
+            self.frto_timeout(self.in_recovery)
         if self._last_rto_una != una:
             eq4 = max(conn.flight_size // 2, 2 * mss)
             ssthresh = min(eq4, ssthresh) if self.in_recovery else eq4
@@ -189,6 +203,73 @@ class CongestionControl(ABC):
         self.lt_extra = 0
         self.fast_rtx_pending = False
         self.recovery_point = conn._snd_max
+
+    # ------------------------------------------------------------------ F-RTO (RFC 5682)
+    def frto_timeout(self, in_recovery: bool) -> None:
+        # RFC 5682 sec. 2.1 step 1: detect only if no earlier timeout's recovery is on (recover < SND.UNA)
+        conn = self.conn
+        una = conn._snd_una
+        again = self.frto_recover is not None and self.frto_recover >= una
+        self.frto_recover = conn._snd_max - 1
+        # (nor after a timeout in fast recovery, as Linux: its cwnd there is no value to undo to)
+        self.frto_step = 0 if again or in_recovery else 2
+        self.frto_new_pending = False
+        self._frto_rtx_end = una + conn._seg_len(una)
+        self._frto_undo = (conn.cwnd, conn.ssthresh)
+
+    def frto_ack(self, now: float, advanced: bool) -> None:
+        """RFC 5682 sec. 2.1 steps 2-3: the first and second ACK after the timeout's retransmission, a new ACK
+        (``advanced``) or a duplicate ACK, decide whether the timeout was spurious."""
+        step = self.frto_step
+        if step == 0:
+            return
+        conn = self.conn
+        una = conn._snd_una
+        self.frto_step = 0
+        if step == 2:
+            # step 2a: a dupack or an ACK short of the retransmitted segment (SND.UNA below its end either way), or
+            # one covering recover: conventional recovery
+            recover = self.frto_recover
+            if recover is None or una > recover or una < self._frto_rtx_end:
+                return
+            # step 2b: new data instead of go-back-N, if the peer's window and the application allow it
+            nxt = conn._snd_max
+            if nxt < conn._data_end and nxt < una + conn._snd_wnd:
+                self.frto_new_pending = True
+                conn._snd_nxt = nxt
+                self.frto_step = 3
+        elif advanced:
+            self.frto_spurious(now)
+        else:
+            # step 3a: the loss was real: cwnd of (at most) 3 SMSS, slow start retransmitting from SND.UNA
+            conn._set_cwnd(now, 3 * self.mss, conn.ssthresh)
+            self.frto_new_pending = False
+            conn._snd_nxt = una
+
+    def frto_spurious(self, now: float) -> None:
+        # RFC 5682 sec. 2.1 step 3b: spurious, recover = SND.UNA; the response (sec. 4) undoes cwnd and ssthresh to
+        # their values before the timeout (as Linux; RFC 4015's Eifel response is not implemented)
+        conn = self.conn
+        conn.stats["frto_spurious"] += 1
+        self.frto_recover = conn._snd_una
+        self.recovery_point = conn._snd_una      # the timeout's RecoveryPoint / recover guard no longer holds
+        self.rto_recovery = False
+        self._last_rto_una = None
+        cwnd, ssthresh = self._frto_undo
+        conn._set_cwnd(now, cwnd, ssthresh)
+
+    def frto_send_new(self, now: float, out: list[Segment]) -> None:
+        """RFC 5682 sec. 2.1 step 2b: up to two new (never sent) segments, outside cwnd, within the peer's window."""
+        if not self.frto_new_pending:
+            return
+        self.frto_new_pending = False
+        conn = self.conn
+        for _ in range(2):
+            nxt = conn._snd_max
+            n = min(conn._seg_len(nxt), conn._snd_una + conn._snd_wnd - nxt)
+            if n <= 0:
+                break
+            out.append(conn._build(nxt, n, now))
 
     # ------------------------------------------------------------------ output
     def send(self, now: float, out: list[Segment]) -> None:
