@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cores import ack_seg, client, seq_of
+from tests.cores import ack_seg, bulk, client, pair, seq_of
 
 ISS = 1000
 VARIANTS = ["reno", "sack"]
@@ -126,3 +126,23 @@ def test_with_no_new_data_to_send_the_timeout_is_recovered_conventionally() -> N
     a.on_segment(ack_seg(a, seq_of(ISS, 1)), t + 0.1)
     assert a.congestion_control.frto_step == 0
     assert [index(s) for s in a.segments_to_send(t + 0.1)] == [1, 2]
+
+
+# The scripted network: a delay spike holds everything a sends between 0.3 and 0.6 s until 0.6 s (in order), so
+# the timer expires once while the data and its ACKs are only late.  Break caught: any of the above; without the
+# key the go-back-N after the timeout resends the whole window (17 segments) and ssthresh is cut.
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("frto", [True, False])
+def test_a_delay_spike_s_timeout_is_undone_end_to_end(variant: str, frto: bool) -> None:
+    a, b, _, _ = pair(variant, frto=frto, init_cwnd=4)
+    sim, data = bulk(a, b, 200_000)
+    sim.delay_if(lambda src, seg, occ, now: 0.6 - now if src == "a" and 0.3 <= now < 0.6 else 0.0)
+    sim.run()
+    assert bytes(sim.received["b"]) == data
+    assert a.stats["losses_rto"] == 1
+    if frto:
+        assert a.stats["frto_spurious"] == 1 and a.stats["retransmissions"] == 1
+        assert a.ssthresh == 1 << 30                            # never cut: the spurious timeout was undone
+    else:
+        assert a.stats["frto_spurious"] == 0 and a.stats["retransmissions"] == 17
+        assert a.ssthresh == 4500
