@@ -152,8 +152,7 @@ class CongestionControl(ABC):
             self.on_recovery_ack(now, ack, newly)
         elif newly and is_cwnd_limited(flight, self.conn.cwnd, self.mss):   # RFC 7661 sec. 4.3
             self.grow(now, newly)
-        if self.frto_step:
-            self.frto_ack(now, True)
+        self.frto_ack(now, True)            # F-RTO (RFC 5682): a new ACK after a timeout
 
     def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
         """A new ACK during recovery, acknowledging ``newly`` bytes.  Default: recovery ends at once
@@ -219,14 +218,12 @@ class CongestionControl(ABC):
 
     def frto_ack(self, now: float, advanced: bool) -> None:
         """RFC 5682 sec. 2.1 steps 2-3: the first and second ACK after the timeout's retransmission, a new ACK
-        (``advanced``) or a duplicate ACK, decide whether the timeout was spurious."""
+        (``advanced``) or a duplicate ACK, decide whether the timeout was spurious (any ACK outside them: nothing)."""
         step = self.frto_step
-        if step == 0:
-            return
         conn = self.conn
         una = conn._snd_una
-        self.frto_step = 0
         if step == 2:
+            self.frto_step = 0
             # step 2a: a dupack or an ACK short of the retransmitted segment (SND.UNA below its end either way), or
             # one covering recover: conventional recovery
             recover = self.frto_recover
@@ -238,13 +235,15 @@ class CongestionControl(ABC):
                 self.frto_new_pending = True
                 conn._snd_nxt = nxt
                 self.frto_step = 3
-        elif advanced:
-            self.frto_spurious(now)
-        else:
-            # step 3a: the loss was real: cwnd of (at most) 3 SMSS, slow start retransmitting from SND.UNA
-            conn._set_cwnd(now, 3 * self.mss, conn.ssthresh)
-            self.frto_new_pending = False
-            conn._snd_nxt = una
+        elif step == 3:
+            self.frto_step = 0
+            if advanced:
+                self.frto_spurious(now)
+            else:
+                # step 3a: the loss was real: cwnd of (at most) 3 SMSS, slow start retransmitting from SND.UNA
+                conn._set_cwnd(now, 3 * self.mss, conn.ssthresh)
+                self.frto_new_pending = False
+                conn._snd_nxt = una
 
     def frto_spurious(self, now: float) -> None:
         # RFC 5682 sec. 2.1 step 3b: spurious, recover = SND.UNA; the response (sec. 4) undoes cwnd and ssthresh to

@@ -458,8 +458,7 @@ class TcpConnection:
         if not cc.is_dupack(seg, prev_wnd, new_sacked):
             return True
         self.stats["dupacks_received"] += 1
-        if cc.frto_step:                    # RFC 5682 sec. 2.1 steps 2a / 3a
-            cc.frto_ack(now, False)
+        cc.frto_ack(now, False)             # F-RTO (RFC 5682 sec. 2.1 steps 2a / 3a)
         cc.on_dupack(now)
         return True
 

@@ -39,9 +39,10 @@ def two_holes(newreno: bool):
 # RFC 6582 sec. 3.2 step 5.  Break caught: exit_recovery on a partial ACK (the key ignored), no fast_rtx_pending,
 # no deflation, or the SMSS not added back.
 def test_a_partial_ack_resends_the_next_hole_deflates_cwnd_and_stays_in_recovery() -> None:
-    a, _ = two_holes(newreno=True)
+    a, rec = two_holes(newreno=True)
     assert a.in_recovery
     assert a.cwnd == 7000 - 2000 + 1000                # deflated by the 2,000 bytes acked, one SMSS added back
+    assert rec.timed("cwnd")[-1] == (2.0, {"cwnd": 6000, "ssthresh": 3000})
     out = a.segments_to_send(2.0)
     assert [index(s) for s in out] == [2, 7]           # segment 2 again, and the one new segment cwnd leaves room for
     assert a.stats["losses_dupack"] == 1 and a.stats["retransmissions"] == 2
@@ -57,11 +58,39 @@ def test_without_newreno_a_partial_ack_ends_fast_recovery() -> None:
 # one SMSS.
 @pytest.mark.parametrize("acked,cwnd", [(7, 2000), (8, 2000), (6, 3000)])
 def test_a_full_ack_ends_recovery_with_min_ssthresh_flight_plus_one_smss(acked: int, cwnd: int) -> None:
-    a, _ = two_holes(newreno=True)
+    a, rec = two_holes(newreno=True)
     a.segments_to_send(2.0)                            # segments 2 and 7 out: SND.MAX is segment 8
     a.on_segment(ack_seg(a, seq_of(ISS, acked)), 2.5)  # recover is segment 6: each of these covers it
-    assert not a.in_recovery
+    assert a.in_recovery is False
     assert (a.cwnd, a.ssthresh) == (cwnd, 3000)        # min(3000, max(FlightSize, 1000) + 1000)
+    assert rec.timed("cwnd")[-1] == (2.5, {"cwnd": cwnd, "ssthresh": 3000})
+
+
+# RFC 6582 sec. 3.2 step 5's two sizes of partial ACK.  Break caught: the SMSS added back for less than one SMSS
+# acknowledged (or not for exactly one), or a byte added instead of nothing.
+@pytest.mark.parametrize("acked,cwnd", [(500, 5500), (1000, 6000), (1500, 5500)])
+def test_one_smss_is_added_back_only_when_a_partial_ack_acknowledges_at_least_one(acked: int, cwnd: int) -> None:
+    a, _ = six_out(newreno=True)
+    for k in range(3):
+        a.on_segment(ack_seg(a, seq_of(ISS, 0)), 1.5 + k / 100)
+    assert (a.cwnd, a.ssthresh) == (6000, 3000)
+    a.segments_to_send(1.6)
+    a.on_segment(ack_seg(a, seq_of(ISS, 0) + acked), 2.0)
+    assert a.in_recovery and a.cwnd == cwnd
+
+
+# Break caught: the floor of one SMSS left out (cwnd 0: the sender stalls until the timer).
+def test_a_partial_ack_of_more_than_cwnd_leaves_one_smss() -> None:
+    a, _ = client("reno", iss=ISS, init_cwnd=10, newreno=True)
+    a.send(bytes(20_000))
+    assert len(a.segments_to_send(1.0)) == 10
+    for k in range(3):
+        a.on_segment(ack_seg(a, seq_of(ISS, 0)), 1.5 + k / 100)
+    assert (a.cwnd, a.ssthresh) == (8000, 5000)
+    a.segments_to_send(1.6)
+    a.on_segment(ack_seg(a, seq_of(ISS, 9)), 2.0)     # 9,000 bytes: 8,000 - 9,000 + 1,000 = 0
+    assert a.in_recovery and a.cwnd == 1000
+    assert [index(s) for s in a.segments_to_send(2.0)] == [9]
 
 
 # RFC 6582 sec. 3.2 step 2 with step 4 (recover set at a timeout).  Break caught: the recover test left out for
