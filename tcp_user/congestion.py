@@ -323,7 +323,7 @@ class Reno(CongestionControl):
     def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
         """RFC 5681 Reno leaves fast recovery on the first new ACK; NewReno (``newreno``) only on a full one."""
         if not self.config.newreno:
-            self.exit_recovery(now)
+            super().on_recovery_ack(now, ack, newly)
         elif ack >= self.recovery_point:
             self.full_ack(now)
         else:

@@ -8,6 +8,9 @@ from __future__ import annotations
 import pytest
 
 from tests.cores import ack_seg, bulk, client, pair, seq_of
+from tcp_user.config import TcpConfig
+from tcp_user.connection import TcpConnection
+from tcp_user.segment import ACK, SYN, Segment
 
 ISS = 1000
 VARIANTS = ["reno", "sack"]
@@ -40,7 +43,7 @@ def test_a_spurious_timeout_is_detected_by_the_second_new_ack_and_undone(variant
     assert a.segments_to_send(t + 0.1) == []                    # two, once
     assert a.stats["frto_spurious"] == 0
     a.on_segment(ack_seg(a, seq_of(ISS, 2)), t + 0.2)          # segment 1's: it was never retransmitted
-    assert a.stats["frto_spurious"] == 1
+    assert a.stats["frto_spurious"] == 1 and a.congestion_control.frto_step == 0
     assert (a.cwnd, a.ssthresh) == (6000, 1 << 30)             # the values before the timeout
     assert rec.timed("cwnd")[-1] == (t + 0.2, {"cwnd": 6000, "ssthresh": 1 << 30})
     for k in range(3, 6):                                       # the rest of the delayed ACKs: new data only
@@ -48,9 +51,54 @@ def test_a_spurious_timeout_is_detected_by_the_second_new_ack_and_undone(variant
     out = a.segments_to_send(t + 0.3)
     assert out and min(index(s) for s in out) == 8
     assert a.stats["retransmissions"] == 1                      # only the timeout's own
+    a.on_segment(ack_seg(a, seq_of(ISS, 6)), t + 0.35)
     samples = a.rtt_samples
     a.on_segment(ack_seg(a, seq_of(ISS, 8)), t + 0.4)          # step 2b's segments were timed when they left
     assert a.rtt_samples == samples + 1 and a.srtt is not None
+
+
+def test_after_a_spurious_timeout_the_sack_sender_arms_its_loss_probe_again() -> None:
+    # the timeout's RFC 6675 sec. 5.1 recovery ends with it: RACK-TLP's probe timer (RFC 8985 sec. 7.2) is armed on
+    # the ACK that found it spurious, not one ACK later
+    a, _ = client("sack", iss=ISS, init_cwnd=6, frto=True, rack=True)
+    a.send(bytes(20_000))
+    a.segments_to_send(1.0)
+    t = a.next_timer()
+    a.on_timer(t)                                               # the probe timeout first: segment 6 as the probe
+    assert [index(s) for s in a.segments_to_send(t)] == [6]
+    t = a.next_timer()
+    a.on_timer(t)                                               # then the retransmission timer
+    assert [index(s) for s in a.segments_to_send(t)] == [0] and a.stats["losses_rto"] == 1
+    a.on_segment(ack_seg(a, seq_of(ISS, 1)), t + 0.1)
+    assert [index(s) for s in a.segments_to_send(t + 0.1)] == [7, 8]
+    assert a.congestion_control.tlp.pto_at is None             # still in the timeout's recovery
+    a.on_segment(ack_seg(a, seq_of(ISS, 2)), t + 0.2)
+    assert a.stats["frto_spurious"] == 1
+    assert a.congestion_control.rto_recovery is False and a.congestion_control.tlp.pto_at is not None
+
+
+def test_a_timeout_during_fast_recovery_is_not_checked() -> None:
+    # the cwnd before it is fast recovery's inflated one: there is nothing to undo to (as Linux)
+    a, _ = client("reno", iss=ISS, init_cwnd=6, frto=True)
+    a.send(bytes(20_000))
+    a.segments_to_send(1.0)
+    for k in range(3):
+        a.on_segment(ack_seg(a, seq_of(ISS, 0)), 1.5 + k / 100)
+    assert a.in_recovery
+    a.segments_to_send(1.6)
+    a.on_timer(a.next_timer())
+    assert a.stats["losses_rto"] == 1 and a.congestion_control.frto_step == 0
+
+
+def test_the_first_flight_after_the_handshake_is_cwnds_not_frtos() -> None:
+    # data queued before the SYN+ACK: the first output sends IW (one segment here) and nothing of step 2b
+    a = TcpConnection(TcpConfig(init_cwnd=1), iss=ISS)
+    a.connect(0.0)
+    a.send(bytes(5000))
+    assert [s.flags for s in a.segments_to_send(0.0)] == [SYN]
+    a.on_segment(Segment(seq=90_000, ack=ISS + 1, flags=SYN | ACK, window=64_000), 0.5)
+    out = a.segments_to_send(0.5)
+    assert [index(s) for s in out if s.payload] == [0]
 
 
 def test_a_timeout_right_after_a_spurious_one_is_not_checked_again() -> None:
@@ -131,7 +179,7 @@ def test_a_genuine_loss_after_a_timeout_is_not_called_spurious(variant: str) -> 
     assert [index(s) for s in a.segments_to_send(t + 0.1)] == [6, 7]
     sack = ((seq_of(ISS, 6), seq_of(ISS, 7)),) if variant == "sack" else ()
     a.on_segment(ack_seg(a, seq_of(ISS, 1), sack=sack), t + 0.2)
-    assert a.stats["frto_spurious"] == 0
+    assert a.stats["frto_spurious"] == 0 and a.congestion_control.frto_step == 0
     assert (a.cwnd, a.ssthresh) == (3000, 3000)                 # 3 SMSS, the timeout's ssthresh kept
     assert rec.timed("cwnd")[-1] == (t + 0.2, {"cwnd": 3000, "ssthresh": 3000})
     assert [index(s) for s in a.segments_to_send(t + 0.2)] == [1, 2, 3]  # retransmitting from SND.UNA
