@@ -119,6 +119,8 @@ KERNEL_TCP_OWN: dict[str, str] = {
     "limited_transmit": "Linux always sends on the first two duplicate ACKs (RFC 3042)",
     "rack": "Linux runs RACK-TLP by its own net.ipv4.tcp_recovery (on by default)",
     "timestamps": "Linux uses RFC 7323 timestamps by its own net.ipv4.tcp_timestamps (on by default)",
+    "newreno": "Linux's recovery without SACK is NewReno's (RFC 6582) by its own rules (with PRR, RFC 6937)",
+    "frto": "Linux runs F-RTO by its own net.ipv4.tcp_frto (on by default)",
 }
 
 
@@ -279,7 +281,8 @@ def tcp_config(cfg: ExperimentConfig, mss: int, variant: str | None = None) -> T
                      rcv_buffer=t.rcv_buffer_segments * mss, min_rto=t.min_rto_s,
                      max_rto=t.max_rto_s, initial_rto=t.initial_rto_s,
                      snack=t.snack, delayed_ack=t.delayed_ack, delack_s=t.delack_s,
-                     limited_transmit=t.limited_transmit, rack=t.rack, timestamps=t.timestamps)
+                     limited_transmit=t.limited_transmit, rack=t.rack, timestamps=t.timestamps,
+                     newreno=t.newreno, frto=t.frto)
 
 
 def scheme_config(cfg: ExperimentConfig) -> SchemeConfig:

@@ -291,6 +291,8 @@ class TcpSection(_Section):
     limited_transmit: bool
     rack: bool
     timestamps: bool
+    newreno: bool
+    frto: bool
 
 
 @dataclass(frozen=True, slots=True)

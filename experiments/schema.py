@@ -169,6 +169,12 @@ SCHEMA: dict[str, Any] = {
                         "from TSecr where Karn's rule leaves none (which clears the RTO backoff, as Linux), PAWS at "
                         "the receiver; false: no option (the papers' TCP). Kernel TCP (netns, the Pis' kernel "
                         "plane) always uses Linux's own (net.ipv4.tcp_timestamps, on): the key does not change it"),
+        "newreno": F(BOOL, False, None, "reno only: NewReno partial ACKs (RFC 6582): in fast recovery a partial ACK "
+                     "resends the next hole and recovery lasts until everything sent before it is acknowledged; "
+                     "false: RFC 5681 Reno leaves fast recovery on the first new ACK"),
+        "frto": F(BOOL, False, None, "F-RTO (RFC 5682, the basic algorithm): after a timeout, two new segments; when "
+                  "the next two ACKs show the timeout was spurious, cwnd and ssthresh are undone to their values "
+                  "before it; false: go-back-N after every timeout"),
     },
     "snoop": {
         "policy": F(STR, "none", member_of(POLICIES), "where to cache (aspan.policy.POLICIES)"),

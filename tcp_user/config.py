@@ -52,6 +52,14 @@ class TcpConfig:
     # guard against a false fast retransmit).  Off = plain RFC 5681 / 4.4BSD Reno.  The SACK
     # variant always applies RFC 6675 sec. 5.1's equivalent rule.
     reno_rto_guard: bool = False
+    # Reno only: NewReno (RFC 6582 sec. 3.2): a partial ACK in fast recovery resends the next unacknowledged
+    # segment and stays in recovery until ``recover`` (SND.MAX at entry) is acknowledged; a third dupack starts
+    # no second fast retransmit for the same window (nor for data sent before a timeout).  Off: RFC 5681 Reno.
+    newreno: bool = False
+    # F-RTO (RFC 5682 sec. 2, the basic algorithm, for both variants): after a timeout, new data instead of
+    # go-back-N while the first two ACKs decide whether the timeout was spurious; spurious: cwnd and ssthresh
+    # are undone to their values before it (as Linux's undo, not RFC 4015's response), ``frto_spurious``.
+    frto: bool = False
     # Paper 002 (SNACK-NS): the receiver puts up to 6 lost sequence numbers (the holes of its
     # out-of-order queue, one per MSS, lowest first) on every ACK; the sender (SNACK-TCP)
     # retransmits a loss once it has been reported ``snack_threshold`` times, without touching
@@ -88,7 +96,8 @@ class TcpConfig:
         if isinstance(self.delack_s, bool) or not isinstance(self.delack_s, (int, float)) \
                 or not 0 < self.delack_s <= 0.5:
             raise ValueError(f"delack_s: must be in (0, 0.5] (RFC 1122 sec. 4.2.3.2), got {self.delack_s!r}")
-        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack", "rack", "timestamps"):
+        for name in ("limited_transmit", "reno_rto_guard", "snack", "delayed_ack", "rack", "timestamps",
+                     "newreno", "frto"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be a bool, got {getattr(self, name)!r}")
 

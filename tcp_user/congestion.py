@@ -14,6 +14,8 @@ five points:
 ``send``               transmit what the windows allow (``segments_to_send``)
 ``on_delivered``       segments newly delivered, with their transmission times (RACK)
 ``on_timer``           the variant's own timer (``timer_at``: RACK's reordering timer) ran out
+``frto_ack``           F-RTO (RFC 5682, ``frto``): a duplicate ACK after a timeout (new ACKs: on_new_ack)
+``frto_send_new``      F-RTO's two new segments after a timeout, before ``send``
 =====================  ==========================================================
 
 ``cwnd`` and ``ssthresh`` stay public attributes of the connection; a variant changes them
@@ -56,6 +58,7 @@ class Sender(Protocol):
     _max_snd_wnd: int
     _data_end: int
     _rto_deadline: float | None
+    stats: dict[str, int]
 
     def _set_cwnd(self, now: float, cwnd: int, ssthresh: int) -> None: ...
     def _count_loss(self, now: float, kind: str, **extra: float) -> None: ...
@@ -103,6 +106,13 @@ class CongestionControl(ABC):
         self.rto_recovery = False          # slow start after an RTO, until RecoveryPoint (SACK)
         self.scoreboard: Scoreboard | None = None   # RFC 6675 scoreboard, when uses_sack
         self._last_rto_una: int | None = None       # SND.UNA at the last RTO
+        # F-RTO (RFC 5682 sec. 2.1, config.frto): which ACK after a timeout's retransmission comes next (2: the
+        # first, 3: the second, 0: not detecting); recover (the RFC's: highest sequence sent, not one past)
+        self.frto_step = 0
+        self.frto_recover: int | None = None
+        self.frto_new_pending = False      # step 2b: send up to two new segments with the next output
+        self._frto_rtx_end = 0             # end of the segment step 1 retransmitted
+        self._frto_undo = (0, 0)           # cwnd, ssthresh before the timeout
 
     # ------------------------------------------------------------------ ACK input
     def on_sack_blocks(self, blocks: tuple[tuple[int, int], ...], ack: int) -> int:
@@ -139,13 +149,14 @@ class CongestionControl(ABC):
         if self.rto_recovery and ack >= self.recovery_point:
             self.rto_recovery = False
         if self.in_recovery:
-            self.on_recovery_ack(now, ack)
+            self.on_recovery_ack(now, ack, newly)
         elif newly and is_cwnd_limited(flight, self.conn.cwnd, self.mss):   # RFC 7661 sec. 4.3
             self.grow(now, newly)
+        self.frto_ack(now, True)            # F-RTO (RFC 5682): a new ACK after a timeout
 
-    def on_recovery_ack(self, now: float, ack: int) -> None:
-        """A new ACK during recovery.  Default: recovery ends at once (RFC 5681 sec. 3.2
-        step 6, "deflate" cwnd to ssthresh)."""
+    def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
+        """A new ACK during recovery, acknowledging ``newly`` bytes.  Default: recovery ends at once
+        (RFC 5681 sec. 3.2 step 6, "deflate" cwnd to ssthresh)."""
         self.exit_recovery(now)
 
     def exit_recovery(self, now: float) -> None:
@@ -179,6 +190,8 @@ class CongestionControl(ABC):
         mss = self.mss
         una = conn._snd_una
         ssthresh = conn.ssthresh
+        if self.config.frto:
+            self.frto_timeout(self.in_recovery)
         if self._last_rto_una != una:
             eq4 = max(conn.flight_size // 2, 2 * mss)
             ssthresh = min(eq4, ssthresh) if self.in_recovery else eq4
@@ -189,6 +202,73 @@ class CongestionControl(ABC):
         self.lt_extra = 0
         self.fast_rtx_pending = False
         self.recovery_point = conn._snd_max
+
+    # ------------------------------------------------------------------ F-RTO (RFC 5682)
+    def frto_timeout(self, in_recovery: bool) -> None:
+        # RFC 5682 sec. 2.1 step 1: detect only if no earlier timeout's recovery is on (recover < SND.UNA)
+        conn = self.conn
+        una = conn._snd_una
+        again = self.frto_recover is not None and self.frto_recover >= una
+        self.frto_recover = conn._snd_max - 1
+        # (nor after a timeout in fast recovery, as Linux: its cwnd there is no value to undo to)
+        self.frto_step = 0 if again or in_recovery else 2
+        self.frto_new_pending = False
+        self._frto_rtx_end = una + conn._seg_len(una)
+        self._frto_undo = (conn.cwnd, conn.ssthresh)
+
+    def frto_ack(self, now: float, advanced: bool) -> None:
+        """RFC 5682 sec. 2.1 steps 2-3: the first and second ACK after the timeout's retransmission, a new ACK
+        (``advanced``) or a duplicate ACK, decide whether the timeout was spurious (any ACK outside them: nothing)."""
+        step = self.frto_step
+        conn = self.conn
+        una = conn._snd_una
+        if step == 2:
+            self.frto_step = 0
+            # step 2a: a dupack or an ACK short of the retransmitted segment (SND.UNA below its end either way), or
+            # one covering recover: conventional recovery
+            recover = self.frto_recover
+            if recover is None or una > recover or una < self._frto_rtx_end:
+                return
+            # step 2b: new data instead of go-back-N, if the peer's window and the application allow it
+            nxt = conn._snd_max
+            if nxt < conn._data_end and nxt < una + conn._snd_wnd:
+                self.frto_new_pending = True
+                conn._snd_nxt = nxt
+                self.frto_step = 3
+        elif step == 3:
+            self.frto_step = 0
+            if advanced:
+                self.frto_spurious(now)
+            else:
+                # step 3a: the loss was real: cwnd of (at most) 3 SMSS, slow start retransmitting from SND.UNA
+                conn._set_cwnd(now, 3 * self.mss, conn.ssthresh)
+                self.frto_new_pending = False
+                conn._snd_nxt = una
+
+    def frto_spurious(self, now: float) -> None:
+        # RFC 5682 sec. 2.1 step 3b: spurious, recover = SND.UNA; the response (sec. 4) undoes cwnd and ssthresh to
+        # their values before the timeout (as Linux; RFC 4015's Eifel response is not implemented)
+        conn = self.conn
+        conn.stats["frto_spurious"] += 1
+        self.frto_recover = conn._snd_una
+        self.recovery_point = conn._snd_una      # the timeout's RecoveryPoint / recover guard no longer holds
+        self.rto_recovery = False
+        self._last_rto_una = None
+        cwnd, ssthresh = self._frto_undo
+        conn._set_cwnd(now, cwnd, ssthresh)
+
+    def frto_send_new(self, now: float, out: list[Segment]) -> None:
+        """RFC 5682 sec. 2.1 step 2b: up to two new (never sent) segments, outside cwnd, within the peer's window."""
+        if not self.frto_new_pending:
+            return
+        self.frto_new_pending = False
+        conn = self.conn
+        for _ in range(2):
+            nxt = conn._snd_max
+            n = min(conn._seg_len(nxt), conn._snd_una + conn._snd_wnd - nxt)
+            if n <= 0:
+                break
+            out.append(conn._build(nxt, n, now))
 
     # ------------------------------------------------------------------ output
     def send(self, now: float, out: list[Segment]) -> None:
@@ -204,7 +284,9 @@ class CongestionControl(ABC):
 
 class Reno(CongestionControl):
     """RFC 5681 Reno: fast retransmit at the third duplicate ACK, fast recovery with cwnd
-    inflation, leaving recovery on the first new ACK."""
+    inflation, leaving recovery on the first new ACK; with ``newreno``, RFC 6582 NewReno: recovery
+    lasts until ``recover`` (:attr:`recovery_point`) is acknowledged, each partial ACK resending the
+    next hole."""
 
     def is_dupack(self, seg: Segment, prev_wnd: int, new_sacked: int) -> bool:
         # RFC 5681 sec. 2 (DUPLICATE ACKNOWLEDGMENT, condition e): the window is unchanged
@@ -218,11 +300,14 @@ class Reno(CongestionControl):
             return
         self.dupacks += 1
         cfg = self.config
-        # reno_rto_guard: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4)
+        # reno_rto_guard: after an RTO, ignore dupacks for data sent before it (RFC 6582 sec. 4);
+        # newreno: the same test against ``recover``, set at each fast retransmit too
         if self.dupacks == cfg.dupack_threshold and not (
-                cfg.reno_rto_guard and conn._snd_una < self.recovery_point):
+                (cfg.reno_rto_guard or cfg.newreno) and not self.covers_recover()):
             # RFC 5681 sec. 3.2 steps 2-3: fast retransmit, enter fast recovery
             ssthresh = max(conn.flight_size // 2, 2 * mss)     # eq. (4)
+            if cfg.newreno:
+                self.recovery_point = conn._snd_max            # RFC 6582 sec. 3.2 step 2: recover
             self.in_recovery = True
             self.lt_extra = 0
             self.fast_rtx_pending = True
@@ -230,6 +315,39 @@ class Reno(CongestionControl):
             conn._set_cwnd(now, ssthresh + 3 * mss, ssthresh)
         else:
             self.limited_transmit()
+
+    def covers_recover(self) -> bool:
+        # RFC 6582 sec. 3.2 step 2 (sec. 4.1): the cumulative ACK covers more than recover (one past here)
+        return self.conn._snd_una >= self.recovery_point
+
+    def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
+        """RFC 5681 Reno leaves fast recovery on the first new ACK; NewReno (``newreno``) only on a full one."""
+        if not self.config.newreno:
+            super().on_recovery_ack(now, ack, newly)
+        elif ack >= self.recovery_point:
+            self.full_ack(now)
+        else:
+            self.partial_ack(now, newly)
+
+    def partial_ack(self, now: float, newly: int) -> None:
+        # RFC 6582 sec. 3.2 step 5: resend the first unacknowledged segment, deflate cwnd by the bytes
+        # acknowledged (one SMSS added back if at least one SMSS was), stay in fast recovery.  The timer is
+        # restarted on every partial ACK (the connection's RFC 6298 sec. 5.3 and the fast retransmit's
+        # restart): sec. 4's Slow-but-Steady variant.  (cwnd is kept at one SMSS at least.)
+        conn = self.conn
+        mss = self.mss
+        self.fast_rtx_pending = True
+        cwnd = conn.cwnd - newly + (mss if newly >= mss else 0)
+        conn._set_cwnd(now, cwnd if cwnd > mss else mss, conn.ssthresh)
+
+    def full_ack(self, now: float) -> None:
+        # RFC 6582 sec. 3.2 step 6, option (1): cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), no burst
+        conn = self.conn
+        mss = self.mss
+        self.in_recovery = False
+        ssthresh = conn.ssthresh
+        flight = conn.flight_size
+        conn._set_cwnd(now, min(ssthresh, (flight if flight > mss else mss) + mss), ssthresh)
 
 
 class SackRecovery(CongestionControl):
@@ -337,7 +455,7 @@ class SackRecovery(CongestionControl):
         ssthresh = max(conn.cwnd // 2, 2 * self.mss)
         conn._set_cwnd(now, min(conn.cwnd, ssthresh), ssthresh)
 
-    def on_recovery_ack(self, now: float, ack: int) -> None:
+    def on_recovery_ack(self, now: float, ack: int, newly: int) -> None:
         # RFC 6675 sec. 5 (A): recovery ends once RecoveryPoint is acknowledged; a partial
         # ACK leaves cwnd alone (pipe shrinks instead)
         if ack >= self.recovery_point:

@@ -154,6 +154,7 @@ class TcpConnection:
             "segments_received": 0, "ooo_segments_received": 0, "dup_segments_received": 0,
             "window_probes": 0, "window_updates": 0, "rtt_samples": 0, "aborted": 0,
             "snack_acks": 0, "snack_retransmissions": 0, "ts_rtt_samples": 0, "paws_drops": 0,
+            "frto_spurious": 0,
         }
 
     # ------------------------------------------------------------------ public view
@@ -457,6 +458,7 @@ class TcpConnection:
         if not cc.is_dupack(seg, prev_wnd, new_sacked):
             return True
         self.stats["dupacks_received"] += 1
+        cc.frto_ack(now, False)             # F-RTO (RFC 5682 sec. 2.1 steps 2a / 3a)
         cc.on_dupack(now)
         return True
 
@@ -676,6 +678,7 @@ class TcpConnection:
             return out
         if self._snack is not None and self._snack.due:
             self._output_snack(self._snack, now, out)
+        self._cc.frto_send_new(now, out)    # F-RTO's two new segments after a timeout (RFC 5682 step 2b)
         self._cc.send(now, out)             # the window, or the variant's recovery rules
         # RFC 9293 sec. 3.8.6.1: persist timer while the peer's window keeps data back
         if (self._snd_una == self._snd_max and self._snd_nxt < self._data_end

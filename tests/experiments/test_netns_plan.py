@@ -274,7 +274,7 @@ def test_the_runner_refuses_a_too_long_route_before_the_run():
 @pytest.mark.parametrize("key,value", [("init_cwnd", 10), ("rcv_buffer_segments", 20), ("min_rto_s", 1.0),
                                        ("initial_rto_s", 3.0), ("max_rto_s", 120.0), ("snack", True),
                                        ("delayed_ack", True), ("delack_s", 0.04), ("limited_transmit", True),
-                                       ("rack", True), ("timestamps", True)])
+                                       ("rack", True), ("timestamps", True), ("newreno", True), ("frto", True)])
 def test_kernel_tcp_refuses_the_user_space_tcps_fields_it_would_ignore(key, value, tmp_path):
     """netns and the Pis' kernel plane run Linux's TCP: a user-space TCP field set away from its default is
     refused before the run (on a diamond, in the variant that sets it), by ``run`` and ``validate`` alike; the

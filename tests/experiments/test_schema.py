@@ -197,3 +197,11 @@ def test_a_config_without_the_new_keys_builds_aspan():
     for key in ("scheme", "snoop_tick_s", "max_local_rxmit", "max_cached_segments"):
         del cfg["snoop"][key]
     assert scheme_config(cfg).scheme == "aspan"
+
+
+def test_the_newreno_and_frto_keys_reach_the_user_space_tcp_off_by_default():
+    exp = load_experiment({"variants": [{"name": "plain"},
+                                        {"name": "on", "tcp": {"newreno": True, "frto": True}}]}, "x.yaml")
+    plain, on = (tcp_config(v.config, 1000) for v in exp.variants)
+    assert (plain.newreno, plain.frto) == (False, False)
+    assert (on.newreno, on.frto) == (True, True)

@@ -92,3 +92,10 @@ def test_bad_values_name_the_field(field: str, value: object) -> None:
 def test_min_rto_above_max_rto() -> None:
     with pytest.raises(ValueError, match="min_rto"):
         TcpConfig(min_rto=5.0, max_rto=1.0)
+
+
+@pytest.mark.parametrize("name", ["newreno", "frto"])
+def test_the_newreno_and_frto_knobs_are_off_by_default_and_bools(name):
+    assert getattr(TcpConfig(), name) is False and getattr(TcpConfig(**{name: True}), name) is True
+    with pytest.raises(ValueError, match=re.escape(f"{name}: must be a bool, got 1")):
+        TcpConfig(**{name: 1})

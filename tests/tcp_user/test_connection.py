@@ -756,7 +756,7 @@ def test_a_fresh_connection_s_view_and_counters() -> None:
     assert (c.snd_una, c.snd_nxt, c.rcv_nxt, c.snd_wnd, c.flight_size) == (ISS, ISS, 0, 0, 0)
     assert (c.srtt, c.rttvar, c.rto) == (None, None, 1.0)
     assert c.all_acked is False and c.is_closed is False and c.next_timer() is None
-    assert set(c.stats.values()) == {0} and len(c.stats) == 20
+    assert set(c.stats.values()) == {0} and len(c.stats) == 21
     assert (c.bytes_acked, c.bytes_received, c.rtt_samples) == (0, 0, 0)
 
 
@@ -782,7 +782,8 @@ def test_the_counters_count_one_per_event() -> None:
         "losses_dupack": 0, "losses_rto": 1, "dupacks_received": 0,
         "segments_received": 3, "ooo_segments_received": 1, "dup_segments_received": 0,
         "window_probes": 0, "window_updates": 0, "rtt_samples": 2, "aborted": 0,
-        "snack_acks": 0, "snack_retransmissions": 0, "ts_rtt_samples": 0, "paws_drops": 0}
+        "snack_acks": 0, "snack_retransmissions": 0, "ts_rtt_samples": 0, "paws_drops": 0,
+        "frto_spurious": 0}
     assert c.bytes_acked == 1000 and c.bytes_received == 2
 
 
