@@ -26,7 +26,7 @@ from plots.data import RepData, VariantGroup  # noqa: E402
 from plots.digest import MAX_POINTS, Drawn, Hist  # noqa: E402,F401  (MAX_POINTS: per drawn line)
 from plots.routing import time_marks  # noqa: E402
 from plots.style import colors as _colors, figure as _figure, new_figure as _new, save as _save  # noqa: E402
-from plots.style import overlay, title as _title, variant_ticks  # noqa: E402
+from plots.style import legend, overlay, title as _title, variant_ticks  # noqa: E402
 from plots.reference import figure_title  # noqa: E402
 
 __all__ = [
@@ -135,7 +135,7 @@ def _grouped_bars(groups: Sequence[VariantGroup], metrics: dict[str, str], ylabe
     ax.set_ylabel(ylabel)
     _title(ax, f"{title}\n(bars: mean over repetitions; dots: each repetition)", fontsize="medium")
     if len(metrics) > 1:
-        ax.legend()
+        legend(ax)
     return _save(fig, out_dir, name)
 
 
@@ -175,7 +175,7 @@ def _cdf_figure(groups: Sequence[VariantGroup], values: Callable[[RepData], Hist
     ax.set_ylabel("CDF (fraction)")
     ax.set_ylim(0, 1.02)
     _title(ax, title)
-    ax.legend()
+    legend(ax)
     if tail:
         axes[1].set_yscale("log")
         log_ticks(axes[1].yaxis, smallest, 1.0)
@@ -306,7 +306,7 @@ def _series_figure(groups: Sequence[VariantGroup],
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     _title(ax, title)
-    ax.legend(fontsize="small")
+    legend(ax, fontsize="small")
     ax.grid(alpha=0.3)
     return _save(fig, out_dir, name)
 
@@ -368,7 +368,7 @@ def snoop_cache_over_time(groups: Sequence[VariantGroup], out_dir: Path) -> list
         for node, color in zip(sorted(rep.cache_drawn), _colors(len(rep.cache_drawn))):
             part = rep.cache_drawn[node]
             ax.step(part.t, part.y, where="post", label=f"node {node}", color=color)
-        ax.legend(fontsize="small")
+        legend(ax, fontsize="small")
         return True
     return _per_variant_panels(_snooping(groups), "Snoop cache size over time",
                                "cached (segments)", "time since flow start (s)", draw,
@@ -514,7 +514,7 @@ def sweep_figures(sweeps: Sequence[SweepSeries], out_dir: Path) -> list[Path]:
         ax.set_ylabel(ylabel)
         _title(ax, f"{ylabel.split(' (')[0].capitalize()} vs {fld}\n"
                "(line: mean over repetitions; dots: each repetition)", fontsize="medium")
-        ax.legend(fontsize="small")
+        legend(ax, fontsize="small")
         written += _save(fig, out_dir, f"sweep_{metric}")
     cached = any(_metric(r, "cache_insertions") > 0 for s in sweeps for g in s.groups
                  for r in g.usable)
@@ -525,7 +525,7 @@ def sweep_figures(sweeps: Sequence[SweepSeries], out_dir: Path) -> list[Path]:
             _draw_sweep(ax, sweeps, metric)
             ax.set_title(label, fontsize="medium")
             ax.set_xlabel(fld)
-        axes[0].legend(fontsize="small")
+        legend(axes[0], fontsize="small")
         _title(fig, f"Snoop memory vs {fld} (line: mean over repetitions; dots: each repetition)")
         written += _save(fig, out_dir, "sweep_memory")
     return written

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from plots.style import colors, figure, new_figure, title, variant_ticks
+from plots.style import colors, figure, legend, new_figure, title, variant_ticks
 from plots.style import save as _save   # one name per module, replaced by tests that only collect figures
 from plots.logs import PARQUET, iter_reps, load_experiment
 from plots.numbers import plain
@@ -220,7 +220,7 @@ def retries_figure(mac: pd.DataFrame, order: list[str], out_dir: Path) -> list[P
     variant_ticks(ax, x, list(mean.index))
     ax.grid(axis="y", alpha=0.3)
     title(ax, "Link-layer retries, collisions and drops\n(all nodes, mean over repetitions)", fontsize="medium")
-    ax.legend()
+    legend(ax)
     return _save(fig, out_dir, f"{FIGURE_PREFIX}retries")
 
 
@@ -255,7 +255,7 @@ def throughput_figure(data: MediumRuns, out_dir: Path) -> list[Path]:
     ax.set_ylabel("goodput (Mbit/s, mean over repetitions)")
     title(ax, "Throughput vs hops")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    legend(ax, fontsize="small")
     if panels == 2:
         ax = axes[1]
         for h, part in g.groupby("hops"):
@@ -268,7 +268,7 @@ def throughput_figure(data: MediumRuns, out_dir: Path) -> list[Path]:
         ax.set_ylabel("goodput (Mbit/s)")
         title(ax, f"Goodput vs {field}")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        legend(ax, fontsize="small")
     return _save(fig, out_dir, f"{FIGURE_PREFIX}throughput_hops")
 
 

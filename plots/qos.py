@@ -76,7 +76,7 @@ def _flow_key(rep: RepData, logs: Any) -> str:
 def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path, save: Any, new_fig: Any,
                   colors: Any) -> list[Path]:
     """Figure ``qos_time`` (see the module docstring); nothing when no variant adapts."""
-    from plots.style import title
+    from plots.style import legend, title
     chosen: list[tuple[VariantGroup, RepData, QosSeries]] = []
     for g in groups:
         rep = g.representative()
@@ -97,7 +97,7 @@ def qos_over_time(groups: Sequence[VariantGroup], out_dir: Path, save: Any, new_
                 ax.axvline(x, color=color, lw=0.8, ls="--")
     top.set_ylabel("congestion window (segments)")
     top.set_ylim(bottom=0)
-    top.legend(fontsize="small")
+    legend(top, fontsize="small")
     title(top, "Adaptive pkt_qos: cwnd and the setting in use", fontsize="medium")
     bottom.set_ylabel("pkt_qos in use" + (" (lines offset)" if len(chosen) > 1 else ""))
     bottom.set_xlabel("time since flow start (s)")

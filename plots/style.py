@@ -19,7 +19,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["Style", "STYLES", "NOTEBOOK", "PAPER", "current", "using", "title", "figure", "colors", "overlay",
+__all__ = ["legend", "Style", "STYLES", "NOTEBOOK", "PAPER", "current", "using", "title", "figure", "colors", "overlay",
            "new_figure", "save", "variant_ticks"]
 
 
@@ -35,12 +35,14 @@ class Style:
     dpi: int = 150                         # of the PNG
     ports: bool = True                     # legends keep a flow's port even when its pair is unique
     fit_labels: bool = False               # axis labels longer than their panel wrapped onto two lines
+    legend_below: bool = False             # legends below the figure, outside the data (legend())
 
 
 NOTEBOOK = Style("notebook")
 # A column of a two-column paper is about 3.5 in wide: the default 6.4 in figure is drawn 3.5 in wide,
 # a wider one (two panels, many bars) in proportion; fonts of 8-9 pt at that size.
 PAPER = Style("paper", scale=3.5 / 6.4, titles=False, formats=("png", "svg", "pdf"), dpi=300, ports=False, fit_labels=True,
+              legend_below=True,
               rc={"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "xtick.labelsize": 8,
                   "ytick.labelsize": 8, "legend.fontsize": 8, "figure.titlesize": 9,
                   "lines.linewidth": 1.2, "lines.markersize": 4, "pdf.fonttype": 42,
@@ -82,6 +84,32 @@ def title(target: Axes | Figure, text: str, **kwargs: Any) -> None:
         target.suptitle(text, **kwargs)
     else:
         target.set_title(text, **kwargs)
+
+
+def legend(ax: Axes, **kwargs: Any) -> None:
+    """A figure's legend of ``ax``'s lines: on the axes (``ax.legend(**kwargs)``), or, where the style has
+    ``legend_below`` (paper), below the whole figure in two columns without a frame: on a figure one column wide a
+    legend of several entries would cover the lines it names (one legend goes below; another panel's stays on it)."""
+    if not _current.legend_below or ax.figure.legends:   # a second panel's legend stays on its panel
+        ax.legend(**kwargs)
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    # two columns where the labels are short enough to share the column's width, else one; the figure grows by
+    # the legend's rows so that the axes keep their height
+    ncol = 2 if len(labels) > 1 and max(map(len, labels)) <= LEGEND_PAIR_CHARS else 1
+    rows = -(-len(labels) // ncol)
+    fig = ax.figure
+    fig.set_figheight(fig.get_figheight() + rows * LEGEND_ROW_IN)
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False, fontsize=7.5,
+               handlelength=1.8, columnspacing=1.0, borderaxespad=0.2)
+
+
+#: legend() of the paper style: the longest labels two columns hold at 7.5 pt on a 3.5 in figure, and the
+#: height one row of it takes
+LEGEND_PAIR_CHARS = 22
+LEGEND_ROW_IN = 0.14
 
 
 def figure(width: float, height: float) -> Figure:

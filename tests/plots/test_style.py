@@ -37,10 +37,12 @@ def test_paper_style_no_titles_pdf_and_a_column_wide(tmp_path: Path) -> None:
     assert question not in (paper / "figures" / "losses.svg").read_text()
     assert "Observed packet loss" not in (paper / "figures" / "losses.svg").read_text()
     assert "Paper Fig" not in (paper / "figures" / "cwnd_cdf.svg").read_text()
-    # a one-panel figure is one column wide (3.5 in), its text 7.5-9 pt
+    # a one-panel figure is one column wide (3.5 in), its text 7.5-9 pt; it is 2.3 in high and grows by its
+    # legend's rows below it (plots.style.legend; at most 3 rows of 2 here)
+    from plots.style import LEGEND_ROW_IN
     for name in ("losses", "cwnd_cdf", "cwnd_time"):
         w, h = _png_inches(paper / "figures" / f"{name}.png", PAPER.dpi)
-        assert 3.4 <= w <= 3.6 and 2.0 <= h <= 2.6, (name, w, h)
+        assert 3.4 <= w <= 3.6 and 2.0 <= h <= 2.6 + 3 * LEGEND_ROW_IN, (name, w, h)
         assert _png_inches(notebook / "figures" / f"{name}.png", NOTEBOOK.dpi)[0] == pytest.approx(6.4)
         sizes = _svg_font_sizes(paper / "figures" / f"{name}.svg")
         assert sizes and all(7.4 <= s <= 9.0 for s in sizes), (name, sizes)
@@ -181,3 +183,39 @@ def test_an_overlay_of_two_runs_two_variants_two_flows(tmp_path: Path, monkeypat
     style_of = {(g.variant, g.flow): {looks[h.label][1] for h in groups if (h.variant, h.flow) == (g.variant, g.flow)}
                 for g in groups}
     assert all(len(s) == 1 for s in style_of.values()) and len(set.union(*style_of.values())) == 4
+
+
+def test_paper_legends_go_below_the_figure_and_the_figure_grows_by_their_rows() -> None:
+    """plots.style.legend: notebook puts the legend on the axes; paper puts it below the figure, outside the
+    data (two columns for short labels, one for long ones), the figure taller by its rows; a second panel's
+    legend stays on its panel; no labelled lines, no legend."""
+    from plots.style import LEGEND_ROW_IN, figure, legend
+    fig, ax = new_figure()
+    ax.plot([0, 1], [0, 1], label="sack")
+    legend(ax)
+    assert ax.get_legend() is not None and not fig.legends
+    with using("paper"):
+        fig, ax = new_figure()
+        h = fig.get_figheight()
+        for name in ("reno", "sack", "aspan-0.99"):
+            ax.plot([0, 1], [0, 1], label=name)
+        legend(ax, fontsize="small")
+        assert ax.get_legend() is None and len(fig.legends) == 1
+        assert fig.legends[0]._ncols == 2 and fig.get_figheight() == pytest.approx(h + 2 * LEGEND_ROW_IN)
+        fig, ax = new_figure()
+        h = fig.get_figheight()
+        for name in ("papers-tcp: aspan-1.00-once", "linux-like: aspan-1.00-once"):
+            ax.plot([0, 1], [0, 1], label=name)
+        legend(ax)
+        assert fig.legends[0]._ncols == 1 and fig.get_figheight() == pytest.approx(h + 2 * LEGEND_ROW_IN)
+        fig = figure(6.4, 4.2)
+        a, b = fig.subplots(1, 2)
+        a.plot([0, 1], [0, 1], label="left")
+        b.plot([0, 1], [0, 1], label="right")
+        legend(a)
+        legend(b)
+        assert len(fig.legends) == 1 and a.get_legend() is None and b.get_legend() is not None
+        fig, ax = new_figure()
+        ax.plot([0, 1], [0, 1])
+        legend(ax)
+        assert not fig.legends and ax.get_legend() is None
